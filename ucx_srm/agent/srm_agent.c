@@ -1,0 +1,298 @@
+/*
+ * The agent's life: the listening socket, the event loop, and the choice
+ * between spinning and sleeping (POLLING_NOTES: never spin on a node whose
+ * cores are all busy; sleep with the doorbell protocol of srm_shm.h).
+ */
+#define _GNU_SOURCE
+#include "srm_agent.h"
+
+#include <ucx_srm/common/srm_log.h>
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/random.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#define SRM_AGENT_SAFETY_WAKEUP_MS 100  /* epoll timeout: a net, not a clock */
+#define SRM_AGENT_EVENT_BATCH      64
+#define SRM_AGENT_POLL_EVERY       64   /* progress loops between fd polls */
+#define SRM_AGENT_LOAD_PERIOD      0.5  /* seconds between load samples */
+
+double srm_agent_now(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+int srm_agent_init(srm_agent_t *agent)
+{
+    struct epoll_event ev = {.events   = EPOLLIN,
+                             .data.u64 = (uint64_t)SRM_EPOLL_LISTEN << 32};
+    struct sockaddr_un addr;
+    socklen_t addrlen;
+
+    agent->uid        = getuid();
+    agent->start_time = srm_agent_now();
+    agent->idle_since = agent->start_time;
+    agent->listen_fd  = -1;
+    agent->epoll_fd   = -1;
+    srm_sched_init(&agent->sched, agent->config.quantum,
+                   SRM_FRAME_MAX_PAYLOAD);
+
+    if (getrandom(&agent->node_id, sizeof(agent->node_id), 0) !=
+        sizeof(agent->node_id)) {
+        srm_error("getrandom failed: %m");
+        return -1;
+    }
+
+    if (srm_sock_addr(agent->socket_name, &addr, &addrlen) != 0) {
+        srm_error("invalid socket name '%s'", agent->socket_name);
+        return -1;
+    }
+    agent->listen_fd = socket(AF_UNIX,
+                              SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK,
+                              0);
+    if (agent->listen_fd < 0) {
+        srm_error("socket() failed: %m");
+        return -1;
+    }
+    if (bind(agent->listen_fd, (struct sockaddr*)&addr, addrlen) != 0) {
+        if (errno == EADDRINUSE) {
+            srm_info("an agent already serves @%s in this network namespace",
+                     agent->socket_name);
+            errno = EADDRINUSE;
+        } else {
+            srm_error("bind(@%s) failed: %m", agent->socket_name);
+        }
+        return -1;
+    }
+    if (listen(agent->listen_fd, 128) != 0) {
+        srm_error("listen(@%s) failed: %m", agent->socket_name);
+        return -1;
+    }
+
+    agent->epoll_fd = epoll_create1(EPOLL_CLOEXEC);
+    if ((agent->epoll_fd < 0) ||
+        (epoll_ctl(agent->epoll_fd, EPOLL_CTL_ADD, agent->listen_fd, &ev) !=
+         0)) {
+        srm_error("epoll setup failed: %m");
+        return -1;
+    }
+
+    if (setpriority(PRIO_PROCESS, 0, agent->config.nice) != 0) {
+        srm_info("could not set nice %d (%m); woken agent may wait for "
+                 "busy-polling ranks", agent->config.nice);
+    }
+
+    srm_info("serving @%s, node 0x%016llx, poll %s, quantum %zu, "
+             "port backlog %zu", agent->socket_name,
+             (unsigned long long)agent->node_id,
+             srm_poll_policy_names[agent->config.poll_policy],
+             agent->config.quantum, agent->config.port_backlog);
+    return 0;
+}
+
+void srm_agent_cleanup(srm_agent_t *agent)
+{
+    unsigned i;
+
+    for (i = 0; i < agent->num_slots; ++i) {
+        if (agent->slots[i] != NULL) {
+            srm_client_drop(agent, agent->slots[i], NULL);
+        }
+    }
+    free(agent->slots);
+    srm_sched_cleanup(&agent->sched);
+    if (agent->epoll_fd >= 0) {
+        close(agent->epoll_fd);
+    }
+    if (agent->listen_fd >= 0) {
+        close(agent->listen_fd);
+    }
+}
+
+/* Moves what can move: one scheduler round, then the backlogs. */
+static unsigned srm_agent_progress(srm_agent_t *agent)
+{
+    srm_sched_queue_t *failed;
+    unsigned count;
+
+    count = srm_deliver_backlogs(agent);
+    do {
+        count += srm_sched_round(&agent->sched, srm_deliver_frame, agent,
+                                 &failed);
+        count += agent->sched.saving; /* not idle: credit is building up */
+        if (failed != NULL) {
+            srm_client_fail(agent, failed->owner,
+                            "malformed frame or ring index in its TX ring");
+            srm_client_reap(agent); /* before the next round visits it */
+        }
+    } while (failed != NULL);
+
+    srm_deliver_notify(agent);
+    if (agent->num_failed > 0) {
+        srm_client_reap(agent);
+    }
+    return count;
+}
+
+static void srm_agent_handle_event(srm_agent_t *agent,
+                                   const struct epoll_event *ev)
+{
+    uint32_t kind = (uint32_t)(ev->data.u64 >> 32);
+    uint32_t slot = (uint32_t)ev->data.u64;
+    srm_client_t *client;
+    uint64_t count;
+
+    if (kind == SRM_EPOLL_LISTEN) {
+        srm_client_accept(agent);
+        return;
+    }
+    client = (slot < agent->num_slots) ? agent->slots[slot] : NULL;
+    if (client == NULL) {
+        return; /* dropped earlier in this batch */
+    }
+    if (kind == SRM_EPOLL_SOCKET) {
+        srm_client_handle_socket(agent, client);
+    } else if (read(client->doorbell_fd, &count, sizeof(count)) < 0) {
+        (void)count; /* EAGAIN: already drained */
+    }
+}
+
+static void srm_agent_poll_events(srm_agent_t *agent, int timeout_ms)
+{
+    struct epoll_event events[SRM_AGENT_EVENT_BATCH];
+    int i, n;
+
+    n = epoll_wait(agent->epoll_fd, events, SRM_AGENT_EVENT_BATCH, timeout_ms);
+    if ((n < 0) && (errno != EINTR)) {
+        srm_error("epoll_wait failed: %m");
+        agent->stop = 1;
+        return;
+    }
+    for (i = 0; i < n; ++i) {
+        srm_agent_handle_event(agent, &events[i]);
+    }
+}
+
+static void srm_agent_set_sleeping(srm_agent_t *agent, int sleeping)
+{
+    srm_client_t *client;
+    unsigned i;
+
+    for (i = 0; i < agent->num_slots; ++i) {
+        client = agent->slots[i];
+        if ((client != NULL) && (client->state == SRM_CLIENT_ATTACHED)) {
+            srm_store_relaxed(&client->ctl->agent_sleeping.value,
+                              (uint32_t)sleeping);
+        }
+    }
+    srm_fence();
+}
+
+/* Whether a core is idle right now, judged from the run queue length. */
+static int srm_agent_core_idle(void)
+{
+    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+    unsigned running = 0;
+    FILE *file;
+
+    file = fopen("/proc/loadavg", "r");
+    if (file == NULL) {
+        return 0;
+    }
+    if (fscanf(file, "%*f %*f %*f %u/", &running) != 1) {
+        running = (unsigned)ncpu; /* unknown: assume busy */
+    }
+    fclose(file);
+    return (long)running < ncpu; /* "running" includes this agent */
+}
+
+static int srm_agent_should_spin(srm_agent_t *agent, double idle_for,
+                                 double now, double *load_time)
+{
+    switch (agent->config.poll_policy) {
+    case SRM_POLL_SPIN:
+        return 1;
+    case SRM_POLL_BLOCK:
+        return 0;
+    case SRM_POLL_HYBRID:
+        return idle_for < agent->config.spin_time;
+    default:
+        if ((now - *load_time) > SRM_AGENT_LOAD_PERIOD) {
+            agent->spinning = srm_agent_core_idle();
+            *load_time      = now;
+        }
+        return agent->spinning && (idle_for < agent->config.spin_time);
+    }
+}
+
+static int srm_agent_sleep_timeout_ms(srm_agent_t *agent, double now)
+{
+    double left;
+
+    if (!agent->exit_when_idle || (agent->num_clients > 0)) {
+        return SRM_AGENT_SAFETY_WAKEUP_MS;
+    }
+    left = agent->idle_since + agent->config.idle_timeout - now;
+    if (left <= 0) {
+        srm_info("no clients for %.1f s: exiting", agent->config.idle_timeout);
+        agent->stop = 1;
+        return 0;
+    }
+    return (left * 1e3 < SRM_AGENT_SAFETY_WAKEUP_MS) ? (int)(left * 1e3) + 1 :
+                                                       SRM_AGENT_SAFETY_WAKEUP_MS;
+}
+
+/* Sleep without losing a wakeup: flag, fence, look once more, then wait. */
+static void srm_agent_sleep(srm_agent_t *agent, double now)
+{
+    int timeout_ms = srm_agent_sleep_timeout_ms(agent, now);
+
+    if (agent->stop) {
+        return;
+    }
+    srm_agent_set_sleeping(agent, 1);
+    if (srm_agent_progress(agent) == 0) {
+        agent->stats.sleeps++;
+        srm_agent_poll_events(agent, timeout_ms);
+    }
+    srm_agent_set_sleeping(agent, 0);
+}
+
+int srm_agent_run(srm_agent_t *agent)
+{
+    double now, last_work, load_time = 0;
+    unsigned loops = 0;
+
+    last_work = srm_agent_now();
+    while (!agent->stop) {
+        if (srm_agent_progress(agent) > 0) {
+            last_work = 0; /* sampled lazily below */
+        }
+        if ((++loops % SRM_AGENT_POLL_EVERY) == 0) {
+            srm_agent_poll_events(agent, 0);
+            srm_agent_sleep_timeout_ms(agent, srm_agent_now());
+        }
+
+        now = srm_agent_now();
+        if (last_work == 0) {
+            last_work = now;
+            continue;
+        }
+        if (!srm_agent_should_spin(agent, now - last_work, now, &load_time)) {
+            srm_agent_sleep(agent, now);
+            last_work = srm_agent_now();
+            agent->stats.wakeups++;
+        }
+    }
+    return 0;
+}

@@ -1,0 +1,138 @@
+/*
+ * srmd, the node agent: one per node (per network namespace). It owns the
+ * clients' shared rings, schedules their frames and delivers them.
+ */
+#ifndef SRM_AGENT_H
+#define SRM_AGENT_H
+
+#include "srm_sched.h"
+
+#include <ucx_srm/common/srm_config.h>
+#include <ucx_srm/common/srm_proto.h>
+#include <ucx_srm/common/srm_shm.h>
+
+#include <stdint.h>
+#include <sys/types.h>
+
+/* What an epoll event is about: the kind in the high 32 bits, a slot below. */
+enum {
+    SRM_EPOLL_LISTEN   = 0,
+    SRM_EPOLL_SOCKET   = 1,
+    SRM_EPOLL_DOORBELL = 2,
+};
+
+/* A frame held by the agent because its destination's RX ring was full. */
+typedef struct srm_backlog_frame {
+    struct srm_backlog_frame *next;
+    srm_frame_hdr_t          hdr;
+    uint8_t                  payload[];
+} srm_backlog_frame_t;
+
+typedef struct srm_client_stats {
+    uint64_t tx_frames;      /* taken from this client's TX rings */
+    uint64_t tx_bytes;
+    uint64_t rx_frames;      /* written into this client's RX ring */
+    uint64_t rx_bytes;
+    uint64_t backlogged;     /* frames that waited in its backlog */
+    uint64_t blocked;        /* times a sender waited for its RX room */
+    uint64_t bad_dest;       /* its frames to unknown ports or wrong keys */
+    uint64_t wakeups;        /* event-fd signals sent to it */
+} srm_client_stats_t;
+
+typedef enum {
+    SRM_CLIENT_CONNECTED, /* socket accepted, no request yet */
+    SRM_CLIENT_ATTACHED,  /* has rings and a port */
+} srm_client_state_t;
+
+typedef struct srm_client {
+    srm_client_state_t  state;
+    const char          *failed;       /* why it must be dropped, or NULL */
+    int                 sock_fd;
+    int                 doorbell_fd;   /* the client writes, the agent waits */
+    int                 event_fd;      /* the agent writes, the client waits */
+    int                 shm_fd;
+    pid_t               pid;
+    uid_t               uid;
+    uint32_t            port;
+    uint32_t            key;
+    char                name[SRM_PROTO_NAME_MAX];
+
+    srm_shm_layout_t    layout;
+    void                *shm;
+    srm_shm_ctl_t       *ctl;
+    srm_ring_t          rx;             /* producer view */
+    srm_sched_queue_t   tx[SRM_SHM_MAX_TX_RINGS];
+
+    srm_backlog_frame_t *backlog_head;
+    srm_backlog_frame_t *backlog_tail;
+    size_t              backlog_bytes;
+    int                 notify;         /* delivered since the last signal */
+    struct srm_client   *notify_next;
+
+    srm_client_stats_t  stats;
+} srm_client_t;
+
+typedef struct srm_agent_stats {
+    uint64_t frames;
+    uint64_t bytes;
+    uint64_t sleeps;
+    uint64_t wakeups;
+    uint64_t clients_attached;
+    uint64_t clients_dropped;   /* for a protocol or ring violation */
+    uint64_t bad_dest;
+} srm_agent_stats_t;
+
+typedef struct srm_agent {
+    srm_node_config_t  node_config;
+    srm_agent_config_t config;
+    char               socket_name[108];
+    int                exit_when_idle;
+    int                any_user;
+    int                listen_fd;
+    int                epoll_fd;
+    uint64_t           node_id;
+    uid_t              uid;
+    double             start_time;
+    double             idle_since;     /* last time the client count hit 0 */
+    volatile int       stop;
+
+    srm_client_t       **slots;         /* index = port's low 16 bits - 1 */
+    unsigned           num_slots;
+    unsigned           num_clients;
+    uint32_t           generation;
+
+    srm_sched_t        sched;
+    srm_client_t       *notify_list;
+    int                spinning;        /* auto policy's current choice */
+    unsigned           num_failed;      /* clients waiting for srm_client_reap */
+    srm_agent_stats_t  stats;
+} srm_agent_t;
+
+/* srm_agent.c */
+int srm_agent_init(srm_agent_t *agent);
+void srm_agent_cleanup(srm_agent_t *agent);
+int srm_agent_run(srm_agent_t *agent);
+double srm_agent_now(void);
+
+/* srm_client.c */
+void srm_client_accept(srm_agent_t *agent);
+void srm_client_handle_socket(srm_agent_t *agent, srm_client_t *client);
+void srm_client_drop(srm_agent_t *agent, srm_client_t *client,
+                     const char *reason);
+void srm_client_fail(srm_agent_t *agent, srm_client_t *client,
+                     const char *reason);
+void srm_client_reap(srm_agent_t *agent);
+srm_client_t *srm_client_lookup(srm_agent_t *agent, uint32_t port);
+
+/* srm_deliver.c */
+srm_sched_result_t srm_deliver_frame(void *arg, srm_sched_queue_t *queue,
+                                     const srm_frame_hdr_t *hdr,
+                                     const void *payload);
+unsigned srm_deliver_backlogs(srm_agent_t *agent);
+void srm_deliver_notify(srm_agent_t *agent);
+void srm_deliver_release_backlog(srm_client_t *client);
+
+/* srm_status.c */
+size_t srm_status_format(srm_agent_t *agent, char *buf, size_t size);
+
+#endif

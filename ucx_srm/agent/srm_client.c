@@ -1,0 +1,368 @@
+/*
+ * The client registry: accepting connections, checking who connects,
+ * attaching a client (its port, key, rings and doorbells), answering srmctl,
+ * and dropping a client that left or broke the protocol.
+ */
+#define _GNU_SOURCE
+#include "srm_agent.h"
+
+#include <ucx_srm/common/srm_log.h>
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/random.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#define SRM_PORT_SLOT_BITS 16
+#define SRM_PORT_SLOT_MASK ((1u << SRM_PORT_SLOT_BITS) - 1)
+#define SRM_MAX_CLIENTS    (SRM_PORT_SLOT_MASK - 1)
+
+/* epoll data: which fd of which slot woke us. */
+#define SRM_EPOLL_DATA(_kind, _slot) (((uint64_t)(_kind) << 32) | (_slot))
+
+srm_client_t *srm_client_lookup(srm_agent_t *agent, uint32_t port)
+{
+    uint32_t slot = (port & SRM_PORT_SLOT_MASK) - 1;
+    srm_client_t *client;
+
+    if (slot >= agent->num_slots) {
+        return NULL;
+    }
+    client = agent->slots[slot];
+    if ((client == NULL) || (client->port != port) ||
+        (client->state != SRM_CLIENT_ATTACHED) || (client->failed != NULL)) {
+        return NULL;
+    }
+    return client;
+}
+
+static int srm_client_alloc_slot(srm_agent_t *agent, srm_client_t *client)
+{
+    srm_client_t **slots;
+    unsigned i, num;
+
+    for (i = 0; i < agent->num_slots; ++i) {
+        if (agent->slots[i] == NULL) {
+            goto found;
+        }
+    }
+    if (agent->num_slots >= SRM_MAX_CLIENTS) {
+        return -1;
+    }
+    num   = (agent->num_slots == 0) ? 64 : (agent->num_slots * 2);
+    num   = (num > SRM_MAX_CLIENTS) ? SRM_MAX_CLIENTS : num;
+    slots = realloc(agent->slots, num * sizeof(*slots));
+    if (slots == NULL) {
+        return -1;
+    }
+    memset(slots + agent->num_slots, 0,
+           (num - agent->num_slots) * sizeof(*slots));
+    agent->slots     = slots;
+    i                = agent->num_slots;
+    agent->num_slots = num;
+
+found:
+    /* The generation keeps a reused slot from matching a stale port. */
+    agent->generation = (agent->generation + 1) & 0x7fff;
+    client->port      = ((agent->generation + 1) << SRM_PORT_SLOT_BITS) |
+                        (i + 1);
+    agent->slots[i]   = client;
+    return 0;
+}
+
+static int srm_client_epoll_add(srm_agent_t *agent, int fd, uint32_t kind,
+                                uint32_t slot)
+{
+    struct epoll_event ev = {.events = EPOLLIN,
+                             .data.u64 = SRM_EPOLL_DATA(kind, slot)};
+    return epoll_ctl(agent->epoll_fd, EPOLL_CTL_ADD, fd, &ev);
+}
+
+void srm_client_accept(srm_agent_t *agent)
+{
+    struct ucred cred;
+    socklen_t len = sizeof(cred);
+    srm_client_t *client;
+    int fd;
+
+    fd = accept4(agent->listen_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+    if (fd < 0) {
+        if ((errno != EAGAIN) && (errno != EINTR)) {
+            srm_warn("accept failed: %m");
+        }
+        return;
+    }
+
+    if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0) {
+        srm_warn("SO_PEERCRED failed: %m; connection refused");
+        close(fd);
+        return;
+    }
+    if (!agent->any_user && (cred.uid != agent->uid)) {
+        /* The peer learns why from the closed socket and its own log. */
+        srm_warn("refused pid %d: uid %u is not served by this agent (uid %u)",
+                 (int)cred.pid, (unsigned)cred.uid, (unsigned)agent->uid);
+        close(fd);
+        return;
+    }
+
+    client = calloc(1, sizeof(*client));
+    if ((client == NULL) || (srm_client_alloc_slot(agent, client) != 0)) {
+        srm_error("no room for a new client (pid %d); connection refused",
+                  (int)cred.pid);
+        free(client);
+        close(fd);
+        return;
+    }
+    client->state       = SRM_CLIENT_CONNECTED;
+    client->sock_fd     = fd;
+    client->doorbell_fd = -1;
+    client->event_fd    = -1;
+    client->shm_fd      = -1;
+    client->pid         = cred.pid;
+    client->uid         = cred.uid;
+    snprintf(client->name, sizeof(client->name), "pid%d", (int)cred.pid);
+
+    if (srm_client_epoll_add(agent, fd, SRM_EPOLL_SOCKET,
+                             (client->port & SRM_PORT_SLOT_MASK) - 1) != 0) {
+        srm_client_drop(agent, client, "epoll_ctl failed");
+    }
+}
+
+static void srm_client_attach_reply(srm_client_t *client, int status,
+                                    const char *error, uint64_t node_id,
+                                    uint32_t max_payload)
+{
+    srm_attach_rep_t rep;
+    int fds[3] = {client->shm_fd, client->doorbell_fd, client->event_fd};
+
+    memset(&rep, 0, sizeof(rep));
+    srm_msg_hdr_init(&rep.hdr, SRM_MSG_ATTACH_REP);
+    rep.status      = status;
+    rep.port        = client->port;
+    rep.key         = client->key;
+    rep.node_id     = node_id;
+    rep.max_payload = max_payload;
+    rep.shm_size    = client->layout.total_size;
+    if (error != NULL) {
+        snprintf(rep.error, sizeof(rep.error), "%s", error);
+    }
+    if (srm_sock_send(client->sock_fd, &rep, sizeof(rep), fds,
+                      (status == 0) ? 3 : 0) < 0) {
+        srm_warn("port %u: could not send attach reply: %m", client->port);
+    }
+}
+
+static int srm_client_attach(srm_agent_t *agent, srm_client_t *client,
+                             const srm_attach_req_t *req)
+{
+    char shm_name[32];
+    uint32_t i, slot = (client->port & SRM_PORT_SLOT_MASK) - 1;
+    uint8_t *base;
+
+    memcpy(client->name, req->name, sizeof(client->name));
+    client->name[sizeof(client->name) - 1] = '\0';
+
+    if ((srm_shm_layout_init(&client->layout, req->num_tx_rings,
+                             req->tx_ring_size, req->rx_ring_size) != 0) ||
+        (req->tx_ring_size < 4 * srm_frame_record_size(SRM_FRAME_MAX_PAYLOAD)) ||
+        (req->rx_ring_size < 4 * srm_frame_record_size(SRM_FRAME_MAX_PAYLOAD))) {
+        srm_client_attach_reply(client, EINVAL,
+                                "ring count or sizes out of range (rings must "
+                                "be powers of two of at least 1 MiB)",
+                                0, 0);
+        return -1;
+    }
+
+    if (getrandom(&client->key, sizeof(client->key), 0) !=
+        sizeof(client->key)) {
+        srm_client_attach_reply(client, EIO, "no randomness for a port key",
+                                0, 0);
+        return -1;
+    }
+
+    snprintf(shm_name, sizeof(shm_name), "srm-port-%u", client->port);
+    client->doorbell_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    client->event_fd    = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    if ((client->doorbell_fd < 0) || (client->event_fd < 0) ||
+        (srm_shm_create(&client->layout, shm_name, &client->shm_fd,
+                        &client->shm) != 0)) {
+        srm_error("port %u: cannot create rings or doorbells: %m",
+                  client->port);
+        srm_client_attach_reply(client, ENOMEM, "agent out of resources", 0,
+                                0);
+        return -1;
+    }
+
+    base        = client->shm;
+    client->ctl = client->shm;
+    srm_ring_init_producer(&client->rx, &client->ctl->rx,
+                           base + client->layout.rx_offset,
+                           client->layout.rx_ring_size);
+    for (i = 0; i < client->layout.num_tx_rings; ++i) {
+        srm_ring_init_consumer(&client->tx[i].ring, &client->ctl->tx[i],
+                               base + client->layout.tx_offset[i],
+                               client->layout.tx_ring_size);
+        client->tx[i].owner = client;
+        if (srm_sched_add(&agent->sched, &client->tx[i]) != 0) {
+            while (i-- > 0) {
+                srm_sched_remove(&agent->sched, &client->tx[i]);
+            }
+            srm_client_attach_reply(client, ENOMEM, "agent out of memory", 0,
+                                    0);
+            return -1;
+        }
+    }
+    client->state = SRM_CLIENT_ATTACHED;
+    agent->num_clients++;
+
+    if (srm_client_epoll_add(agent, client->doorbell_fd,
+                             SRM_EPOLL_DOORBELL, slot) != 0) {
+        srm_client_attach_reply(client, EIO, "agent epoll failure", 0, 0);
+        return -1;
+    }
+
+    srm_client_attach_reply(client, 0, NULL, agent->node_id,
+                            SRM_FRAME_MAX_PAYLOAD);
+    /* The client has its copy; the mapping keeps the memory alive. */
+    close(client->shm_fd);
+    client->shm_fd = -1;
+
+    agent->stats.clients_attached++;
+    srm_info("attached port %u (%s, pid %d, uid %u): %u TX rings of %lu KiB, "
+             "RX ring %lu KiB", client->port, client->name, (int)client->pid,
+             (unsigned)client->uid, client->layout.num_tx_rings,
+             (unsigned long)(client->layout.tx_ring_size >> 10),
+             (unsigned long)(client->layout.rx_ring_size >> 10));
+    return 0;
+}
+
+static void srm_client_status(srm_agent_t *agent, srm_client_t *client)
+{
+    srm_status_rep_t *rep = malloc(sizeof(*rep));
+
+    if (rep == NULL) {
+        return;
+    }
+    srm_msg_hdr_init(&rep->hdr, SRM_MSG_STATUS_REP);
+    rep->length = (uint32_t)srm_status_format(agent, rep->text,
+                                              sizeof(rep->text));
+    if (srm_sock_send(client->sock_fd, rep,
+                      offsetof(srm_status_rep_t, text) + rep->length, NULL,
+                      0) < 0) {
+        srm_debug("could not send status to pid %d: %m", (int)client->pid);
+    }
+    free(rep);
+}
+
+void srm_client_handle_socket(srm_agent_t *agent, srm_client_t *client)
+{
+    union {
+        srm_msg_hdr_t    hdr;
+        srm_attach_req_t attach;
+        srm_status_req_t status;
+    } msg;
+    int fds[SRM_PROTO_MAX_FDS];
+    int nfds = 0; /* a client has no business sending fds: close them */
+    ssize_t len;
+
+    len = srm_sock_recv(client->sock_fd, &msg, sizeof(msg), fds, &nfds);
+    if (len == 0) {
+        srm_client_drop(agent, client, NULL);
+        return;
+    } else if (len < 0) {
+        if ((errno != EAGAIN) && (errno != EINTR)) {
+            srm_client_drop(agent, client,
+                            (errno == EMSGSIZE) ? "oversized control message"
+                                                : "control socket error");
+        }
+        return;
+    }
+
+    if (client->state == SRM_CLIENT_ATTACHED) {
+        srm_client_drop(agent, client, "control message after attach");
+    } else if (srm_msg_hdr_check(&msg.hdr, (size_t)len, SRM_MSG_ATTACH_REQ,
+                                 sizeof(msg.attach)) == 0) {
+        if (srm_client_attach(agent, client, &msg.attach) != 0) {
+            srm_client_drop(agent, client, "attach failed");
+        }
+    } else if (srm_msg_hdr_check(&msg.hdr, (size_t)len, SRM_MSG_STATUS_REQ,
+                                 sizeof(msg.status)) == 0) {
+        srm_client_status(agent, client);
+    } else if (errno == EPROTONOSUPPORT) {
+        srm_client_drop(agent, client, "unsupported protocol version");
+    } else {
+        srm_client_drop(agent, client, "malformed control message");
+    }
+}
+
+void srm_client_fail(srm_agent_t *agent, srm_client_t *client,
+                     const char *reason)
+{
+    if (client->failed == NULL) {
+        client->failed = reason;
+        agent->num_failed++;
+    }
+}
+
+void srm_client_reap(srm_agent_t *agent)
+{
+    unsigned i;
+
+    for (i = 0; (i < agent->num_slots) && (agent->num_failed > 0); ++i) {
+        if ((agent->slots[i] != NULL) && (agent->slots[i]->failed != NULL)) {
+            srm_client_drop(agent, agent->slots[i], agent->slots[i]->failed);
+        }
+    }
+}
+
+void srm_client_drop(srm_agent_t *agent, srm_client_t *client,
+                     const char *reason)
+{
+    uint32_t i, slot = (client->port & SRM_PORT_SLOT_MASK) - 1;
+
+    if (reason != NULL) {
+        srm_warn("dropping port %u (%s, pid %d): %s", client->port,
+                 client->name, (int)client->pid, reason);
+        agent->stats.clients_dropped++;
+    } else if (client->state == SRM_CLIENT_ATTACHED) {
+        srm_info("port %u (%s, pid %d) detached", client->port, client->name,
+                 (int)client->pid);
+    }
+    if (client->failed != NULL) {
+        agent->num_failed--;
+    }
+
+    if (client->state == SRM_CLIENT_ATTACHED) {
+        for (i = 0; i < client->layout.num_tx_rings; ++i) {
+            srm_sched_remove(&agent->sched, &client->tx[i]);
+        }
+        agent->num_clients--;
+        if (agent->num_clients == 0) {
+            agent->idle_since = srm_agent_now();
+        }
+    }
+    srm_deliver_release_backlog(client);
+
+    /* Closing an fd removes it from the epoll set. */
+    close(client->sock_fd);
+    if (client->doorbell_fd >= 0) {
+        close(client->doorbell_fd);
+    }
+    if (client->event_fd >= 0) {
+        close(client->event_fd);
+    }
+    if (client->shm_fd >= 0) {
+        close(client->shm_fd);
+    }
+    if (client->shm != NULL) {
+        srm_shm_unmap(&client->layout, client->shm);
+    }
+    agent->slots[slot] = NULL;
+    free(client);
+}

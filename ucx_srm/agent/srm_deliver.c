@@ -1,0 +1,204 @@
+/*
+ * Intra-node delivery: a frame from one client's TX ring into another
+ * client's RX ring, or into the destination port's bounded backlog when that
+ * ring is full. Per-port back-pressure: a full backlog blocks only the
+ * senders to that port, never the rest of the node.
+ */
+#include "srm_agent.h"
+
+#include <ucx_srm/common/srm_log.h>
+
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static void srm_deliver_mark_notify(srm_agent_t *agent, srm_client_t *client)
+{
+    if (!client->notify) {
+        client->notify      = 1;
+        client->notify_next = agent->notify_list;
+        agent->notify_list  = client;
+    }
+}
+
+/* 1 if written, 0 if the ring is full, -1 if the client broke its ring. */
+static int srm_deliver_to_ring(srm_agent_t *agent, srm_client_t *dst,
+                               const srm_frame_hdr_t *hdr, const void *payload)
+{
+    size_t record_size = srm_frame_record_size(hdr->length);
+    srm_frame_hdr_t *slot;
+
+    switch (srm_ring_reserve(&dst->rx, record_size, &slot)) {
+    case SRM_RING_OK:
+        break;
+    case SRM_RING_FULL:
+        srm_shm_flag_raise(&dst->ctl->rx_space_wanted);
+        return 0;
+    default:
+        srm_client_fail(agent, dst, "corrupt RX ring index");
+        return -1;
+    }
+
+    memcpy(slot, hdr, sizeof(*hdr));
+    memcpy(srm_frame_payload(slot), payload, hdr->length);
+    srm_ring_commit(&dst->rx, record_size);
+
+    dst->stats.rx_frames++;
+    dst->stats.rx_bytes += hdr->length;
+    srm_deliver_mark_notify(agent, dst);
+    return 1;
+}
+
+static int srm_deliver_to_backlog(srm_agent_t *agent, srm_client_t *dst,
+                                  const srm_frame_hdr_t *hdr,
+                                  const void *payload)
+{
+    srm_backlog_frame_t *frame;
+
+    if ((dst->backlog_bytes + hdr->length) > agent->config.port_backlog) {
+        return 0;
+    }
+    frame = malloc(sizeof(*frame) + hdr->length);
+    if (frame == NULL) {
+        return 0; /* stays in the sender's ring: slower, never lost */
+    }
+    frame->next = NULL;
+    frame->hdr  = *hdr;
+    memcpy(frame->payload, payload, hdr->length);
+    if (dst->backlog_tail == NULL) {
+        dst->backlog_head = frame;
+    } else {
+        dst->backlog_tail->next = frame;
+    }
+    dst->backlog_tail   = frame;
+    dst->backlog_bytes += hdr->length;
+    dst->stats.backlogged++;
+    return 1;
+}
+
+srm_sched_result_t srm_deliver_frame(void *arg, srm_sched_queue_t *queue,
+                                     const srm_frame_hdr_t *hdr,
+                                     const void *payload)
+{
+    srm_agent_t *agent = arg;
+    srm_client_t *src  = queue->owner;
+    srm_frame_hdr_t frame;
+    srm_client_t *dst;
+
+    if (hdr->type != SRM_FRAME_AM) {
+        return SRM_SCHED_FAILED;
+    }
+
+    dst = (hdr->dst_node == 0) ? srm_client_lookup(agent, hdr->dst_port) :
+                                 NULL;
+    if ((dst == NULL) || (dst->key != hdr->dst_key)) {
+        /* A port that left, or a forged key: counted, never delivered. */
+        src->stats.bad_dest++;
+        agent->stats.bad_dest++;
+        srm_debug("port %u: dropped frame to node %u port %u (%s)",
+                  src->port, hdr->dst_node, hdr->dst_port,
+                  (dst == NULL) ? "no such port" : "key mismatch");
+        return SRM_SCHED_DELIVERED;
+    }
+
+    frame          = *hdr;
+    frame.src_port = src->port; /* never trust the sender to name itself */
+
+    if (dst->backlog_head == NULL) {
+        switch (srm_deliver_to_ring(agent, dst, &frame, payload)) {
+        case 1:
+            goto delivered;
+        case -1:
+            return SRM_SCHED_DELIVERED; /* destination is gone */
+        default:
+            break;
+        }
+    }
+
+    if (!srm_deliver_to_backlog(agent, dst, &frame, payload)) {
+        src->stats.blocked++;
+        srm_shm_flag_raise(&dst->ctl->rx_space_wanted);
+        return SRM_SCHED_BLOCKED;
+    }
+
+delivered:
+    src->stats.tx_frames++;
+    src->stats.tx_bytes += hdr->length;
+    agent->stats.frames++;
+    agent->stats.bytes += hdr->length;
+    if (srm_load_relaxed(&src->ctl->tx_space_wanted.value)) {
+        srm_deliver_mark_notify(agent, src);
+    }
+    return SRM_SCHED_DELIVERED;
+}
+
+static unsigned srm_deliver_backlog(srm_agent_t *agent, srm_client_t *dst)
+{
+    srm_backlog_frame_t *frame;
+    unsigned count = 0;
+    int ret;
+
+    while ((frame = dst->backlog_head) != NULL) {
+        ret = srm_deliver_to_ring(agent, dst, &frame->hdr, frame->payload);
+        if (ret <= 0) {
+            break; /* full, or the client was dropped with its backlog */
+        }
+        dst->backlog_head   = frame->next;
+        dst->backlog_bytes -= frame->hdr.length;
+        if (dst->backlog_head == NULL) {
+            dst->backlog_tail = NULL;
+        }
+        free(frame);
+        ++count;
+    }
+    return count;
+}
+
+unsigned srm_deliver_backlogs(srm_agent_t *agent)
+{
+    unsigned count = 0;
+    unsigned i;
+
+    for (i = 0; i < agent->num_slots; ++i) {
+        if ((agent->slots[i] != NULL) &&
+            (agent->slots[i]->backlog_head != NULL)) {
+            count += srm_deliver_backlog(agent, agent->slots[i]);
+        }
+    }
+    return count;
+}
+
+void srm_deliver_release_backlog(srm_client_t *client)
+{
+    srm_backlog_frame_t *frame;
+
+    while ((frame = client->backlog_head) != NULL) {
+        client->backlog_head = frame->next;
+        free(frame);
+    }
+    client->backlog_tail  = NULL;
+    client->backlog_bytes = 0;
+}
+
+/*
+ * Signals every client that got frames (or TX room it waits for) since the
+ * last call, but only those that said they sleep: a polling client costs no
+ * system call.
+ */
+void srm_deliver_notify(srm_agent_t *agent)
+{
+    const uint64_t one = 1;
+    srm_client_t *client;
+    ssize_t ret;
+
+    while ((client = agent->notify_list) != NULL) {
+        agent->notify_list = client->notify_next;
+        client->notify     = 0;
+        srm_shm_flag_clear(&client->ctl->tx_space_wanted);
+        if (srm_shm_flag_take(&client->ctl->client_sleeping)) {
+            ret = write(client->event_fd, &one, sizeof(one));
+            (void)ret; /* a full counter already means "wake up" */
+            client->stats.wakeups++;
+        }
+    }
+}

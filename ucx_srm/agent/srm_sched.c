@@ -1,0 +1,130 @@
+#include "srm_sched.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+void srm_sched_init(srm_sched_t *sched, size_t quantum, size_t max_payload)
+{
+    memset(sched, 0, sizeof(*sched));
+    sched->quantum     = quantum;
+    sched->max_payload = max_payload;
+}
+
+void srm_sched_cleanup(srm_sched_t *sched)
+{
+    free(sched->queues);
+    sched->queues = NULL;
+    sched->count  = 0;
+}
+
+int srm_sched_add(srm_sched_t *sched, srm_sched_queue_t *queue)
+{
+    srm_sched_queue_t **queues;
+    unsigned capacity;
+
+    if (sched->count == sched->capacity) {
+        capacity = (sched->capacity == 0) ? 16 : (sched->capacity * 2);
+        queues   = realloc(sched->queues, capacity * sizeof(*queues));
+        if (queues == NULL) {
+            return -1;
+        }
+        sched->queues   = queues;
+        sched->capacity = capacity;
+    }
+    queue->credit               = 0;
+    queue->blocked              = 0;
+    queue->index                = sched->count;
+    sched->queues[sched->count] = queue;
+    ++sched->count;
+    return 0;
+}
+
+void srm_sched_remove(srm_sched_t *sched, srm_sched_queue_t *queue)
+{
+    unsigned i;
+
+    /* Keep the visiting order of the others: shift, do not swap. */
+    for (i = queue->index + 1; i < sched->count; ++i) {
+        sched->queues[i - 1]        = sched->queues[i];
+        sched->queues[i - 1]->index = i - 1;
+    }
+    --sched->count;
+    if (sched->cursor > queue->index) {
+        --sched->cursor;
+    }
+    if (sched->cursor >= sched->count) {
+        sched->cursor = 0;
+    }
+}
+
+/* Sends from one queue while its credit lasts. */
+static srm_sched_result_t
+srm_sched_visit(srm_sched_t *sched, srm_sched_queue_t *queue,
+                srm_sched_deliver_cb_t deliver, void *arg,
+                unsigned *delivered)
+{
+    srm_sched_result_t result;
+    srm_ring_status_t status;
+    srm_frame_hdr_t hdr;
+    void *payload;
+    size_t cost;
+
+    queue->credit += sched->quantum;
+    for (;;) {
+        status = srm_ring_peek(&queue->ring, sched->max_payload, &hdr,
+                               &payload);
+        if (status == SRM_RING_EMPTY) {
+            queue->credit  = 0; /* DRR: an idle queue keeps no credit */
+            queue->blocked = 0;
+            return SRM_SCHED_DELIVERED;
+        } else if (status != SRM_RING_OK) {
+            return SRM_SCHED_FAILED;
+        }
+
+        cost = sizeof(hdr) + hdr.length;
+        if (cost > queue->credit) {
+            ++sched->saving;
+            return SRM_SCHED_DELIVERED;
+        }
+
+        result = deliver(arg, queue, &hdr, payload);
+        if (result == SRM_SCHED_BLOCKED) {
+            queue->blocked = 1;
+            /* Blocked credit must not pile up into a later burst. */
+            if (queue->credit > cost) {
+                queue->credit = cost;
+            }
+            return result;
+        } else if (result == SRM_SCHED_FAILED) {
+            return result;
+        }
+
+        srm_ring_release(&queue->ring);
+        queue->blocked  = 0;
+        queue->credit  -= cost;
+        ++(*delivered);
+    }
+}
+
+unsigned srm_sched_round(srm_sched_t *sched, srm_sched_deliver_cb_t deliver,
+                         void *arg, srm_sched_queue_t **failed)
+{
+    unsigned delivered = 0;
+    unsigned visits;
+    srm_sched_queue_t *queue;
+
+    *failed       = NULL;
+    sched->saving = 0;
+    for (visits = 0; visits < sched->count; ++visits) {
+        if (sched->cursor >= sched->count) {
+            sched->cursor = 0;
+        }
+        queue = sched->queues[sched->cursor++];
+        if (srm_sched_visit(sched, queue, deliver, arg, &delivered) ==
+            SRM_SCHED_FAILED) {
+            *failed = queue;
+            break;
+        }
+    }
+    return delivered;
+}

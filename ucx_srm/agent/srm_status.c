@@ -1,0 +1,90 @@
+/* The text srmctl status prints: the agent, then one line per port. */
+#include "srm_agent.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <unistd.h>
+
+typedef struct {
+    char   *buf;
+    size_t size;
+    size_t len;
+} srm_text_t;
+
+static void srm_text_add(srm_text_t *text, const char *fmt, ...)
+        __attribute__((format(printf, 2, 3)));
+
+static void srm_text_add(srm_text_t *text, const char *fmt, ...)
+{
+    va_list ap;
+    int n;
+
+    if (text->len >= text->size) {
+        return;
+    }
+    va_start(ap, fmt);
+    n = vsnprintf(text->buf + text->len, text->size - text->len, fmt, ap);
+    va_end(ap);
+    if (n > 0) {
+        text->len += (size_t)n;
+        if (text->len > text->size - 1) {
+            text->len = text->size - 1;
+        }
+    }
+}
+
+size_t srm_status_format(srm_agent_t *agent, char *buf, size_t size)
+{
+    srm_text_t text = {.buf = buf, .size = size, .len = 0};
+    srm_client_t *client;
+    uint64_t tx_used;
+    unsigned i, r;
+
+    srm_text_add(&text,
+                 "agent: socket @%s node 0x%016llx pid %d uptime %.1f s\n"
+                 "policy: poll %s, quantum %zu B, port backlog %zu B\n"
+                 "clients: %u attached (%llu since start, %llu dropped)\n"
+                 "counters: frames %llu bytes %llu bad_dest %llu "
+                 "sleeps %llu wakeups %llu\n",
+                 agent->socket_name, (unsigned long long)agent->node_id,
+                 (int)getpid(), srm_agent_now() - agent->start_time,
+                 srm_poll_policy_names[agent->config.poll_policy],
+                 agent->config.quantum, agent->config.port_backlog,
+                 agent->num_clients,
+                 (unsigned long long)agent->stats.clients_attached,
+                 (unsigned long long)agent->stats.clients_dropped,
+                 (unsigned long long)agent->stats.frames,
+                 (unsigned long long)agent->stats.bytes,
+                 (unsigned long long)agent->stats.bad_dest,
+                 (unsigned long long)agent->stats.sleeps,
+                 (unsigned long long)agent->stats.wakeups);
+
+    srm_text_add(&text, "%-10s %-7s %-16s %5s %9s %9s %9s %10s %12s %10s "
+                 "%12s %8s %8s\n", "PORT", "PID", "NAME", "RINGS", "TX_QUEUED",
+                 "RX_QUEUED", "BACKLOG", "TX_FRAMES", "TX_BYTES", "RX_FRAMES",
+                 "RX_BYTES", "BLOCKED", "WAKEUPS");
+    for (i = 0; i < agent->num_slots; ++i) {
+        client = agent->slots[i];
+        if ((client == NULL) || (client->state != SRM_CLIENT_ATTACHED)) {
+            continue;
+        }
+        tx_used = 0;
+        for (r = 0; r < client->layout.num_tx_rings; ++r) {
+            tx_used += srm_ring_used(&client->ctl->tx[r]);
+        }
+        srm_text_add(&text, "%-10u %-7d %-16.16s %5u %9llu %9llu %9zu %10llu "
+                     "%12llu %10llu %12llu %8llu %8llu\n",
+                     client->port, (int)client->pid, client->name,
+                     client->layout.num_tx_rings,
+                     (unsigned long long)tx_used,
+                     (unsigned long long)srm_ring_used(&client->ctl->rx),
+                     client->backlog_bytes,
+                     (unsigned long long)client->stats.tx_frames,
+                     (unsigned long long)client->stats.tx_bytes,
+                     (unsigned long long)client->stats.rx_frames,
+                     (unsigned long long)client->stats.rx_bytes,
+                     (unsigned long long)client->stats.blocked,
+                     (unsigned long long)client->stats.wakeups);
+    }
+    return text.len;
+}

@@ -1,0 +1,26 @@
+/*
+ * What a UCX worker address carries for srm. The device address names the
+ * node (its agent); the iface address names one port on it.
+ * UCP limits: device address <= 31 bytes, iface address <= 63 bytes.
+ */
+#ifndef SRM_ADDRESS_H
+#define SRM_ADDRESS_H
+
+#include <stdint.h>
+
+typedef struct __attribute__((packed)) srm_device_addr {
+    uint64_t node_id;  /* random per agent instance */
+    uint32_t ipv4;     /* agent's wire address, network order (0: none) */
+    uint16_t tcp_port; /* network order */
+    uint16_t flags;
+} srm_device_addr_t;
+
+typedef struct __attribute__((packed)) srm_iface_addr {
+    uint32_t port;
+    uint32_t key;
+} srm_iface_addr_t;
+
+_Static_assert(sizeof(srm_device_addr_t) <= 31, "UCP device address limit");
+_Static_assert(sizeof(srm_iface_addr_t) <= 63, "UCP iface address limit");
+
+#endif

@@ -1,0 +1,82 @@
+#include "srm_config.h"
+
+#include <stddef.h>
+
+const char *srm_agent_mode_names[] = {
+    [SRM_AGENT_MODE_AUTO]  = "auto",
+    [SRM_AGENT_MODE_NEVER] = "never",
+    [SRM_AGENT_MODE_LAST]  = NULL
+};
+
+const char *srm_poll_policy_names[] = {
+    [SRM_POLL_AUTO]   = "auto",
+    [SRM_POLL_SPIN]   = "spin",
+    [SRM_POLL_BLOCK]  = "block",
+    [SRM_POLL_HYBRID] = "hybrid",
+    [SRM_POLL_LAST]   = NULL
+};
+
+ucs_config_field_t srm_node_config_table[] = {
+    {"SOCKET", "",
+     "Name of the node agent's abstract UNIX socket (per network namespace).\n"
+     "Empty means srmd.<uid>, the per-user agent.",
+     offsetof(srm_node_config_t, socket), UCS_CONFIG_TYPE_STRING},
+
+    {"AGENT", "auto",
+     "What to do when no node agent answers on the socket:\n"
+     " auto  - start srmd in the background and attach to it.\n"
+     " never - fail to open the interface (other transports still work).",
+     offsetof(srm_node_config_t, agent_mode),
+     UCS_CONFIG_TYPE_ENUM(srm_agent_mode_names)},
+
+    {"AGENT_PATH", "",
+     "The srmd program to start when AGENT=auto. Empty means the srmd\n"
+     "installed with this module.",
+     offsetof(srm_node_config_t, agent_path), UCS_CONFIG_TYPE_STRING},
+
+    {"CONNECT_TIMEOUT", "10s",
+     "How long to wait for the node agent to answer, including its start.",
+     offsetof(srm_node_config_t, connect_timeout), UCS_CONFIG_TYPE_TIME},
+
+    {NULL}
+};
+
+ucs_config_field_t srm_agent_config_table[] = {
+    {"POLL", "auto",
+     "How the node agent waits for work (read by srmd):\n"
+     " auto   - spin while some core is idle, otherwise sleep.\n"
+     " spin   - never sleep; only for an agent with a core of its own.\n"
+     " block  - sleep on its doorbell as soon as there is no work.\n"
+     " hybrid - spin for SPIN_TIME, then sleep.",
+     offsetof(srm_agent_config_t, poll_policy),
+     UCS_CONFIG_TYPE_ENUM(srm_poll_policy_names)},
+
+    {"SPIN_TIME", "20us",
+     "How long the agent spins on empty rings before it sleeps (hybrid, auto).",
+     offsetof(srm_agent_config_t, spin_time), UCS_CONFIG_TYPE_TIME},
+
+    {"IDLE_TIMEOUT", "10s",
+     "An agent started on demand exits this long after its last client left.",
+     offsetof(srm_agent_config_t, idle_timeout), UCS_CONFIG_TYPE_TIME},
+
+    {"QUANTUM", "8k",
+     "Scheduling unit: bytes a sender may move per round-robin visit.",
+     offsetof(srm_agent_config_t, quantum), UCS_CONFIG_TYPE_MEMUNITS},
+
+    {"PORT_BACKLOG", "256k",
+     "Bytes the agent holds for a destination port whose receive ring is full\n"
+     "before it leaves frames in the senders' rings (back-pressure).",
+     offsetof(srm_agent_config_t, port_backlog), UCS_CONFIG_TYPE_MEMUNITS},
+
+    {"NICE", "-10",
+     "Niceness srmd asks for at start (kept if not permitted). A sleeping\n"
+     "agent must preempt busy-polling ranks when woken; at nice 0 the\n"
+     "kernel's EEVDF scheduler often lets the poller finish its slice first.",
+     offsetof(srm_agent_config_t, nice), UCS_CONFIG_TYPE_INT},
+
+    {"LOG_FILE", "",
+     "Where srmd writes its log; empty means standard error.",
+     offsetof(srm_agent_config_t, log_file), UCS_CONFIG_TYPE_STRING},
+
+    {NULL}
+};

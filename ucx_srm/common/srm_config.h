@@ -1,0 +1,55 @@
+/*
+ * UCX_SRM_* configuration shared by the module and the agent. Both parse the
+ * same tables with UCX's own parser, so a name means the same thing in a
+ * rank and in srmd, and `ucx_info -c -f` documents all of them.
+ */
+#ifndef SRM_CONFIG_H
+#define SRM_CONFIG_H
+
+#include <ucs/config/parser.h>
+
+#include <stddef.h>
+
+#define SRM_CONFIG_PREFIX    "SRM_"
+#define SRM_UNIT_SIZE        (8u * 1024u)   /* the paper's scheduling unit */
+#define SRM_CHANNEL_DEPTH    (256u * 1024u) /* per-channel queue limit */
+
+typedef enum {
+    SRM_AGENT_MODE_AUTO,  /* start an agent when none answers */
+    SRM_AGENT_MODE_NEVER, /* fail if none answers */
+    SRM_AGENT_MODE_LAST
+} srm_agent_mode_t;
+
+typedef enum {
+    SRM_POLL_AUTO,   /* spin only while a core is idle, else block */
+    SRM_POLL_SPIN,   /* never sleep */
+    SRM_POLL_BLOCK,  /* sleep as soon as there is no work */
+    SRM_POLL_HYBRID, /* spin for SPIN_TIME, then sleep */
+    SRM_POLL_LAST
+} srm_poll_policy_t;
+
+/* How to reach the node agent: read by the md and by srmd. */
+typedef struct srm_node_config {
+    char     *socket;          /* abstract socket name; "" = srmd.<uid> */
+    unsigned agent_mode;       /* srm_agent_mode_t */
+    char     *agent_path;      /* srmd to start; "" = the installed one */
+    double   connect_timeout;  /* seconds */
+} srm_node_config_t;
+
+/* The agent's own knobs. */
+typedef struct srm_agent_config {
+    unsigned poll_policy;      /* srm_poll_policy_t */
+    double   spin_time;        /* seconds */
+    double   idle_timeout;     /* seconds; exit this long after last client */
+    size_t   quantum;          /* scheduler unit in bytes */
+    size_t   port_backlog;     /* per destination port, bytes */
+    char     *log_file;        /* "" = stderr */
+    int      nice;             /* scheduling niceness to ask for */
+} srm_agent_config_t;
+
+extern const char *srm_agent_mode_names[];
+extern const char *srm_poll_policy_names[];
+extern ucs_config_field_t srm_node_config_table[];
+extern ucs_config_field_t srm_agent_config_table[];
+
+#endif

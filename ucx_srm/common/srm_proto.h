@@ -1,0 +1,95 @@
+/*
+ * The control protocol between a client (or srmctl) and its node agent, on
+ * an abstract SOCK_SEQPACKET socket: one message per packet. After ATTACH the
+ * socket carries no data; it stays open so each side notices the other die.
+ */
+#ifndef SRM_PROTO_H
+#define SRM_PROTO_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+
+#define SRM_PROTO_MAGIC     0x53524d43u /* "SRMC" */
+#define SRM_PROTO_VERSION   1u
+#define SRM_PROTO_NAME_MAX  64
+#define SRM_PROTO_ERROR_MAX 160
+#define SRM_PROTO_TEXT_MAX  (60 * 1024)
+#define SRM_PROTO_MAX_FDS   4
+
+typedef enum {
+    SRM_MSG_ATTACH_REQ = 1,
+    SRM_MSG_ATTACH_REP,
+    SRM_MSG_STATUS_REQ,
+    SRM_MSG_STATUS_REP,
+    SRM_MSG_LAST
+} srm_msg_type_t;
+
+typedef struct srm_msg_hdr {
+    uint32_t magic;
+    uint16_t version;
+    uint16_t type;
+} srm_msg_hdr_t;
+
+typedef struct srm_attach_req {
+    srm_msg_hdr_t hdr;
+    uint32_t      num_tx_rings;
+    uint32_t      reserved;
+    uint64_t      tx_ring_size;
+    uint64_t      rx_ring_size;
+    char          name[SRM_PROTO_NAME_MAX]; /* shown by srmctl */
+} srm_attach_req_t;
+
+/* Followed by the fds: shared segment, doorbell (to the agent), rx event. */
+typedef struct srm_attach_rep {
+    srm_msg_hdr_t hdr;
+    int32_t       status;      /* 0 or a positive errno */
+    uint32_t      port;
+    uint32_t      key;
+    uint32_t      max_payload;
+    uint64_t      node_id;
+    uint64_t      shm_size;
+    char          error[SRM_PROTO_ERROR_MAX];
+} srm_attach_rep_t;
+
+typedef struct srm_status_req {
+    srm_msg_hdr_t hdr;
+    uint32_t      flags;
+    uint32_t      reserved;
+} srm_status_req_t;
+
+typedef struct srm_status_rep {
+    srm_msg_hdr_t hdr;
+    uint32_t      length;
+    uint32_t      reserved;
+    char          text[SRM_PROTO_TEXT_MAX];
+} srm_status_rep_t;
+
+void srm_msg_hdr_init(srm_msg_hdr_t *hdr, srm_msg_type_t type);
+
+/* 0 if the header is ours, of this version and of the expected type. */
+int srm_msg_hdr_check(const srm_msg_hdr_t *hdr, size_t length,
+                      srm_msg_type_t type, size_t min_length);
+
+/* The abstract address "\0<name>"; -1 if the name is too long or empty. */
+int srm_sock_addr(const char *name, struct sockaddr_un *addr,
+                  socklen_t *addrlen);
+
+/* Sends one packet with optional fds (SCM_RIGHTS); -1 with errno. */
+ssize_t srm_sock_send(int fd, const void *buf, size_t len, const int *fds,
+                      int nfds);
+
+/*
+ * Receives one packet; received fds go to fds[0..*nfds) (at most the value
+ * *nfds had on entry; any more are closed). -1 with errno, 0 on hang-up.
+ */
+ssize_t srm_sock_recv(int fd, void *buf, size_t len, int *fds, int *nfds);
+
+/* A connected client socket to the agent called name. -1 with errno. */
+int srm_sock_connect(const char *name);
+
+/* The default agent socket name for this user: "srmd.<uid>". */
+void srm_sock_default_name(char *buf, size_t size);
+
+#endif

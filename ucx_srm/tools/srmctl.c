@@ -1,0 +1,139 @@
+/*
+ * srmctl: asks the node agent what it is doing. See `srmctl --help`.
+ */
+#define _GNU_SOURCE
+#include <ucx_srm/common/srm_proto.h>
+
+#include <config.h>
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <unistd.h>
+
+static void srmctl_usage(FILE *stream)
+{
+    fprintf(stream,
+        "Usage: srmctl [-s NAME] COMMAND\n"
+        "Query the SRM node agent (srmd) of this node / network namespace.\n"
+        "\n"
+        "Commands:\n"
+        "  status    the agent, its policy and counters, and one line per\n"
+        "            attached port: rings, queued bytes, backlog, frames and\n"
+        "            bytes each way, times senders blocked, wakeups sent\n"
+        "  ping      exit 0 if an agent answers, 1 if none does\n"
+        "\n"
+        "Options:\n"
+        "  -s, --socket NAME  agent socket (default: UCX_SRM_SOCKET, else\n"
+        "                     srmd.<uid>)\n"
+        "  -t, --timeout SEC  how long to wait for an answer (default 5)\n"
+        "  -h, --help         print this help\n"
+        "  -V, --version      print the version\n"
+        "\n"
+        "Exit status: 0 on success, 1 if no agent answered, 2 on bad usage.\n");
+}
+
+static int srmctl_query(const char *socket_name, double timeout,
+                        int print_status)
+{
+    srm_status_req_t req;
+    srm_status_rep_t *rep;
+    struct timeval tv;
+    ssize_t len;
+    int fd;
+
+    fd = srm_sock_connect(socket_name);
+    if (fd < 0) {
+        fprintf(stderr, "srmctl: no agent at @%s: %s\n", socket_name,
+                strerror(errno));
+        return 1;
+    }
+    tv.tv_sec  = (time_t)timeout;
+    tv.tv_usec = (suseconds_t)((timeout - (double)tv.tv_sec) * 1e6);
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+
+    memset(&req, 0, sizeof(req));
+    srm_msg_hdr_init(&req.hdr, SRM_MSG_STATUS_REQ);
+    rep = malloc(sizeof(*rep));
+    if ((rep == NULL) || (srm_sock_send(fd, &req, sizeof(req), NULL, 0) < 0)) {
+        fprintf(stderr, "srmctl: cannot send to @%s: %s\n", socket_name,
+                strerror(errno));
+        goto err;
+    }
+
+    len = srm_sock_recv(fd, rep, sizeof(*rep), NULL, NULL);
+    if (len <= 0) {
+        fprintf(stderr, "srmctl: no answer from @%s: %s\n", socket_name,
+                (len == 0) ? "connection closed (refused?)" : strerror(errno));
+        goto err;
+    }
+    if ((srm_msg_hdr_check(&rep->hdr, (size_t)len, SRM_MSG_STATUS_REP,
+                           offsetof(srm_status_rep_t, text)) != 0) ||
+        (rep->length > (size_t)len - offsetof(srm_status_rep_t, text))) {
+        fprintf(stderr, "srmctl: malformed answer from @%s (version "
+                "mismatch?)\n", socket_name);
+        goto err;
+    }
+    if (print_status) {
+        fwrite(rep->text, 1, rep->length, stdout);
+    }
+    free(rep);
+    close(fd);
+    return 0;
+
+err:
+    free(rep);
+    close(fd);
+    return 1;
+}
+
+int main(int argc, char **argv)
+{
+    static const struct option options[] = {
+        {"socket",  required_argument, NULL, 's'},
+        {"timeout", required_argument, NULL, 't'},
+        {"help",    no_argument,       NULL, 'h'},
+        {"version", no_argument,       NULL, 'V'},
+        {NULL, 0, NULL, 0}
+    };
+    char socket_name[108];
+    const char *command;
+    double timeout = 5;
+    int c;
+
+    if ((getenv("UCX_SRM_SOCKET") != NULL) &&
+        (getenv("UCX_SRM_SOCKET")[0] != '\0')) {
+        snprintf(socket_name, sizeof(socket_name), "%s",
+                 getenv("UCX_SRM_SOCKET"));
+    } else {
+        srm_sock_default_name(socket_name, sizeof(socket_name));
+    }
+
+    while ((c = getopt_long(argc, argv, "s:t:hV", options, NULL)) != -1) {
+        switch (c) {
+        case 's': snprintf(socket_name, sizeof(socket_name), "%s", optarg);
+                  break;
+        case 't': timeout = atof(optarg); break;
+        case 'h': srmctl_usage(stdout); return 0;
+        case 'V': printf("srmctl (ucx-srm) %s\n", PACKAGE_VERSION); return 0;
+        default:  srmctl_usage(stderr); return 2;
+        }
+    }
+    if ((optind != argc - 1) || (timeout <= 0)) {
+        srmctl_usage(stderr);
+        return 2;
+    }
+
+    command = argv[optind];
+    if (strcmp(command, "status") == 0) {
+        return srmctl_query(socket_name, timeout, 1);
+    } else if (strcmp(command, "ping") == 0) {
+        return srmctl_query(socket_name, timeout, 0);
+    }
+    fprintf(stderr, "srmctl: unknown command '%s'\n", command);
+    srmctl_usage(stderr);
+    return 2;
+}

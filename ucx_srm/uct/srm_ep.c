@@ -1,0 +1,327 @@
+/*
+ * The srm endpoint: a (node, port, key) triple. Every send writes one frame
+ * into the TX ring of the destination's node group and rings the agent's
+ * doorbell only if the agent said it sleeps. A full ring means
+ * UCS_ERR_NO_RESOURCE and the pending queue, never a drop.
+ */
+#ifdef HAVE_CONFIG_H
+#  include "config.h"
+#endif
+
+#include "srm_uct.h"
+
+#include <uct/base/uct_iov.inl>
+#include <ucs/debug/log.h>
+
+#include <string.h>
+
+static UCS_CLASS_INIT_FUNC(uct_srm_ep_t, const uct_ep_params_t *params)
+{
+    uct_srm_iface_t *iface = ucs_derived_of(params->iface, uct_srm_iface_t);
+    srm_iface_addr_t iface_addr;
+
+    UCT_EP_PARAMS_CHECK_DEV_IFACE_ADDRS(params);
+    UCS_CLASS_CALL_SUPER_INIT(uct_base_ep_t, &iface->super);
+
+    memcpy(&iface_addr, params->iface_addr, sizeof(iface_addr));
+    self->dst_node       = 0; /* only this node until the wire exists */
+    self->dst_port       = iface_addr.port;
+    self->dst_key        = iface_addr.key;
+    self->seq            = 0;
+    self->failed         = 0;
+    self->error_reported = 0;
+    self->tx = &iface->tx[self->dst_node % iface->agent.layout.num_tx_rings];
+    ucs_arbiter_group_init(&self->pending);
+    ucs_list_add_tail(&iface->eps, &self->list);
+
+    ucs_debug("srm: ep %p -> node %u port %u", self, self->dst_node,
+              self->dst_port);
+    return UCS_OK;
+}
+
+static UCS_CLASS_CLEANUP_FUNC(uct_srm_ep_t)
+{
+    ucs_arbiter_group_purge(&self->tx->pending, &self->pending,
+                            (ucs_arbiter_callback_t)
+                                    ucs_empty_function_return_zero,
+                            NULL);
+    ucs_arbiter_group_cleanup(&self->pending);
+    ucs_list_del(&self->list);
+}
+
+UCS_CLASS_DEFINE(uct_srm_ep_t, uct_base_ep_t);
+UCS_CLASS_DEFINE_NEW_FUNC(uct_srm_ep_t, uct_ep_t, const uct_ep_params_t*);
+UCS_CLASS_DEFINE_DELETE_FUNC(uct_srm_ep_t, uct_ep_t);
+
+/*
+ * Room for one frame of up to `length` payload bytes, or why not. Sends of
+ * an ep with queued pending requests must wait behind them (order), except
+ * the ones the pending dispatch itself makes.
+ */
+static UCS_F_ALWAYS_INLINE ucs_status_t
+uct_srm_ep_reserve(uct_srm_ep_t *ep, uct_srm_iface_t *iface, uint8_t am_id,
+                   size_t length, srm_frame_hdr_t **hdr_p)
+{
+    srm_ring_status_t status;
+    srm_frame_hdr_t *hdr;
+
+    if (ucs_unlikely(ep->failed || iface->agent_lost)) {
+        return UCS_ERR_ENDPOINT_TIMEOUT;
+    }
+    if (ucs_unlikely(!iface->dispatching &&
+                     !ucs_arbiter_group_is_empty(&ep->pending))) {
+        return UCS_ERR_NO_RESOURCE;
+    }
+
+    status = srm_ring_reserve(&ep->tx->ring, srm_frame_record_size(length),
+                              &hdr);
+    if (ucs_unlikely(status != SRM_RING_OK)) {
+        if (status == SRM_RING_FULL) {
+            return UCS_ERR_NO_RESOURCE;
+        }
+        ucs_error("srm: port %u: corrupt send ring; dropping the agent "
+                  "connection", iface->agent.port);
+        iface->agent_lost = 1;
+        return UCS_ERR_IO_ERROR;
+    }
+
+    hdr->magic    = SRM_FRAME_MAGIC;
+    hdr->version  = SRM_FRAME_VERSION;
+    hdr->type     = SRM_FRAME_AM;
+    hdr->src_port = iface->agent.port;
+    hdr->dst_port = ep->dst_port;
+    hdr->dst_key  = ep->dst_key;
+    hdr->dst_node = ep->dst_node;
+    hdr->am_id    = am_id;
+    hdr->flags    = 0;
+    hdr->reserved = 0;
+    hdr->seq      = ep->seq;
+    *hdr_p        = hdr;
+    return UCS_OK;
+}
+
+static UCS_F_ALWAYS_INLINE void
+uct_srm_ep_commit(uct_srm_ep_t *ep, uct_srm_iface_t *iface,
+                  srm_frame_hdr_t *hdr, size_t length)
+{
+    hdr->length = (uint32_t)length;
+    ++ep->seq;
+    srm_ring_commit(&ep->tx->ring, srm_frame_record_size(length));
+    uct_srm_iface_ring_doorbell(iface);
+}
+
+ucs_status_t uct_srm_ep_am_short(uct_ep_h tl_ep, uint8_t id, uint64_t header,
+                                 const void *payload, unsigned length)
+{
+    uct_srm_ep_t *ep       = ucs_derived_of(tl_ep, uct_srm_ep_t);
+    uct_srm_iface_t *iface = ucs_derived_of(tl_ep->iface, uct_srm_iface_t);
+    size_t total           = sizeof(header) + length;
+    srm_frame_hdr_t *hdr;
+    ucs_status_t status;
+    uint8_t *data;
+
+    UCT_CHECK_AM_ID(id);
+    UCT_CHECK_LENGTH(total, 0, iface->config.max_bcopy, "am_short");
+
+    status = uct_srm_ep_reserve(ep, iface, id, total, &hdr);
+    if (ucs_unlikely(status != UCS_OK)) {
+        return status;
+    }
+    data = srm_frame_payload(hdr);
+    memcpy(data, &header, sizeof(header));
+    memcpy(data + sizeof(header), payload, length);
+    uct_iface_trace_am(&iface->super, UCT_AM_TRACE_TYPE_SEND, id, data, total,
+                       "TX: AM_SHORT port %u", ep->dst_port);
+    UCT_TL_EP_STAT_OP(&ep->super, AM, SHORT, total);
+    uct_srm_ep_commit(ep, iface, hdr, total);
+    return UCS_OK;
+}
+
+ucs_status_t uct_srm_ep_am_short_iov(uct_ep_h tl_ep, uint8_t id,
+                                     const uct_iov_t *iov, size_t iovcnt)
+{
+    uct_srm_ep_t *ep       = ucs_derived_of(tl_ep, uct_srm_ep_t);
+    uct_srm_iface_t *iface = ucs_derived_of(tl_ep->iface, uct_srm_iface_t);
+    size_t total           = uct_iov_total_length(iov, iovcnt);
+    ucs_iov_iter_t iov_iter;
+    srm_frame_hdr_t *hdr;
+    ucs_status_t status;
+
+    UCT_CHECK_AM_ID(id);
+    UCT_CHECK_LENGTH(total, 0, iface->config.max_bcopy, "am_short_iov");
+
+    status = uct_srm_ep_reserve(ep, iface, id, total, &hdr);
+    if (ucs_unlikely(status != UCS_OK)) {
+        return status;
+    }
+    ucs_iov_iter_init(&iov_iter);
+    uct_iov_to_buffer(iov, iovcnt, &iov_iter, srm_frame_payload(hdr),
+                      SIZE_MAX);
+    UCT_TL_EP_STAT_OP(&ep->super, AM, SHORT, total);
+    uct_srm_ep_commit(ep, iface, hdr, total);
+    return UCS_OK;
+}
+
+ssize_t uct_srm_ep_am_bcopy(uct_ep_h tl_ep, uint8_t id,
+                            uct_pack_callback_t pack_cb, void *arg,
+                            unsigned flags)
+{
+    uct_srm_ep_t *ep       = ucs_derived_of(tl_ep, uct_srm_ep_t);
+    uct_srm_iface_t *iface = ucs_derived_of(tl_ep->iface, uct_srm_iface_t);
+    srm_frame_hdr_t *hdr;
+    ucs_status_t status;
+    size_t length;
+
+    UCT_CHECK_AM_ID(id);
+
+    status = uct_srm_ep_reserve(ep, iface, id, iface->config.max_bcopy, &hdr);
+    if (ucs_unlikely(status != UCS_OK)) {
+        return status;
+    }
+    length = pack_cb(srm_frame_payload(hdr), arg);
+    /* pack_cb has written at most max_bcopy by contract; check anyway. */
+    ucs_assertv(length <= iface->config.max_bcopy, "length=%zu", length);
+    uct_iface_trace_am(&iface->super, UCT_AM_TRACE_TYPE_SEND, id,
+                       srm_frame_payload(hdr), length, "TX: AM_BCOPY port %u",
+                       ep->dst_port);
+    UCT_TL_EP_STAT_OP(&ep->super, AM, BCOPY, length);
+    uct_srm_ep_commit(ep, iface, hdr, length);
+    return length;
+}
+
+/*
+ * The data is copied into the ring at once, so the operation is complete on
+ * return (UCS_OK) and comp is never called; UCT allows that.
+ */
+ucs_status_t uct_srm_ep_am_zcopy(uct_ep_h tl_ep, uint8_t id,
+                                 const void *header, unsigned header_length,
+                                 const uct_iov_t *iov, size_t iovcnt,
+                                 unsigned flags, uct_completion_t *comp)
+{
+    uct_srm_ep_t *ep       = ucs_derived_of(tl_ep, uct_srm_ep_t);
+    uct_srm_iface_t *iface = ucs_derived_of(tl_ep->iface, uct_srm_iface_t);
+    size_t total           = header_length + uct_iov_total_length(iov, iovcnt);
+    ucs_iov_iter_t iov_iter;
+    srm_frame_hdr_t *hdr;
+    ucs_status_t status;
+    uint8_t *data;
+
+    UCT_CHECK_AM_ID(id);
+    UCT_CHECK_LENGTH(header_length, 0, UCT_SRM_MAX_HDR, "am_zcopy header");
+    UCT_CHECK_LENGTH(total, 0, iface->config.max_zcopy + UCT_SRM_MAX_HDR,
+                     "am_zcopy");
+
+    status = uct_srm_ep_reserve(ep, iface, id, total, &hdr);
+    if (ucs_unlikely(status != UCS_OK)) {
+        return status;
+    }
+    data = srm_frame_payload(hdr);
+    memcpy(data, header, header_length);
+    ucs_iov_iter_init(&iov_iter);
+    uct_iov_to_buffer(iov, iovcnt, &iov_iter, data + header_length, SIZE_MAX);
+    uct_iface_trace_am(&iface->super, UCT_AM_TRACE_TYPE_SEND, id, data, total,
+                       "TX: AM_ZCOPY port %u", ep->dst_port);
+    UCT_TL_EP_STAT_OP(&ep->super, AM, ZCOPY, total);
+    uct_srm_ep_commit(ep, iface, hdr, total);
+    return UCS_OK;
+}
+
+ucs_status_t uct_srm_ep_pending_add(uct_ep_h tl_ep, uct_pending_req_t *req,
+                                    unsigned flags)
+{
+    uct_srm_ep_t *ep       = ucs_derived_of(tl_ep, uct_srm_ep_t);
+    uct_srm_iface_t *iface = ucs_derived_of(tl_ep->iface, uct_srm_iface_t);
+
+    uct_pending_req_arb_group_push(&ep->pending, req);
+    ucs_arbiter_group_schedule(&ep->tx->pending, &ep->pending);
+    /* If we sleep, the agent wakes us when it frees room in a TX ring. */
+    srm_shm_flag_raise(&iface->ctl->tx_space_wanted);
+    UCT_TL_EP_STAT_PEND(&ep->super);
+    return UCS_OK;
+}
+
+static ucs_arbiter_cb_result_t
+uct_srm_ep_pending_purge_cb(ucs_arbiter_t *arbiter, ucs_arbiter_group_t *group,
+                            ucs_arbiter_elem_t *elem, void *arg)
+{
+    uct_pending_req_t *req = ucs_container_of(elem, uct_pending_req_t, priv);
+    uct_purge_cb_args_t *args = arg;
+
+    if (args->cb != NULL) {
+        args->cb(req, args->arg);
+    }
+    return UCS_ARBITER_CB_RESULT_REMOVE_ELEM;
+}
+
+void uct_srm_ep_pending_purge(uct_ep_h tl_ep, uct_pending_purge_callback_t cb,
+                              void *arg)
+{
+    uct_srm_ep_t *ep         = ucs_derived_of(tl_ep, uct_srm_ep_t);
+    uct_purge_cb_args_t args = {cb, arg};
+
+    ucs_arbiter_group_purge(&ep->tx->pending, &ep->pending,
+                            uct_srm_ep_pending_purge_cb, &args);
+}
+
+static ucs_arbiter_cb_result_t
+uct_srm_ep_pending_dispatch_cb(ucs_arbiter_t *arbiter,
+                               ucs_arbiter_group_t *group,
+                               ucs_arbiter_elem_t *elem, void *arg)
+{
+    uct_pending_req_t *req = ucs_container_of(elem, uct_pending_req_t, priv);
+    ucs_status_t status;
+
+    status = req->func(req);
+    if (status == UCS_OK) {
+        return UCS_ARBITER_CB_RESULT_REMOVE_ELEM;
+    } else if (status == UCS_INPROGRESS) {
+        return UCS_ARBITER_CB_RESULT_NEXT_GROUP;
+    }
+    /* The ring is full for every ep that shares it. */
+    return UCS_ARBITER_CB_RESULT_STOP;
+}
+
+void uct_srm_ep_dispatch_pending(uct_srm_iface_t *iface)
+{
+    unsigned i;
+
+    for (i = 0; i < iface->agent.layout.num_tx_rings; ++i) {
+        if (ucs_likely(ucs_arbiter_is_empty(&iface->tx[i].pending))) {
+            continue;
+        }
+        iface->dispatching = 1;
+        ucs_arbiter_dispatch(&iface->tx[i].pending, 1,
+                             uct_srm_ep_pending_dispatch_cb, NULL);
+        iface->dispatching = 0;
+    }
+}
+
+ucs_status_t uct_srm_ep_flush(uct_ep_h tl_ep, unsigned flags,
+                              uct_completion_t *comp)
+{
+    uct_srm_ep_t *ep = ucs_derived_of(tl_ep, uct_srm_ep_t);
+
+    if (!ucs_arbiter_group_is_empty(&ep->pending)) {
+        UCT_TL_EP_STAT_FLUSH_WAIT(&ep->super);
+        return UCS_ERR_NO_RESOURCE;
+    }
+    UCT_TL_EP_STAT_FLUSH(&ep->super);
+    return UCS_OK;
+}
+
+/*
+ * Keepalive: the agent is the only thing between us and a local peer, and
+ * its loss is already watched by the async handler; report it here too.
+ */
+ucs_status_t uct_srm_ep_check(uct_ep_h tl_ep, unsigned flags,
+                              uct_completion_t *comp)
+{
+    uct_srm_ep_t *ep       = ucs_derived_of(tl_ep, uct_srm_ep_t);
+    uct_srm_iface_t *iface = ucs_derived_of(tl_ep->iface, uct_srm_iface_t);
+
+    UCT_EP_KEEPALIVE_CHECK_PARAM(flags, comp);
+    if (iface->agent_lost || ep->failed) {
+        return UCS_ERR_ENDPOINT_TIMEOUT;
+    }
+    return UCS_OK;
+}

@@ -1,0 +1,422 @@
+/*
+ * The srm iface: one port on the node agent. Receives by polling its RX
+ * ring, sleeps on an event fd the agent signals, and turns the loss of the
+ * agent into endpoint errors.
+ */
+#ifdef HAVE_CONFIG_H
+#  include "config.h"
+#endif
+
+#include "srm_uct.h"
+
+#include <ucs/async/async.h>
+#include <ucs/debug/log.h>
+#include <ucs/sys/string.h>
+
+#include <errno.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+static uct_iface_ops_t uct_srm_iface_ops;
+
+ucs_config_field_t uct_srm_iface_config_table[] = {
+    {"", "", NULL, ucs_offsetof(uct_srm_iface_config_t, super),
+     UCS_CONFIG_TYPE_TABLE(uct_iface_config_table)},
+
+    {"SEG_SIZE", "8k",
+     "Largest active message sent by copy (AM short and bcopy); also the\n"
+     "size of one scheduling unit on the node channel.",
+     ucs_offsetof(uct_srm_iface_config_t, seg_size), UCS_CONFIG_TYPE_MEMUNITS},
+
+    {"MAX_ZCOPY", "64k",
+     "Largest active message sent from user memory (AM zcopy). The agent\n"
+     "moves it in SEG_SIZE units; it may not exceed the agent's frame limit.",
+     ucs_offsetof(uct_srm_iface_config_t, max_zcopy), UCS_CONFIG_TYPE_MEMUNITS},
+
+    {"TX_RINGS", "4",
+     "Send rings per interface. Destinations are spread over them by node,\n"
+     "so a full queue to one node does not block sends to another.",
+     ucs_offsetof(uct_srm_iface_config_t, tx_rings), UCS_CONFIG_TYPE_UINT},
+
+    {"TX_RING_SIZE", "1m",
+     "Bytes of each send ring (a power of two, at least 1m).",
+     ucs_offsetof(uct_srm_iface_config_t, tx_ring_size),
+     UCS_CONFIG_TYPE_MEMUNITS},
+
+    {"RX_RING_SIZE", "2m",
+     "Bytes of the receive ring (a power of two, at least 1m).",
+     ucs_offsetof(uct_srm_iface_config_t, rx_ring_size),
+     UCS_CONFIG_TYPE_MEMUNITS},
+
+    {"RX_MAX_POLL", "32",
+     "Most messages handled in one call to progress.",
+     ucs_offsetof(uct_srm_iface_config_t, rx_max_poll), UCS_CONFIG_TYPE_UINT},
+
+    {NULL}
+};
+
+void uct_srm_iface_ring_doorbell(uct_srm_iface_t *iface)
+{
+    const uint64_t one = 1;
+
+    if (srm_shm_flag_take(&iface->ctl->agent_sleeping) &&
+        (write(iface->agent.doorbell_fd, &one, sizeof(one)) < 0) &&
+        (errno != EAGAIN)) {
+        ucs_debug("srm: doorbell write failed: %m");
+    }
+}
+
+/*
+ * Reports every ep whose peer is unreachable, one at a time: the error
+ * handler may destroy eps (this one or others), so restart the walk after
+ * each call.
+ */
+void uct_srm_iface_report_errors(uct_srm_iface_t *iface)
+{
+    uct_srm_ep_t *ep;
+    int found;
+
+    do {
+        found = 0;
+        ucs_list_for_each(ep, &iface->eps, list) {
+            if ((ep->failed || iface->agent_lost) && !ep->error_reported) {
+                ep->error_reported = 1;
+                found              = 1;
+                uct_iface_handle_ep_err(&iface->super.super, &ep->super.super,
+                                        UCS_ERR_ENDPOINT_TIMEOUT);
+                break;
+            }
+        }
+    } while (found);
+    iface->errors_reported = 1;
+}
+
+/* Async thread: the agent closed our control socket, i.e. it is gone. */
+static void uct_srm_iface_agent_event(int fd, ucs_event_set_types_t events,
+                                      void *arg)
+{
+    uct_srm_iface_t *iface = arg;
+    const uint64_t one     = 1;
+    char byte;
+    ssize_t ret;
+
+    ret = recv(fd, &byte, sizeof(byte), MSG_DONTWAIT);
+    if ((ret < 0) && ((errno == EAGAIN) || (errno == EINTR))) {
+        return;
+    }
+    if (!iface->agent_lost) {
+        ucs_error("srm: lost the node agent (port %u): %s; endpoints will "
+                  "fail", iface->agent.port,
+                  (ret == 0) ? "it closed the connection" :
+                  (ret < 0)  ? strerror(errno) : "unexpected message");
+    }
+    iface->agent_lost = 1;
+    ucs_async_modify_handler(fd, 0);
+    /* Wake a thread blocked on our event fd so that it sees the errors. */
+    if (write(iface->agent.event_fd, &one, sizeof(one)) < 0) {
+        ucs_debug("srm: event fd write failed: %m");
+    }
+}
+
+static ucs_status_t uct_srm_iface_query(uct_iface_h tl_iface,
+                                        uct_iface_attr_t *attr)
+{
+    uct_srm_iface_t *iface = ucs_derived_of(tl_iface, uct_srm_iface_t);
+
+    uct_base_iface_query(&iface->super, attr);
+
+    attr->iface_addr_len          = sizeof(srm_iface_addr_t);
+    attr->device_addr_len         = sizeof(srm_device_addr_t);
+    attr->ep_addr_len             = 0;
+    attr->max_conn_priv           = 0;
+    attr->cap.flags               = UCT_IFACE_FLAG_CONNECT_TO_IFACE |
+                                    UCT_IFACE_FLAG_AM_SHORT |
+                                    UCT_IFACE_FLAG_AM_BCOPY |
+                                    UCT_IFACE_FLAG_AM_ZCOPY |
+                                    UCT_IFACE_FLAG_PENDING |
+                                    UCT_IFACE_FLAG_CB_SYNC |
+                                    UCT_IFACE_FLAG_ERRHANDLE_PEER_FAILURE |
+                                    UCT_IFACE_FLAG_EP_CHECK;
+    attr->cap.event_flags         = UCT_IFACE_FLAG_EVENT_SEND_COMP |
+                                    UCT_IFACE_FLAG_EVENT_RECV |
+                                    UCT_IFACE_FLAG_EVENT_FD;
+
+    attr->cap.am.max_short        = iface->config.max_short;
+    attr->cap.am.max_bcopy        = iface->config.max_bcopy;
+    attr->cap.am.min_zcopy        = 0;
+    attr->cap.am.max_zcopy        = iface->config.max_zcopy;
+    attr->cap.am.opt_zcopy_align  = 1;
+    attr->cap.am.align_mtu        = 1;
+    attr->cap.am.max_hdr          = UCT_SRM_MAX_HDR;
+    attr->cap.am.max_iov          = 16;
+
+    /* Two ring hops and a wakeup when the agent sleeps (POLLING_NOTES). */
+    attr->latency                 = ucs_linear_func_make(3e-6, 0);
+    attr->bandwidth.dedicated     = 0;
+    attr->bandwidth.shared        = 6000.0 * UCS_MBYTE;
+    attr->overhead                = 100e-9;
+    attr->priority                = 0;
+    return UCS_OK;
+}
+
+static ucs_status_t uct_srm_iface_get_device_address(uct_iface_h tl_iface,
+                                                     uct_device_addr_t *addr)
+{
+    uct_srm_iface_t *iface        = ucs_derived_of(tl_iface, uct_srm_iface_t);
+    srm_device_addr_t *dev_addr   = (srm_device_addr_t*)addr;
+
+    memset(dev_addr, 0, sizeof(*dev_addr));
+    dev_addr->node_id = iface->agent.node_id;
+    return UCS_OK;
+}
+
+static ucs_status_t uct_srm_iface_get_address(uct_iface_h tl_iface,
+                                              uct_iface_addr_t *addr)
+{
+    uct_srm_iface_t *iface       = ucs_derived_of(tl_iface, uct_srm_iface_t);
+    srm_iface_addr_t *iface_addr = (srm_iface_addr_t*)addr;
+
+    iface_addr->port = iface->agent.port;
+    iface_addr->key  = iface->agent.key;
+    return UCS_OK;
+}
+
+/* Same node agent: the only peers this release reaches (no wire yet). */
+static int uct_srm_iface_is_reachable(const uct_iface_h tl_iface,
+                                      const uct_device_addr_t *dev_addr,
+                                      const uct_iface_addr_t *iface_addr)
+{
+    uct_srm_iface_t *iface = ucs_derived_of(tl_iface, uct_srm_iface_t);
+    srm_device_addr_t addr;
+
+    if ((dev_addr == NULL) || (iface_addr == NULL)) {
+        return 0;
+    }
+    memcpy(&addr, dev_addr, sizeof(addr));
+    return addr.node_id == iface->agent.node_id;
+}
+
+static unsigned uct_srm_iface_progress(uct_iface_h tl_iface)
+{
+    uct_srm_iface_t *iface = ucs_derived_of(tl_iface, uct_srm_iface_t);
+    unsigned count         = 0;
+    srm_ring_status_t status;
+    srm_frame_hdr_t hdr;
+    void *payload;
+
+    if (ucs_unlikely(iface->agent_lost)) {
+        if (!iface->errors_reported) {
+            uct_srm_iface_report_errors(iface);
+        }
+        return 0;
+    }
+
+    while (count < iface->config.rx_max_poll) {
+        status = srm_ring_peek(&iface->rx, SRM_FRAME_MAX_PAYLOAD, &hdr,
+                               &payload);
+        if (status != SRM_RING_OK) {
+            if (ucs_unlikely(status == SRM_RING_CORRUPT)) {
+                ucs_error("srm: port %u: corrupt receive ring; dropping the "
+                          "agent connection", iface->agent.port);
+                iface->agent_lost = 1;
+            }
+            break;
+        }
+        uct_iface_trace_am(&iface->super, UCT_AM_TRACE_TYPE_RECV, hdr.am_id,
+                           payload, hdr.length, "RX: AM port %u",
+                           hdr.src_port);
+        uct_iface_invoke_am(&iface->super, hdr.am_id, payload, hdr.length, 0);
+        srm_ring_release(&iface->rx);
+        ++count;
+    }
+
+    if ((count > 0) &&
+        srm_load_relaxed(&iface->ctl->rx_space_wanted.value) &&
+        srm_shm_flag_take(&iface->ctl->rx_space_wanted)) {
+        uct_srm_iface_ring_doorbell(iface);
+    }
+
+    uct_srm_ep_dispatch_pending(iface);
+    return count;
+}
+
+static ucs_status_t uct_srm_iface_flush(uct_iface_h tl_iface, unsigned flags,
+                                        uct_completion_t *comp)
+{
+    uct_srm_iface_t *iface = ucs_derived_of(tl_iface, uct_srm_iface_t);
+    unsigned i;
+
+    if (comp != NULL) {
+        return UCS_ERR_UNSUPPORTED;
+    }
+    for (i = 0; i < iface->agent.layout.num_tx_rings; ++i) {
+        if (!ucs_arbiter_is_empty(&iface->tx[i].pending)) {
+            return UCS_ERR_NO_RESOURCE;
+        }
+    }
+    return UCS_OK; /* everything else is already in the agent's rings */
+}
+
+static ucs_status_t uct_srm_iface_event_fd_get(uct_iface_h tl_iface, int *fd_p)
+{
+    *fd_p = ucs_derived_of(tl_iface, uct_srm_iface_t)->agent.event_fd;
+    return UCS_OK;
+}
+
+static int uct_srm_iface_has_pending(uct_srm_iface_t *iface)
+{
+    unsigned i;
+
+    for (i = 0; i < iface->agent.layout.num_tx_rings; ++i) {
+        if (!ucs_arbiter_is_empty(&iface->tx[i].pending)) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* The sleeping side of the doorbell protocol (srm_shm.h). */
+static ucs_status_t uct_srm_iface_event_arm(uct_iface_h tl_iface,
+                                            unsigned events)
+{
+    uct_srm_iface_t *iface = ucs_derived_of(tl_iface, uct_srm_iface_t);
+    uint64_t count;
+
+    if (iface->agent_lost) {
+        return UCS_ERR_BUSY; /* progress reports the errors */
+    }
+    while (read(iface->agent.event_fd, &count, sizeof(count)) > 0) {
+    }
+
+    srm_shm_flag_raise(&iface->ctl->client_sleeping);
+    if (((events & UCT_EVENT_RECV) && srm_ring_has_data(&iface->rx)) ||
+        ((events & UCT_EVENT_SEND_COMP) && uct_srm_iface_has_pending(iface))) {
+        return UCS_ERR_BUSY;
+    }
+    return UCS_OK;
+}
+
+static UCS_CLASS_INIT_FUNC(uct_srm_iface_t, uct_md_h tl_md,
+                           uct_worker_h worker,
+                           const uct_iface_params_t *params,
+                           const uct_iface_config_t *tl_config)
+{
+    uct_srm_iface_config_t *config = ucs_derived_of(tl_config,
+                                                    uct_srm_iface_config_t);
+    uct_srm_md_t *md = ucs_derived_of(tl_md, uct_srm_md_t);
+    ucs_async_context_t *async;
+    ucs_status_t status;
+    uint8_t *base;
+    unsigned i;
+
+    UCS_CLASS_CALL_SUPER_INIT(uct_base_iface_t, &uct_srm_iface_ops,
+                              &uct_base_iface_internal_ops, tl_md, worker,
+                              params, tl_config
+                              UCS_STATS_ARG(params->stats_root)
+                              UCS_STATS_ARG(UCT_SRM_NAME));
+
+    if ((config->seg_size < 64) || (config->seg_size > config->max_zcopy)) {
+        ucs_error("srm: UCX_SRM_SEG_SIZE (%zu) must be 64 or more and not "
+                  "above UCX_SRM_MAX_ZCOPY (%zu)", config->seg_size,
+                  config->max_zcopy);
+        return UCS_ERR_INVALID_PARAM;
+    }
+
+    status = uct_srm_agent_attach(md, config, &self->agent);
+    if (status != UCS_OK) {
+        return status;
+    }
+    if ((config->max_zcopy + UCT_SRM_MAX_HDR) > self->agent.max_payload) {
+        ucs_error("srm: UCX_SRM_MAX_ZCOPY (%zu) plus header exceeds the "
+                  "agent's frame limit (%u)", config->max_zcopy,
+                  self->agent.max_payload);
+        uct_srm_agent_detach(&self->agent);
+        return UCS_ERR_INVALID_PARAM;
+    }
+
+    base                     = self->agent.shm;
+    self->ctl                = self->agent.shm;
+    self->config.max_bcopy   = config->seg_size;
+    self->config.max_short   = config->seg_size - sizeof(uint64_t);
+    self->config.max_zcopy   = config->max_zcopy;
+    self->config.rx_max_poll = config->rx_max_poll;
+    self->dispatching        = 0;
+    self->agent_lost         = 0;
+    self->errors_reported    = 0;
+    ucs_list_head_init(&self->eps);
+
+    srm_ring_init_consumer(&self->rx, &self->ctl->rx,
+                           base + self->agent.layout.rx_offset,
+                           self->agent.layout.rx_ring_size);
+    for (i = 0; i < self->agent.layout.num_tx_rings; ++i) {
+        srm_ring_init_producer(&self->tx[i].ring, &self->ctl->tx[i],
+                               base + self->agent.layout.tx_offset[i],
+                               self->agent.layout.tx_ring_size);
+        ucs_arbiter_init(&self->tx[i].pending);
+    }
+
+    async  = self->super.worker->async;
+    status = ucs_async_set_event_handler(async->mode, self->agent.sock_fd,
+                                         UCS_EVENT_SET_EVREAD |
+                                         UCS_EVENT_SET_EVERR,
+                                         uct_srm_iface_agent_event, self,
+                                         async);
+    if (status != UCS_OK) {
+        ucs_error("srm: cannot watch the agent connection: %s",
+                  ucs_status_string(status));
+        uct_srm_agent_detach(&self->agent);
+        return status;
+    }
+
+    ucs_debug("srm: iface %p is port %u on node 0x%016llx", self,
+              self->agent.port, (unsigned long long)self->agent.node_id);
+    return UCS_OK;
+}
+
+static UCS_CLASS_CLEANUP_FUNC(uct_srm_iface_t)
+{
+    unsigned i;
+
+    uct_base_iface_progress_disable(&self->super.super,
+                                    UCT_PROGRESS_SEND | UCT_PROGRESS_RECV);
+    ucs_async_remove_handler(self->agent.sock_fd, 1);
+    for (i = 0; i < self->agent.layout.num_tx_rings; ++i) {
+        ucs_arbiter_cleanup(&self->tx[i].pending);
+    }
+    uct_srm_agent_detach(&self->agent);
+}
+
+UCS_CLASS_DEFINE(uct_srm_iface_t, uct_base_iface_t);
+
+UCS_CLASS_DEFINE_NEW_FUNC(uct_srm_iface_t, uct_iface_t, uct_md_h,
+                          uct_worker_h, const uct_iface_params_t*,
+                          const uct_iface_config_t*);
+
+static UCS_CLASS_DEFINE_DELETE_FUNC(uct_srm_iface_t, uct_iface_t);
+
+static uct_iface_ops_t uct_srm_iface_ops = {
+    .ep_am_short              = uct_srm_ep_am_short,
+    .ep_am_short_iov          = uct_srm_ep_am_short_iov,
+    .ep_am_bcopy              = uct_srm_ep_am_bcopy,
+    .ep_am_zcopy              = uct_srm_ep_am_zcopy,
+    .ep_pending_add           = uct_srm_ep_pending_add,
+    .ep_pending_purge         = uct_srm_ep_pending_purge,
+    .ep_flush                 = uct_srm_ep_flush,
+    .ep_fence                 = uct_base_ep_fence,
+    .ep_check                 = uct_srm_ep_check,
+    .ep_create                = UCS_CLASS_NEW_FUNC_NAME(uct_srm_ep_t),
+    .ep_destroy               = UCS_CLASS_DELETE_FUNC_NAME(uct_srm_ep_t),
+    .iface_flush              = uct_srm_iface_flush,
+    .iface_fence              = uct_base_iface_fence,
+    .iface_progress_enable    = uct_base_iface_progress_enable,
+    .iface_progress_disable   = uct_base_iface_progress_disable,
+    .iface_progress           = uct_srm_iface_progress,
+    .iface_event_fd_get       = uct_srm_iface_event_fd_get,
+    .iface_event_arm          = uct_srm_iface_event_arm,
+    .iface_close              = UCS_CLASS_DELETE_FUNC_NAME(uct_srm_iface_t),
+    .iface_query              = uct_srm_iface_query,
+    .iface_get_device_address = uct_srm_iface_get_device_address,
+    .iface_get_address        = uct_srm_iface_get_address,
+    .iface_is_reachable       = uct_srm_iface_is_reachable,
+};

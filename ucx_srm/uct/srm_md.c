@@ -1,0 +1,172 @@
+/*
+ * The srm component and memory domain. Memory needs no registration to be
+ * sent through the rings (every send is a copy into shared memory), so REG
+ * is a no-op that lets UCP use zcopy paths on host memory.
+ */
+#ifdef HAVE_CONFIG_H
+#  include "config.h"
+#endif
+
+#include "srm_uct.h"
+
+#include <ucs/sys/string.h>
+#include <ucs/debug/log.h>
+
+#include <stdio.h>
+#include <string.h>
+
+/* A non-NULL handle: UCP treats NULL as "not registered". */
+#define UCT_SRM_MEMH ((uct_mem_h)(uintptr_t)0x5352)
+
+static ucs_config_field_t uct_srm_md_config_table[] = {
+    {"", "", NULL, ucs_offsetof(uct_srm_md_config_t, super),
+     UCS_CONFIG_TYPE_TABLE(uct_md_config_table)},
+
+    {"", "", NULL, ucs_offsetof(uct_srm_md_config_t, node),
+     UCS_CONFIG_TYPE_TABLE(srm_node_config_table)},
+
+    {NULL}
+};
+
+/* Listed by `ucx_info -c` although only srmd reads it. */
+UCS_CONFIG_REGISTER_TABLE(srm_agent_config_table, "SRM node agent (srmd)",
+                          SRM_CONFIG_PREFIX, srm_agent_config_t,
+                          &ucs_config_global_list)
+
+static ucs_status_t uct_srm_md_query(uct_md_h md, uct_md_attr_t *attr)
+{
+    attr->cap.flags            = UCT_MD_FLAG_REG;
+    attr->cap.reg_mem_types    = UCS_BIT(UCS_MEMORY_TYPE_HOST);
+    attr->cap.alloc_mem_types  = 0;
+    attr->cap.access_mem_types = UCS_BIT(UCS_MEMORY_TYPE_HOST);
+    attr->cap.detect_mem_types = 0;
+    attr->cap.max_alloc        = 0;
+    attr->cap.max_reg          = ULONG_MAX;
+    attr->rkey_packed_size     = 0;
+    attr->reg_cost             = ucs_linear_func_make(0, 0);
+    memset(&attr->local_cpus, 0xff, sizeof(attr->local_cpus));
+    return UCS_OK;
+}
+
+static ucs_status_t uct_srm_md_mem_reg(uct_md_h md, void *address,
+                                       size_t length, unsigned flags,
+                                       uct_mem_h *memh_p)
+{
+    *memh_p = UCT_SRM_MEMH;
+    return UCS_OK;
+}
+
+static ucs_status_t
+uct_srm_md_mem_dereg(uct_md_h md, const uct_md_mem_dereg_params_t *params)
+{
+    UCT_MD_MEM_DEREG_CHECK_PARAMS(params, 0);
+    return UCS_OK;
+}
+
+static void uct_srm_md_close(uct_md_h tl_md)
+{
+    ucs_free(ucs_derived_of(tl_md, uct_srm_md_t));
+}
+
+static uct_md_ops_t uct_srm_md_ops = {
+    .close              = uct_srm_md_close,
+    .query              = uct_srm_md_query,
+    .mkey_pack          = (uct_md_mkey_pack_func_t)
+                                  ucs_empty_function_return_success,
+    .mem_reg            = uct_srm_md_mem_reg,
+    .mem_dereg          = uct_srm_md_mem_dereg,
+    .detect_memory_type = (uct_md_detect_memory_type_func_t)
+                                  ucs_empty_function_return_unsupported,
+};
+
+static ucs_status_t uct_srm_md_open(uct_component_t *component,
+                                    const char *md_name,
+                                    const uct_md_config_t *uct_config,
+                                    uct_md_h *md_p)
+{
+    const uct_srm_md_config_t *config = ucs_derived_of(uct_config,
+                                                       uct_srm_md_config_t);
+    uct_srm_md_t *md;
+
+    md = ucs_calloc(1, sizeof(*md), "srm_md");
+    if (md == NULL) {
+        return UCS_ERR_NO_MEMORY;
+    }
+
+    md->super.ops       = &uct_srm_md_ops;
+    md->super.component = &uct_srm_component;
+    md->agent_mode      = (srm_agent_mode_t)config->node.agent_mode;
+    md->connect_timeout = config->node.connect_timeout;
+    if (config->node.socket[0] != '\0') {
+        ucs_strncpy_zero(md->socket_name, config->node.socket,
+                         sizeof(md->socket_name));
+    } else {
+        srm_sock_default_name(md->socket_name, sizeof(md->socket_name));
+    }
+    if (config->node.agent_path[0] != '\0') {
+        ucs_strncpy_zero(md->agent_path, config->node.agent_path,
+                         sizeof(md->agent_path));
+    } else {
+        ucs_snprintf_zero(md->agent_path, sizeof(md->agent_path), "%s/srmd",
+                          SRM_BINDIR);
+    }
+
+    *md_p = &md->super;
+    return UCS_OK;
+}
+
+static ucs_status_t uct_srm_rkey_unpack(uct_component_t *component,
+                                        const void *rkey_buffer,
+                                        uct_rkey_t *rkey_p, void **handle_p)
+{
+    *rkey_p   = 0;
+    *handle_p = NULL;
+    return UCS_OK;
+}
+
+static ucs_status_t
+uct_srm_query_devices(uct_md_h md, uct_tl_device_resource_t **devices_p,
+                      unsigned *num_devices_p)
+{
+    /* NET: Open MPI gives remote peers only network devices' addresses. */
+    return uct_single_device_resource(md, UCT_SRM_DEVICE_NAME,
+                                      UCT_DEVICE_TYPE_NET,
+                                      UCS_SYS_DEVICE_ID_UNKNOWN, devices_p,
+                                      num_devices_p);
+}
+
+uct_component_t uct_srm_component = {
+    .query_md_resources = uct_md_query_single_md_resource,
+    .md_open            = uct_srm_md_open,
+    .cm_open            = (uct_component_cm_open_func_t)
+                                  ucs_empty_function_return_unsupported,
+    .rkey_unpack        = uct_srm_rkey_unpack,
+    .rkey_ptr           = (uct_component_rkey_ptr_func_t)
+                                  ucs_empty_function_return_unsupported,
+    .rkey_release       = (uct_component_rkey_release_func_t)
+                                  ucs_empty_function_return_success,
+    .name               = UCT_SRM_NAME,
+    .md_config          = {
+        .name           = "SRM memory domain",
+        .prefix         = UCT_SRM_CONFIG_PREFIX,
+        .table          = uct_srm_md_config_table,
+        .size           = sizeof(uct_srm_md_config_t),
+    },
+    .cm_config          = UCS_CONFIG_EMPTY_GLOBAL_LIST_ENTRY,
+    .tl_list            = UCT_COMPONENT_TL_LIST_INITIALIZER(&uct_srm_component),
+    .flags              = 0,
+    .md_vfs_init        = (uct_component_md_vfs_init_func_t)
+                                  ucs_empty_function
+};
+
+extern ucs_config_field_t uct_srm_iface_config_table[];
+extern ucs_class_t UCS_CLASS_NAME(uct_srm_iface_t);
+UCS_CLASS_DECLARE_NEW_FUNC(uct_srm_iface_t, uct_iface_t, uct_md_h,
+                           uct_worker_h, const uct_iface_params_t*,
+                           const uct_iface_config_t*);
+
+UCT_TL_DEFINE_ENTRY(&uct_srm_component, srm, uct_srm_query_devices,
+                    uct_srm_iface_t, UCT_SRM_CONFIG_PREFIX,
+                    uct_srm_iface_config_table, uct_srm_iface_config_t);
+
+UCT_SINGLE_TL_INIT(&uct_srm_component, srm, ctor,,)

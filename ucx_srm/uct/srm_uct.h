@@ -1,0 +1,135 @@
+/*
+ * The srm transport as UCX sees it: component and md (srm_md.c), iface
+ * (srm_iface.c), ep (srm_ep.c), and the link to the node agent
+ * (srm_agent_link.c). Every byte goes through the agent's rings.
+ */
+#ifndef UCT_SRM_H
+#define UCT_SRM_H
+
+#include <ucx_srm/common/srm_address.h>
+#include <ucx_srm/common/srm_config.h>
+#include <ucx_srm/common/srm_proto.h>
+#include <ucx_srm/common/srm_shm.h>
+
+#include <uct/base/uct_iface.h>
+#include <uct/base/uct_md.h>
+#include <ucs/datastruct/arbiter.h>
+#include <ucs/datastruct/list.h>
+
+#include <limits.h>
+
+#define UCT_SRM_NAME        "srm"
+#define UCT_SRM_DEVICE_NAME "node"
+#define UCT_SRM_CONFIG_PREFIX SRM_CONFIG_PREFIX
+#define UCT_SRM_MAX_HDR     128
+
+extern uct_component_t uct_srm_component;
+
+typedef struct uct_srm_md_config {
+    uct_md_config_t   super;
+    srm_node_config_t node;
+} uct_srm_md_config_t;
+
+typedef struct uct_srm_md {
+    uct_md_t         super;
+    srm_agent_mode_t agent_mode;
+    double           connect_timeout;
+    char             socket_name[108];
+    char             agent_path[PATH_MAX];
+} uct_srm_md_t;
+
+typedef struct uct_srm_iface_config {
+    uct_iface_config_t super;
+    size_t             seg_size;      /* AM bcopy/short limit */
+    size_t             max_zcopy;     /* AM zcopy limit */
+    unsigned           tx_rings;
+    size_t             tx_ring_size;
+    size_t             rx_ring_size;
+    unsigned           rx_max_poll;
+} uct_srm_iface_config_t;
+
+/* What attaching to the agent gives an iface. */
+typedef struct uct_srm_attachment {
+    int              sock_fd;
+    int              doorbell_fd;
+    int              event_fd;
+    uint32_t         port;
+    uint32_t         key;
+    uint64_t         node_id;
+    uint32_t         max_payload;
+    srm_shm_layout_t layout;
+    void             *shm;
+} uct_srm_attachment_t;
+
+/* One TX ring and the sends waiting for room in it. */
+typedef struct uct_srm_tx_ring {
+    srm_ring_t    ring;
+    ucs_arbiter_t pending;
+} uct_srm_tx_ring_t;
+
+typedef struct uct_srm_iface {
+    uct_base_iface_t     super;
+    uct_srm_attachment_t agent;
+    srm_shm_ctl_t        *ctl;
+    uct_srm_tx_ring_t    tx[SRM_SHM_MAX_TX_RINGS];
+    srm_ring_t           rx;
+    ucs_list_link_t      eps;
+    struct {
+        size_t           max_short;
+        size_t           max_bcopy;
+        size_t           max_zcopy;
+        unsigned         rx_max_poll;
+    } config;
+    int                  dispatching;   /* inside pending dispatch */
+    volatile int         agent_lost;    /* set by the async socket handler */
+    int                  errors_reported;
+} uct_srm_iface_t;
+
+typedef struct uct_srm_ep {
+    uct_base_ep_t       super;
+    ucs_list_link_t     list;          /* in iface->eps */
+    uct_srm_tx_ring_t   *tx;
+    uint32_t            dst_node;      /* agent-local node index */
+    uint32_t            dst_port;
+    uint32_t            dst_key;
+    uint32_t            seq;
+    ucs_arbiter_group_t pending;
+    int                 failed;
+    int                 error_reported;
+} uct_srm_ep_t;
+
+/* srm_agent_link.c */
+ucs_status_t uct_srm_agent_attach(const uct_srm_md_t *md,
+                                  const uct_srm_iface_config_t *config,
+                                  uct_srm_attachment_t *att);
+void uct_srm_agent_detach(uct_srm_attachment_t *att);
+
+/* srm_iface.c */
+void uct_srm_iface_ring_doorbell(uct_srm_iface_t *iface);
+void uct_srm_iface_report_errors(uct_srm_iface_t *iface);
+
+/* srm_ep.c */
+UCS_CLASS_DECLARE_NEW_FUNC(uct_srm_ep_t, uct_ep_t, const uct_ep_params_t*);
+UCS_CLASS_DECLARE_DELETE_FUNC(uct_srm_ep_t, uct_ep_t);
+ucs_status_t uct_srm_ep_am_short(uct_ep_h tl_ep, uint8_t id, uint64_t header,
+                                 const void *payload, unsigned length);
+ucs_status_t uct_srm_ep_am_short_iov(uct_ep_h tl_ep, uint8_t id,
+                                     const uct_iov_t *iov, size_t iovcnt);
+ssize_t uct_srm_ep_am_bcopy(uct_ep_h tl_ep, uint8_t id,
+                            uct_pack_callback_t pack_cb, void *arg,
+                            unsigned flags);
+ucs_status_t uct_srm_ep_am_zcopy(uct_ep_h tl_ep, uint8_t id,
+                                 const void *header, unsigned header_length,
+                                 const uct_iov_t *iov, size_t iovcnt,
+                                 unsigned flags, uct_completion_t *comp);
+ucs_status_t uct_srm_ep_pending_add(uct_ep_h tl_ep, uct_pending_req_t *req,
+                                    unsigned flags);
+void uct_srm_ep_pending_purge(uct_ep_h tl_ep, uct_pending_purge_callback_t cb,
+                              void *arg);
+ucs_status_t uct_srm_ep_flush(uct_ep_h tl_ep, unsigned flags,
+                              uct_completion_t *comp);
+ucs_status_t uct_srm_ep_check(uct_ep_h tl_ep, unsigned flags,
+                              uct_completion_t *comp);
+void uct_srm_ep_dispatch_pending(uct_srm_iface_t *iface);
+
+#endif
