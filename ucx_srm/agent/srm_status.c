@@ -43,7 +43,7 @@ size_t srm_status_format(srm_agent_t *agent, char *buf, size_t size)
     srm_text_add(&text,
                  "agent: socket @%s node 0x%016llx pid %d uptime %.1f s\n"
                  "policy: poll %s, quantum %zu B, port backlog %zu B\n"
-                 "clients: %u attached (%llu since start, %llu dropped)\n"
+                 "clients: attached %u total %llu dropped %llu\n"
                  "counters: frames %llu bytes %llu bad_dest %llu "
                  "sleeps %llu wakeups %llu\n",
                  agent->socket_name, (unsigned long long)agent->node_id,

@@ -1,0 +1,82 @@
+#!/usr/bin/env bash
+#
+# run-tests.sh - the one command that runs every test of ucx-srm on a fresh
+# Debian 12 machine (as root): packages, build, unit and UCT-level tests
+# (make check), then the system tests (ucx_perftest, Open MPI, agent faults).
+#
+set -uo pipefail
+
+usage() {
+    cat <<TXT
+Usage: contrib/run-tests.sh [--no-deps] [--build DIR] [--skip-system]
+
+Builds ucx-srm (contrib/build.sh) and runs, in order:
+  1. make check: the googletest binary (ABI, ring, frames, scheduler, the
+     agent's protocol and rogue clients, UCT-level streams between two
+     processes through the module and srmd)
+  2. test/system/run.sh: ucx_info, every ucx_perftest test with UCX_TLS=srm,
+     Open MPI with UCX_TLS=srm, missing agent, agent killed under load
+Ends with one line "tests: N passed, M failed, K skipped"; exits non-zero
+if anything failed. Logs: build/test-suite.log, build/system-tests/.
+TXT
+}
+
+top=$(cd "$(dirname "$0")/.." && pwd)
+build=${SRM_BUILD_DIR:-$top/build}
+build_args=()
+system=1
+while [ $# -gt 0 ]; do
+    case "$1" in
+    --no-deps) build_args+=(--no-deps); shift ;;
+    --build) build=$2; shift 2 ;;
+    --skip-system) system=0; shift ;;
+    -h|--help) usage; exit 0 ;;
+    *) echo "run-tests.sh: unknown option '$1'" >&2; usage >&2; exit 2 ;;
+    esac
+done
+export SRM_BUILD_DIR=$build
+
+if ! "$top/contrib/build.sh" "${build_args[@]}" --build "$build"; then
+    echo "run-tests.sh: build failed"
+    echo "tests: 0 passed, 1 failed, 0 skipped"
+    exit 1
+fi
+
+passed=0 failed=0 skipped=0
+
+echo "== make check (googletest)"
+(cd "$build" && make check) ; check_rc=$?
+gtest_log="$build/test/gtest/gtest.log"
+if [ -f "$gtest_log" ]; then
+    grep -E '^\[  (PASSED|FAILED|SKIPPED) \]|^\[  FAILED  \] [a-zA-Z]' \
+        "$gtest_log" | tail -20
+    n=$(sed -n 's/^\[  PASSED  \] \([0-9]*\) test.*/\1/p' "$gtest_log" | tail -1)
+    f=$(sed -n 's/^ *\([0-9]*\) FAILED TEST.*/\1/p' "$gtest_log" | tail -1)
+    s=$(sed -n 's/^\[  SKIPPED \] \([0-9]*\) test.*/\1/p' "$gtest_log" | tail -1)
+    passed=$((passed + ${n:-0}))
+    failed=$((failed + ${f:-0}))
+    skipped=$((skipped + ${s:-0}))
+fi
+if [ "$check_rc" != 0 ] && [ "${f:-0}" = 0 ]; then
+    echo "run-tests.sh: make check failed before gtest reported (see $build/test-suite.log)"
+    failed=$((failed + 1))
+fi
+
+if [ "$system" = 1 ]; then
+    echo "== system tests"
+    summary=$(SRM_TEST_LOG_DIR="$build/system-tests" \
+              "$top/test/system/run.sh" | tee /dev/stderr | tail -n 1)
+    n=$(echo "$summary" | sed -n 's/.* \([0-9]*\) passed.*/\1/p')
+    f=$(echo "$summary" | sed -n 's/.* \([0-9]*\) failed.*/\1/p')
+    s=$(echo "$summary" | sed -n 's/.* \([0-9]*\) skipped.*/\1/p')
+    if [ -z "$n" ]; then
+        echo "run-tests.sh: the system tests did not report a summary"
+        failed=$((failed + 1))
+    fi
+    passed=$((passed + ${n:-0}))
+    failed=$((failed + ${f:-0}))
+    skipped=$((skipped + ${s:-0}))
+fi
+
+echo "tests: $passed passed, $failed failed, $skipped skipped"
+[ "$failed" = 0 ]

@@ -1,0 +1,79 @@
+/*
+ * Test helpers that speak the agent protocol directly: a private srmd on a
+ * unique socket, and raw clients that attach, send and receive frames (or
+ * misbehave on purpose).
+ */
+#ifndef SRM_TEST_AGENT_H
+#define SRM_TEST_AGENT_H
+
+extern "C" {
+#include <ucx_srm/common/srm_proto.h>
+#include <ucx_srm/common/srm_shm.h>
+}
+
+#include <string>
+#include <sys/types.h>
+#include <vector>
+
+namespace srm_test {
+
+/* The srmd built next to this test (SRM_TEST_SRMD overrides). */
+std::string srmd_path();
+
+/* A private agent, killed when the object goes away. */
+class agent {
+public:
+    explicit agent(const std::vector<std::string> &env = {});
+    ~agent();
+    const std::string &socket() const { return socket_; }
+    pid_t pid() const { return pid_; }
+    std::string status() const;          /* srmctl status text */
+    unsigned long long counter(const std::string &name) const;
+    void kill_now();
+
+private:
+    std::string socket_;
+    pid_t       pid_ = -1;
+};
+
+struct frame {
+    srm_frame_hdr_t      hdr;
+    std::vector<uint8_t> payload;
+};
+
+class raw_client {
+public:
+    explicit raw_client(const std::string &socket);
+    ~raw_client();
+
+    uint32_t port() const { return port_; }
+    uint32_t key() const { return key_; }
+    int sock_fd() const { return sock_fd_; }
+
+    /* false if the TX ring is full */
+    bool send(uint32_t dst_port, uint32_t dst_key, const void *data,
+              uint32_t length, uint32_t seq = 0);
+    /* false if nothing arrived */
+    bool recv(frame *out);
+    /* Waits up to timeout_ms for a frame. */
+    bool recv_wait(frame *out, int timeout_ms);
+    /* True if the agent closed our control socket within timeout_ms. */
+    bool dropped_within(int timeout_ms);
+
+    /* Raw access for misbehaving on purpose. */
+    srm_shm_ctl_t *ctl() { return ctl_; }
+    uint8_t *tx_data() { return base_ + layout_.tx_offset[0]; }
+    void ring_doorbell();
+
+private:
+    int              sock_fd_ = -1, doorbell_fd_ = -1, event_fd_ = -1;
+    uint32_t         port_ = 0, key_ = 0;
+    srm_shm_layout_t layout_;
+    uint8_t          *base_ = nullptr;
+    srm_shm_ctl_t    *ctl_  = nullptr;
+    srm_ring_t       tx_, rx_;
+};
+
+} // namespace srm_test
+
+#endif

@@ -1,0 +1,242 @@
+/*
+ * srmd end to end through its real protocol: delivery, keys, rogue clients,
+ * back-pressure. Every test runs its own agent on a private socket.
+ */
+#include "srm_test_agent.h"
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <unistd.h>
+
+using srm_test::agent;
+using srm_test::frame;
+using srm_test::raw_client;
+
+namespace {
+
+std::vector<uint8_t> pattern(uint32_t seq, uint32_t length)
+{
+    std::vector<uint8_t> data(length);
+    for (uint32_t i = 0; i < length; ++i) {
+        data[i] = static_cast<uint8_t>(seq * 31 + i);
+    }
+    return data;
+}
+
+/* Sends count frames a -> b, receiving as it goes; checks order and data. */
+void exchange(raw_client &a, raw_client &b, uint32_t count, uint32_t length)
+{
+    uint32_t sent = 0, received = 0;
+    frame f;
+    while (received < count) {
+        if (sent < count) {
+            std::vector<uint8_t> data = pattern(sent, length);
+            if (a.send(b.port(), b.key(), data.data(), length, sent)) {
+                ++sent;
+            }
+        }
+        while (b.recv(&f)) {
+            ASSERT_EQ(received, f.hdr.seq);
+            ASSERT_EQ(a.port(), f.hdr.src_port) << "agent stamps the source";
+            ASSERT_EQ(pattern(received, length), f.payload);
+            ++received;
+        }
+        if ((sent == count) && (received < count)) {
+            ASSERT_TRUE(b.recv_wait(&f, 5000))
+                    << "stuck at " << received << " of " << count;
+            ASSERT_EQ(received, f.hdr.seq);
+            ++received;
+        }
+    }
+}
+
+} // namespace
+
+TEST(agent, two_clients_exchange_frames_in_order)
+{
+    agent srmd;
+    raw_client a(srmd.socket()), b(srmd.socket());
+    exchange(a, b, 5000, 100);
+    exchange(b, a, 500, 60000);
+    EXPECT_EQ(5500u, srmd.counter("frames"));
+}
+
+TEST(agent, frame_with_wrong_key_is_dropped_and_counted)
+{
+    agent srmd;
+    raw_client a(srmd.socket()), b(srmd.socket());
+    frame f;
+    ASSERT_TRUE(a.send(b.port(), b.key() ^ 1, "x", 1));
+    ASSERT_TRUE(a.send(b.port() + 12345, b.key(), "y", 1));
+    ASSERT_TRUE(a.send(b.port(), b.key(), "z", 1));
+    ASSERT_TRUE(b.recv_wait(&f, 5000));
+    EXPECT_EQ('z', f.payload.at(0)) << "only the good frame arrives";
+    EXPECT_FALSE(b.recv_wait(&f, 100));
+    EXPECT_EQ(2u, srmd.counter("bad_dest"));
+}
+
+TEST(agent, garbage_in_a_ring_drops_only_that_client)
+{
+    agent srmd;
+    raw_client a(srmd.socket()), b(srmd.socket()), rogue(srmd.socket());
+
+    /* A record with a bad magic, then publish it. */
+    std::memset(rogue.tx_data(), 0x5a, 64);
+    srm_store_release(&rogue.ctl()->tx[0].head, (uint64_t)64);
+    rogue.ring_doorbell();
+    EXPECT_TRUE(rogue.dropped_within(5000)) << "agent keeps a rogue client";
+
+    exchange(a, b, 1000, 32);
+    EXPECT_EQ(1u, srmd.counter("dropped"));
+}
+
+TEST(agent, impossible_ring_index_drops_the_client)
+{
+    agent srmd;
+    raw_client a(srmd.socket()), b(srmd.socket()), rogue(srmd.socket());
+
+    srm_store_release(&rogue.ctl()->tx[0].head, (uint64_t)1 << 40);
+    rogue.ring_doorbell();
+    EXPECT_TRUE(rogue.dropped_within(5000));
+    exchange(a, b, 100, 8);
+}
+
+TEST(agent, oversized_frame_length_drops_the_client)
+{
+    agent srmd;
+    raw_client rogue(srmd.socket()), b(srmd.socket());
+
+    ASSERT_TRUE(rogue.send(b.port(), b.key(), "abcdefgh", 8));
+    /* The agent may already have it; a second frame is rewritten in place. */
+    ASSERT_TRUE(rogue.send(b.port(), b.key(), "abcdefgh", 8));
+    srm_frame_hdr_t *hdr = reinterpret_cast<srm_frame_hdr_t*>(
+            rogue.tx_data() + srm_frame_record_size(8));
+    hdr->length          = 0x7fffffff;
+    raw_client c(srmd.socket()); /* attach wakes the agent, just in case */
+    EXPECT_TRUE(rogue.dropped_within(5000));
+}
+
+TEST(agent, rogue_corrupting_its_rx_tail_is_dropped)
+{
+    agent srmd;
+    raw_client a(srmd.socket()), rogue(srmd.socket());
+
+    /* The agent reads a client's RX tail only when it needs room: fill it. */
+    std::vector<uint8_t> data(1000);
+    for (int i = 0; i < 1100; ++i) {
+        while (!a.send(rogue.port(), rogue.key(), data.data(), 1000)) {
+            usleep(1000);
+        }
+    }
+    srm_store_release(&rogue.ctl()->rx.tail, (uint64_t)999999);
+    EXPECT_TRUE(rogue.dropped_within(5000));
+    raw_client b(srmd.socket());
+    exchange(a, b, 100, 8);
+}
+
+TEST(agent, malformed_or_wrong_version_control_messages_are_refused)
+{
+    agent srmd;
+
+    int fd = srm_sock_connect(srmd.socket().c_str());
+    ASSERT_GE(fd, 0);
+    const char junk[] = "not a message";
+    ASSERT_GT(srm_sock_send(fd, junk, sizeof(junk), nullptr, 0), 0);
+    char buf[64];
+    EXPECT_EQ(0, srm_sock_recv(fd, buf, sizeof(buf), nullptr, nullptr))
+            << "agent closes a connection that speaks garbage";
+    close(fd);
+
+    fd = srm_sock_connect(srmd.socket().c_str());
+    ASSERT_GE(fd, 0);
+    srm_attach_req_t req = {};
+    srm_msg_hdr_init(&req.hdr, SRM_MSG_ATTACH_REQ);
+    req.hdr.version = SRM_PROTO_VERSION + 1;
+    ASSERT_GT(srm_sock_send(fd, &req, sizeof(req), nullptr, 0), 0);
+    EXPECT_EQ(0, srm_sock_recv(fd, buf, sizeof(buf), nullptr, nullptr));
+    close(fd);
+
+    fd = srm_sock_connect(srmd.socket().c_str());
+    ASSERT_GE(fd, 0);
+    srm_msg_hdr_init(&req.hdr, SRM_MSG_ATTACH_REQ);
+    req.num_tx_rings = 1;
+    req.tx_ring_size = 1000; /* not a power of two */
+    req.rx_ring_size = 1 << 20;
+    ASSERT_GT(srm_sock_send(fd, &req, sizeof(req), nullptr, 0), 0);
+    srm_attach_rep_t rep;
+    ASSERT_EQ((ssize_t)sizeof(rep),
+              srm_sock_recv(fd, &rep, sizeof(rep), nullptr, nullptr));
+    EXPECT_NE(0, rep.status);
+    EXPECT_NE(nullptr, strstr(rep.error, "ring")) << rep.error;
+    close(fd);
+
+    /* And the agent still serves. */
+    raw_client a(srmd.socket()), b(srmd.socket());
+    exchange(a, b, 100, 8);
+}
+
+TEST(agent, slow_receiver_loses_nothing_and_blocks_only_its_senders)
+{
+    agent srmd({"UCX_SRM_PORT_BACKLOG=64k"});
+    raw_client fast_sender(srmd.socket()), slow(srmd.socket());
+    raw_client other_sender(srmd.socket()), other(srmd.socket());
+    const uint32_t count = 40000, length = 200; /* ~9 MB: 9x the RX ring */
+    uint32_t sent = 0, received = 0;
+    frame f;
+
+    /* The receiver does not read at all while the sender fills everything. */
+    while (sent < count) {
+        std::vector<uint8_t> data = pattern(sent, length);
+        if (!fast_sender.send(slow.port(), slow.key(), data.data(), length,
+                              sent)) {
+            break;
+        }
+        ++sent;
+    }
+    ASSERT_LT(sent, count) << "ring, backlog and RX should fill up";
+
+    /* Another pair on the same agent still flows meanwhile. */
+    exchange(other_sender, other, 2000, 64);
+
+    while (received < count) {
+        while (slow.recv(&f)) {
+            ASSERT_EQ(received, f.hdr.seq);
+            ASSERT_EQ(pattern(received, length), f.payload);
+            ++received;
+        }
+        while (sent < count) {
+            std::vector<uint8_t> data = pattern(sent, length);
+            if (!fast_sender.send(slow.port(), slow.key(), data.data(),
+                                  length, sent)) {
+                break;
+            }
+            ++sent;
+        }
+        if (received < count) {
+            ASSERT_TRUE(slow.recv_wait(&f, 5000)) << "stuck at " << received;
+            ASSERT_EQ(received, f.hdr.seq);
+            ++received;
+        }
+    }
+    EXPECT_GT(srmd.counter("frames"), (unsigned long long)count);
+}
+
+TEST(agent, departed_port_is_not_reused_by_a_stale_address)
+{
+    agent srmd;
+    raw_client a(srmd.socket());
+    uint32_t old_port, old_key;
+    {
+        raw_client gone(srmd.socket());
+        old_port = gone.port();
+        old_key  = gone.key();
+    }
+    usleep(100000);
+    raw_client fresh(srmd.socket());
+    EXPECT_NE(old_port, fresh.port()) << "slot reuse keeps a new port id";
+    ASSERT_TRUE(a.send(old_port, old_key, "stale", 5));
+    frame f;
+    EXPECT_FALSE(fresh.recv_wait(&f, 200));
+    exchange(a, fresh, 10, 8);
+}
