@@ -107,14 +107,20 @@ TEST(agent, oversized_frame_length_drops_the_client)
     agent srmd;
     raw_client rogue(srmd.socket()), b(srmd.socket());
 
-    ASSERT_TRUE(rogue.send(b.port(), b.key(), "abcdefgh", 8));
-    /* The agent may already have it; a second frame is rewritten in place. */
-    ASSERT_TRUE(rogue.send(b.port(), b.key(), "abcdefgh", 8));
-    srm_frame_hdr_t *hdr = reinterpret_cast<srm_frame_hdr_t*>(
-            rogue.tx_data() + srm_frame_record_size(8));
-    hdr->length          = 0x7fffffff;
-    raw_client c(srmd.socket()); /* attach wakes the agent, just in case */
+    /* A well-formed header whose length runs far past what was published. */
+    srm_frame_hdr_t *hdr = reinterpret_cast<srm_frame_hdr_t*>(rogue.tx_data());
+    std::memset(hdr, 0, sizeof(*hdr));
+    hdr->magic    = SRM_FRAME_MAGIC;
+    hdr->version  = SRM_FRAME_VERSION;
+    hdr->type     = SRM_FRAME_AM;
+    hdr->length   = 0x7fffffff;
+    hdr->dst_port = b.port();
+    hdr->dst_key  = b.key();
+    srm_store_release(&rogue.ctl()->tx[0].head, (uint64_t)64);
+    rogue.ring_doorbell();
     EXPECT_TRUE(rogue.dropped_within(5000));
+    frame f;
+    EXPECT_FALSE(b.recv_wait(&f, 100)) << "nothing of it is delivered";
 }
 
 TEST(agent, rogue_corrupting_its_rx_tail_is_dropped)

@@ -86,6 +86,9 @@ int srm_agent_init(srm_agent_t *agent)
         srm_error("epoll setup failed: %m");
         return -1;
     }
+    if (srm_channel_init(agent) != 0) {
+        return -1;
+    }
 
     if (setpriority(PRIO_PROCESS, 0, agent->config.nice) != 0) {
         srm_info("could not set nice %d (%m); woken agent may wait for "
@@ -110,6 +113,7 @@ void srm_agent_cleanup(srm_agent_t *agent)
         }
     }
     free(agent->slots);
+    srm_channel_cleanup(agent);
     srm_sched_cleanup(&agent->sched);
     if (agent->epoll_fd >= 0) {
         close(agent->epoll_fd);
@@ -137,6 +141,7 @@ static unsigned srm_agent_progress(srm_agent_t *agent)
         }
     } while (failed != NULL);
 
+    count += srm_channel_progress(agent);
     srm_deliver_notify(agent);
     if (agent->num_failed > 0) {
         srm_client_reap(agent);
@@ -154,6 +159,12 @@ static void srm_agent_handle_event(srm_agent_t *agent,
 
     if (kind == SRM_EPOLL_LISTEN) {
         srm_client_accept(agent);
+        return;
+    } else if (kind == SRM_EPOLL_WIRE) {
+        srm_channel_accept(agent);
+        return;
+    } else if (kind == SRM_EPOLL_LINK) {
+        srm_channel_link_event(agent, slot, ev->events);
         return;
     }
     client = (slot < agent->num_slots) ? agent->slots[slot] : NULL;

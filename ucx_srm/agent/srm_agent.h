@@ -5,6 +5,7 @@
 #ifndef SRM_AGENT_H
 #define SRM_AGENT_H
 
+#include "srm_node.h"
 #include "srm_sched.h"
 
 #include <ucx_srm/common/srm_config.h>
@@ -19,6 +20,8 @@ enum {
     SRM_EPOLL_LISTEN   = 0,
     SRM_EPOLL_SOCKET   = 1,
     SRM_EPOLL_DOORBELL = 2,
+    SRM_EPOLL_WIRE     = 3, /* the tcp wire's listening socket */
+    SRM_EPOLL_LINK     = 4, /* a connection to another agent */
 };
 
 /* A frame held by the agent because its destination's RX ring was full. */
@@ -70,6 +73,11 @@ typedef struct srm_client {
     struct srm_client   *notify_next;
 
     srm_client_stats_t  stats;
+
+    /* The client's node table resolved: agent node index + 1, 0 unknown. */
+    uint16_t            node_map[SRM_SHM_MAX_NODES];
+    /* Next wire sequence number per destination node (client index). */
+    uint32_t            node_seq[SRM_SHM_MAX_NODES];
 } srm_client_t;
 
 typedef struct srm_agent_stats {
@@ -80,6 +88,7 @@ typedef struct srm_agent_stats {
     uint64_t clients_attached;
     uint64_t clients_dropped;   /* for a protocol or ring violation */
     uint64_t bad_dest;
+    uint64_t bad_frames;        /* malformed frames from other agents */
 } srm_agent_stats_t;
 
 typedef struct srm_agent {
@@ -102,6 +111,16 @@ typedef struct srm_agent {
     uint32_t           generation;
 
     srm_sched_t        sched;
+
+    /* The wire: other nodes' agents. */
+    int                wire_fd;
+    uint32_t           wire_ipv4;       /* network order; 0: no wire */
+    uint16_t           wire_port;       /* network order */
+    char               wire_device[32];
+    srm_node_t         **nodes;
+    unsigned           num_nodes;
+    srm_link_t         **links;         /* index = epoll slot */
+    unsigned           num_links;
     srm_client_t       *notify_list;
     int                spinning;        /* auto policy's current choice */
     unsigned           num_failed;      /* clients waiting for srm_client_reap */
@@ -131,6 +150,23 @@ srm_sched_result_t srm_deliver_frame(void *arg, srm_sched_queue_t *queue,
 unsigned srm_deliver_backlogs(srm_agent_t *agent);
 void srm_deliver_notify(srm_agent_t *agent);
 void srm_deliver_release_backlog(srm_client_t *client);
+
+/* srm_deliver.c: 1 delivered (or dropped and counted), 0 no room */
+int srm_deliver_to_port(srm_agent_t *agent, const srm_frame_hdr_t *hdr,
+                        const void *payload);
+
+/* srm_channel.c */
+int srm_channel_init(srm_agent_t *agent);
+void srm_channel_cleanup(srm_agent_t *agent);
+srm_sched_result_t srm_channel_enqueue(srm_agent_t *agent, srm_client_t *src,
+                                       const srm_frame_hdr_t *hdr,
+                                       const void *payload);
+unsigned srm_channel_progress(srm_agent_t *agent);
+void srm_channel_accept(srm_agent_t *agent);
+void srm_channel_link_event(srm_agent_t *agent, unsigned index,
+                            uint32_t events);
+void srm_channel_format(srm_agent_t *agent, char *buf, size_t size,
+                        size_t *len);
 
 /* srm_status.c */
 size_t srm_status_format(srm_agent_t *agent, char *buf, size_t size);

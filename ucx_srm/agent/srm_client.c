@@ -134,21 +134,24 @@ void srm_client_accept(srm_agent_t *agent)
     }
 }
 
-static void srm_client_attach_reply(srm_client_t *client, int status,
-                                    const char *error, uint64_t node_id,
-                                    uint32_t max_payload)
+static void srm_client_attach_reply(srm_agent_t *agent, srm_client_t *client,
+                                    int status, const char *error)
 {
     srm_attach_rep_t rep;
     int fds[3] = {client->shm_fd, client->doorbell_fd, client->event_fd};
 
     memset(&rep, 0, sizeof(rep));
     srm_msg_hdr_init(&rep.hdr, SRM_MSG_ATTACH_REP);
-    rep.status      = status;
-    rep.port        = client->port;
-    rep.key         = client->key;
-    rep.node_id     = node_id;
-    rep.max_payload = max_payload;
-    rep.shm_size    = client->layout.total_size;
+    rep.status = status;
+    if (status == 0) {
+        rep.port        = client->port;
+        rep.key         = client->key;
+        rep.node_id     = agent->node_id;
+        rep.max_payload = SRM_FRAME_MAX_PAYLOAD;
+        rep.shm_size    = client->layout.total_size;
+        rep.wire_ipv4   = agent->wire_ipv4;
+        rep.wire_port   = agent->wire_port;
+    }
     if (error != NULL) {
         snprintf(rep.error, sizeof(rep.error), "%s", error);
     }
@@ -172,17 +175,16 @@ static int srm_client_attach(srm_agent_t *agent, srm_client_t *client,
                              req->tx_ring_size, req->rx_ring_size) != 0) ||
         (req->tx_ring_size < 4 * srm_frame_record_size(SRM_FRAME_MAX_PAYLOAD)) ||
         (req->rx_ring_size < 4 * srm_frame_record_size(SRM_FRAME_MAX_PAYLOAD))) {
-        srm_client_attach_reply(client, EINVAL,
+        srm_client_attach_reply(agent, client, EINVAL,
                                 "ring count or sizes out of range (rings must "
-                                "be powers of two of at least 1 MiB)",
-                                0, 0);
+                                "be powers of two of at least 1 MiB)");
         return -1;
     }
 
     if (getrandom(&client->key, sizeof(client->key), 0) !=
         sizeof(client->key)) {
-        srm_client_attach_reply(client, EIO, "no randomness for a port key",
-                                0, 0);
+        srm_client_attach_reply(agent, client, EIO,
+                                "no randomness for a port key");
         return -1;
     }
 
@@ -194,8 +196,8 @@ static int srm_client_attach(srm_agent_t *agent, srm_client_t *client,
                         &client->shm) != 0)) {
         srm_error("port %u: cannot create rings or doorbells: %m",
                   client->port);
-        srm_client_attach_reply(client, ENOMEM, "agent out of resources", 0,
-                                0);
+        srm_client_attach_reply(agent, client, ENOMEM,
+                                "agent out of resources");
         return -1;
     }
 
@@ -213,8 +215,8 @@ static int srm_client_attach(srm_agent_t *agent, srm_client_t *client,
             while (i-- > 0) {
                 srm_sched_remove(&agent->sched, &client->tx[i]);
             }
-            srm_client_attach_reply(client, ENOMEM, "agent out of memory", 0,
-                                    0);
+            srm_client_attach_reply(agent, client, ENOMEM,
+                                    "agent out of memory");
             return -1;
         }
     }
@@ -223,12 +225,11 @@ static int srm_client_attach(srm_agent_t *agent, srm_client_t *client,
 
     if (srm_client_epoll_add(agent, client->doorbell_fd,
                              SRM_EPOLL_DOORBELL, slot) != 0) {
-        srm_client_attach_reply(client, EIO, "agent epoll failure", 0, 0);
+        srm_client_attach_reply(agent, client, EIO, "agent epoll failure");
         return -1;
     }
 
-    srm_client_attach_reply(client, 0, NULL, agent->node_id,
-                            SRM_FRAME_MAX_PAYLOAD);
+    srm_client_attach_reply(agent, client, 0, NULL);
     /* The client has its copy; the mapping keeps the memory alive. */
     close(client->shm_fd);
     client->shm_fd = -1;

@@ -76,52 +76,69 @@ static int srm_deliver_to_backlog(srm_agent_t *agent, srm_client_t *dst,
     return 1;
 }
 
+int srm_deliver_to_port(srm_agent_t *agent, const srm_frame_hdr_t *hdr,
+                        const void *payload)
+{
+    srm_client_t *dst = srm_client_lookup(agent, hdr->dst_port);
+
+    if ((dst == NULL) || (dst->key != hdr->dst_key)) {
+        /* A port that left, or a forged key: counted, never delivered. */
+        agent->stats.bad_dest++;
+        srm_debug("dropped frame from port %u to port %u (%s)",
+                  hdr->src_port, hdr->dst_port,
+                  (dst == NULL) ? "no such port" : "key mismatch");
+        return 1;
+    }
+
+    if (dst->backlog_head == NULL) {
+        switch (srm_deliver_to_ring(agent, dst, hdr, payload)) {
+        case 1:
+            return 1;
+        case -1:
+            return 1; /* destination is gone */
+        default:
+            break;
+        }
+    }
+    if (!srm_deliver_to_backlog(agent, dst, hdr, payload)) {
+        srm_shm_flag_raise(&dst->ctl->rx_space_wanted);
+        return 0;
+    }
+    return 1;
+}
+
 srm_sched_result_t srm_deliver_frame(void *arg, srm_sched_queue_t *queue,
                                      const srm_frame_hdr_t *hdr,
                                      const void *payload)
 {
     srm_agent_t *agent = arg;
     srm_client_t *src  = queue->owner;
+    srm_sched_result_t result;
     srm_frame_hdr_t frame;
-    srm_client_t *dst;
+    uint64_t bad_dest;
 
     if (hdr->type != SRM_FRAME_AM) {
         return SRM_SCHED_FAILED;
     }
 
-    dst = (hdr->dst_node == 0) ? srm_client_lookup(agent, hdr->dst_port) :
-                                 NULL;
-    if ((dst == NULL) || (dst->key != hdr->dst_key)) {
-        /* A port that left, or a forged key: counted, never delivered. */
-        src->stats.bad_dest++;
-        agent->stats.bad_dest++;
-        srm_debug("port %u: dropped frame to node %u port %u (%s)",
-                  src->port, hdr->dst_node, hdr->dst_port,
-                  (dst == NULL) ? "no such port" : "key mismatch");
-        return SRM_SCHED_DELIVERED;
-    }
-
     frame          = *hdr;
     frame.src_port = src->port; /* never trust the sender to name itself */
 
-    if (dst->backlog_head == NULL) {
-        switch (srm_deliver_to_ring(agent, dst, &frame, payload)) {
-        case 1:
-            goto delivered;
-        case -1:
-            return SRM_SCHED_DELIVERED; /* destination is gone */
-        default:
-            break;
+    if (hdr->dst_node != 0) {
+        result = srm_channel_enqueue(agent, src, &frame, payload);
+        if (result == SRM_SCHED_BLOCKED) {
+            src->stats.blocked++;
+            return result;
         }
+    } else {
+        bad_dest = agent->stats.bad_dest;
+        if (!srm_deliver_to_port(agent, &frame, payload)) {
+            src->stats.blocked++;
+            return SRM_SCHED_BLOCKED;
+        }
+        src->stats.bad_dest += agent->stats.bad_dest - bad_dest;
     }
 
-    if (!srm_deliver_to_backlog(agent, dst, &frame, payload)) {
-        src->stats.blocked++;
-        srm_shm_flag_raise(&dst->ctl->rx_space_wanted);
-        return SRM_SCHED_BLOCKED;
-    }
-
-delivered:
     src->stats.tx_frames++;
     src->stats.tx_bytes += hdr->length;
     agent->stats.frames++;

@@ -1,6 +1,8 @@
 /* The text srmctl status prints: the agent, then one line per port. */
 #include "srm_agent.h"
 
+#include <ucx_srm/wire/srm_wire_tcp.h>
+
 #include <stdarg.h>
 #include <stdio.h>
 #include <unistd.h>
@@ -39,6 +41,7 @@ size_t srm_status_format(srm_agent_t *agent, char *buf, size_t size)
     srm_client_t *client;
     uint64_t tx_used;
     unsigned i, r;
+    char addr[32];
 
     srm_text_add(&text,
                  "agent: socket @%s node 0x%016llx pid %d uptime %.1f s\n"
@@ -58,6 +61,18 @@ size_t srm_status_format(srm_agent_t *agent, char *buf, size_t size)
                  (unsigned long long)agent->stats.bad_dest,
                  (unsigned long long)agent->stats.sleeps,
                  (unsigned long long)agent->stats.wakeups);
+
+    if (agent->wire_ipv4 != 0) {
+        srm_text_add(&text, "wire: tcp %s on %s, %u remote nodes, "
+                     "bad_frames %llu\n",
+                     srm_wire_tcp_str(agent->wire_ipv4, agent->wire_port,
+                                      addr, sizeof(addr)),
+                     agent->wire_device, agent->num_nodes,
+                     (unsigned long long)agent->stats.bad_frames);
+        srm_channel_format(agent, text.buf, text.size, &text.len);
+    } else {
+        srm_text_add(&text, "wire: none (this node only)\n");
+    }
 
     srm_text_add(&text, "%-10s %-7s %-16s %5s %9s %9s %9s %10s %12s %10s "
                  "%12s %8s %8s\n", "PORT", "PID", "NAME", "RINGS", "TX_QUEUED",

@@ -74,6 +74,27 @@ ucs_config_field_t srm_agent_config_table[] = {
      "kernel's EEVDF scheduler often lets the poller finish its slice first.",
      offsetof(srm_agent_config_t, nice), UCS_CONFIG_TYPE_INT},
 
+    {"NET_DEVICE", "auto",
+     "Network interface whose IPv4 address srmd listens on for channels from\n"
+     "other nodes' agents. auto: the first interface that is up, not loopback,\n"
+     "and has an IPv4 address.",
+     offsetof(srm_agent_config_t, net_device), UCS_CONFIG_TYPE_STRING},
+
+    {"TCP_PORT", "0",
+     "TCP port srmd listens on for other agents; 0 picks a free one (peers\n"
+     "learn it from the UCX worker address).",
+     offsetof(srm_agent_config_t, tcp_port), UCS_CONFIG_TYPE_UINT},
+
+    {"CHANNEL_DEPTH", "256k",
+     "Bytes queued on one node channel before senders to that node wait.",
+     offsetof(srm_agent_config_t, channel_depth), UCS_CONFIG_TYPE_MEMUNITS},
+
+    {"LARGE_THRESH", "8k",
+     "Messages with more payload than this go on the node's bulk channel, so\n"
+     "that they never delay small ones (no head-of-line blocking); inf puts\n"
+     "everything on the small channel.",
+     offsetof(srm_agent_config_t, large_thresh), UCS_CONFIG_TYPE_MEMUNITS},
+
     {"LOG_FILE", "",
      "Where srmd writes its log; empty means standard error.",
      offsetof(srm_agent_config_t, log_file), UCS_CONFIG_TYPE_STRING},

@@ -12,6 +12,9 @@
 
 #define SRM_CONFIG_PREFIX    "SRM_"
 #define SRM_UNIT_SIZE        (8u * 1024u)   /* the paper's scheduling unit */
+#define SRM_CHANNEL_SMALL    0
+#define SRM_CHANNEL_BULK     1
+#define SRM_CHANNEL_KINDS    2
 #define SRM_CHANNEL_DEPTH    (256u * 1024u) /* per-channel queue limit */
 
 typedef enum {
@@ -45,6 +48,10 @@ typedef struct srm_agent_config {
     size_t   port_backlog;     /* per destination port, bytes */
     char     *log_file;        /* "" = stderr */
     int      nice;             /* scheduling niceness to ask for */
+    char     *net_device;      /* interface whose address channels use */
+    unsigned tcp_port;         /* listening port, 0 = any */
+    size_t   channel_depth;    /* bytes queued per channel */
+    size_t   large_thresh;     /* payloads above this take the bulk channel */
 } srm_agent_config_t;
 
 extern const char *srm_agent_mode_names[];

@@ -19,6 +19,8 @@
 typedef enum {
     SRM_FRAME_PAD = 1, /* ring filler up to the wrap point, no header after */
     SRM_FRAME_AM  = 2, /* active message for a client port */
+    SRM_FRAME_HELLO = 3, /* wire: channel handshake, initiator to acceptor */
+    SRM_FRAME_HELLO_ACK = 4, /* wire: the acceptor's answer */
     SRM_FRAME_LAST
 } srm_frame_type_t;
 
@@ -34,12 +36,22 @@ typedef struct srm_frame_hdr {
     uint32_t src_port;
     uint32_t dst_port;
     uint32_t dst_key;   /* must match the destination port's key */
-    uint32_t dst_node;  /* agent-local node index (0 = this node) */
+    uint32_t dst_node;  /* TX ring: the client's node table index (0 = this
+                           node); wire: unused (0) */
     uint8_t  am_id;
     uint8_t  flags;
     uint16_t reserved;
-    uint32_t seq;       /* per (src_port, dst_port) sequence number */
+    uint32_t seq;       /* wire: per (source port, destination node) order */
 } srm_frame_hdr_t;
+
+/* Payload of HELLO and HELLO_ACK: who is on the other end of a channel. */
+typedef struct srm_hello {
+    uint64_t node_id;
+    uint32_t ipv4;      /* sender's listening address, network order */
+    uint16_t tcp_port;  /* network order */
+    uint8_t  kind;      /* srm channel kind: 0 small, 1 bulk */
+    uint8_t  accepted;  /* HELLO_ACK: 1 if this connection carries the kind */
+} srm_hello_t;
 
 typedef enum {
     SRM_FRAME_OK = 0,

@@ -50,6 +50,9 @@ typedef struct srm_attach_rep {
     uint32_t      max_payload;
     uint64_t      node_id;
     uint64_t      shm_size;
+    uint32_t      wire_ipv4;   /* the agent's channel address (0: none) */
+    uint16_t      wire_port;   /* network order */
+    uint16_t      reserved;
     char          error[SRM_PROTO_ERROR_MAX];
 } srm_attach_rep_t;
 

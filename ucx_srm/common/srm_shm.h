@@ -14,12 +14,20 @@
 #define SRM_SHM_VERSION      1u
 #define SRM_SHM_MAX_TX_RINGS 16u
 #define SRM_SHM_ALIGN        4096u
+#define SRM_SHM_MAX_NODES    1024u /* remote nodes one client can name */
 
 /* Wakeup flags; each in its own line so the two sides do not bounce it. */
 typedef struct srm_shm_flag {
     uint32_t value;
     uint8_t          pad[SRM_CACHE_LINE - sizeof(uint32_t)];
 } srm_shm_flag_t;
+
+typedef struct srm_shm_node {
+    uint64_t node_id;
+    uint32_t ipv4;     /* network order */
+    uint16_t tcp_port; /* network order */
+    uint16_t valid;
+} srm_shm_node_t;
 
 typedef struct srm_shm_ctl {
     uint32_t          magic;
@@ -41,6 +49,13 @@ typedef struct srm_shm_ctl {
 
     srm_ring_shared_t tx[SRM_SHM_MAX_TX_RINGS];
     srm_ring_shared_t rx;
+
+    /*
+     * The client's names for remote nodes: frame dst_node indexes this
+     * table (entry 0 unused: this node). The client fills an entry before
+     * the first frame that uses it; the agent reads it once and validates.
+     */
+    srm_shm_node_t    nodes[SRM_SHM_MAX_NODES];
 } srm_shm_ctl_t;
 
 typedef struct srm_shm_layout {

@@ -15,16 +15,59 @@
 
 #include <string.h>
 
+/*
+ * The index of the peer's node in our node table, which tells the agent
+ * where to send (srm_shm.h): 0 for this node, else an entry we fill once.
+ */
+static ucs_status_t uct_srm_ep_node_index(uct_srm_iface_t *iface,
+                                          const srm_device_addr_t *addr,
+                                          uint32_t *index_p)
+{
+    srm_shm_node_t *entry;
+    uint32_t i;
+
+    if (addr->node_id == iface->agent.node_id) {
+        *index_p = 0;
+        return UCS_OK;
+    }
+    for (i = 1; i < iface->num_nodes; ++i) {
+        if (iface->ctl->nodes[i].node_id == addr->node_id) {
+            *index_p = i;
+            return UCS_OK;
+        }
+    }
+    if (iface->num_nodes >= SRM_SHM_MAX_NODES) {
+        ucs_error("srm: port %u: more than %u remote nodes",
+                  iface->agent.port, SRM_SHM_MAX_NODES - 1);
+        return UCS_ERR_EXCEEDS_LIMIT;
+    }
+
+    entry           = &iface->ctl->nodes[iface->num_nodes];
+    entry->node_id  = addr->node_id;
+    entry->ipv4     = addr->ipv4;
+    entry->tcp_port = addr->tcp_port;
+    /* Published before any frame names it (the ring commit releases). */
+    srm_store_release(&entry->valid, (uint16_t)1);
+    *index_p = iface->num_nodes++;
+    return UCS_OK;
+}
+
 static UCS_CLASS_INIT_FUNC(uct_srm_ep_t, const uct_ep_params_t *params)
 {
     uct_srm_iface_t *iface = ucs_derived_of(params->iface, uct_srm_iface_t);
     srm_iface_addr_t iface_addr;
+    srm_device_addr_t dev_addr;
+    ucs_status_t status;
 
     UCT_EP_PARAMS_CHECK_DEV_IFACE_ADDRS(params);
     UCS_CLASS_CALL_SUPER_INIT(uct_base_ep_t, &iface->super);
 
     memcpy(&iface_addr, params->iface_addr, sizeof(iface_addr));
-    self->dst_node       = 0; /* only this node until the wire exists */
+    memcpy(&dev_addr, params->dev_addr, sizeof(dev_addr));
+    status = uct_srm_ep_node_index(iface, &dev_addr, &self->dst_node);
+    if (status != UCS_OK) {
+        return status;
+    }
     self->dst_port       = iface_addr.port;
     self->dst_key        = iface_addr.key;
     self->seq            = 0;

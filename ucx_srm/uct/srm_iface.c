@@ -74,6 +74,7 @@ void uct_srm_iface_ring_doorbell(uct_srm_iface_t *iface)
  */
 void uct_srm_iface_report_errors(uct_srm_iface_t *iface)
 {
+    ucs_status_t status;
     uct_srm_ep_t *ep;
     int found;
 
@@ -83,8 +84,18 @@ void uct_srm_iface_report_errors(uct_srm_iface_t *iface)
             if ((ep->failed || iface->agent_lost) && !ep->error_reported) {
                 ep->error_reported = 1;
                 found              = 1;
-                uct_iface_handle_ep_err(&iface->super.super, &ep->super.super,
-                                        UCS_ERR_ENDPOINT_TIMEOUT);
+                status = uct_iface_handle_ep_err(&iface->super.super,
+                                                 &ep->super.super,
+                                                 UCS_ERR_ENDPOINT_TIMEOUT);
+                /* Unhandled (no error mode in UCP): fatal, as in UCX's own
+                 * transports, so that the job dies instead of hanging. */
+                ucs_log(uct_base_iface_failure_log_level(
+                                &iface->super, status,
+                                UCS_ERR_ENDPOINT_TIMEOUT),
+                        "srm: port %u: endpoint to port %u failed: %s",
+                        iface->agent.port, ep->dst_port,
+                        iface->agent_lost ? "the node agent is gone" :
+                                            "the peer is unreachable");
                 break;
             }
         }
@@ -112,7 +123,8 @@ static void uct_srm_iface_agent_event(int fd, ucs_event_set_types_t events,
                   (ret < 0)  ? strerror(errno) : "unexpected message");
     }
     iface->agent_lost = 1;
-    ucs_async_modify_handler(fd, 0);
+    /* A hung-up socket stays readable: stop watching it, or we spin. */
+    ucs_async_remove_handler(fd, 0);
     /* Wake a thread blocked on our event fd so that it sees the errors. */
     if (write(iface->agent.event_fd, &one, sizeof(one)) < 0) {
         ucs_debug("srm: event fd write failed: %m");
@@ -167,7 +179,9 @@ static ucs_status_t uct_srm_iface_get_device_address(uct_iface_h tl_iface,
     srm_device_addr_t *dev_addr   = (srm_device_addr_t*)addr;
 
     memset(dev_addr, 0, sizeof(*dev_addr));
-    dev_addr->node_id = iface->agent.node_id;
+    dev_addr->node_id  = iface->agent.node_id;
+    dev_addr->ipv4     = iface->agent.wire_ipv4;
+    dev_addr->tcp_port = iface->agent.wire_port;
     return UCS_OK;
 }
 
@@ -182,7 +196,7 @@ static ucs_status_t uct_srm_iface_get_address(uct_iface_h tl_iface,
     return UCS_OK;
 }
 
-/* Same node agent: the only peers this release reaches (no wire yet). */
+/* The same agent, or another agent that our agent can reach over the wire. */
 static int uct_srm_iface_is_reachable(const uct_iface_h tl_iface,
                                       const uct_device_addr_t *dev_addr,
                                       const uct_iface_addr_t *iface_addr)
@@ -194,7 +208,11 @@ static int uct_srm_iface_is_reachable(const uct_iface_h tl_iface,
         return 0;
     }
     memcpy(&addr, dev_addr, sizeof(addr));
-    return addr.node_id == iface->agent.node_id;
+    if (addr.node_id == iface->agent.node_id) {
+        return 1;
+    }
+    return (iface->agent.wire_ipv4 != 0) && (addr.ipv4 != 0) &&
+           (addr.tcp_port != 0);
 }
 
 static unsigned uct_srm_iface_progress(uct_iface_h tl_iface)
@@ -341,6 +359,7 @@ static UCS_CLASS_INIT_FUNC(uct_srm_iface_t, uct_md_h tl_md,
     self->config.max_short   = config->seg_size - sizeof(uint64_t);
     self->config.max_zcopy   = config->max_zcopy;
     self->config.rx_max_poll = config->rx_max_poll;
+    self->num_nodes          = 1; /* entry 0 is this node */
     self->dispatching        = 0;
     self->agent_lost         = 0;
     self->errors_reported    = 0;

@@ -79,6 +79,21 @@ static uct_md_ops_t uct_srm_md_ops = {
                                   ucs_empty_function_return_unsupported,
 };
 
+/*
+ * Agent settings in a job's environment are read by srmd, which the module
+ * may start; parse them here too so UCX does not call them unused, and so a
+ * bad value is reported in the job's own output.
+ */
+static void uct_srm_md_touch_agent_config(void)
+{
+    srm_agent_config_t config;
+
+    if (ucs_config_parser_fill_opts(&config, srm_agent_config_table, "UCX_",
+                                    SRM_CONFIG_PREFIX, 0) == UCS_OK) {
+        ucs_config_parser_release_opts(&config, srm_agent_config_table);
+    }
+}
+
 static ucs_status_t uct_srm_md_open(uct_component_t *component,
                                     const char *md_name,
                                     const uct_md_config_t *uct_config,
@@ -111,6 +126,7 @@ static ucs_status_t uct_srm_md_open(uct_component_t *component,
                           SRM_BINDIR);
     }
 
+    uct_srm_md_touch_agent_config();
     *md_p = &md->super;
     return UCS_OK;
 }

@@ -57,6 +57,8 @@ typedef struct uct_srm_attachment {
     uint32_t         key;
     uint64_t         node_id;
     uint32_t         max_payload;
+    uint32_t         wire_ipv4;    /* the agent's channel address, or 0 */
+    uint16_t         wire_port;
     srm_shm_layout_t layout;
     void             *shm;
 } uct_srm_attachment_t;
@@ -80,6 +82,7 @@ typedef struct uct_srm_iface {
         size_t           max_zcopy;
         unsigned         rx_max_poll;
     } config;
+    uint32_t             num_nodes;     /* node table entries in use */
     int                  dispatching;   /* inside pending dispatch */
     volatile int         agent_lost;    /* set by the async socket handler */
     int                  errors_reported;

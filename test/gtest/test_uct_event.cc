@@ -1,0 +1,179 @@
+/*
+ * Blocking progress: an srm iface's event fd must wake a sleeping receiver
+ * when a message arrives, and arm must refuse (BUSY) while data is waiting.
+ * Two ifaces of one process are two ports of the same agent.
+ */
+extern "C" {
+#include <uct/api/uct.h>
+}
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <poll.h>
+#include <string>
+#include <vector>
+
+namespace {
+
+class uct_event_test : public ::testing::Test {
+protected:
+    void SetUp() override
+    {
+        ASSERT_EQ(UCS_OK, ucs_async_context_create(UCS_ASYNC_MODE_THREAD_SPINLOCK,
+                                                   &async_));
+        ASSERT_EQ(UCS_OK, uct_worker_create(async_, UCS_THREAD_MODE_SINGLE,
+                                            &worker_));
+        open_md();
+        if (md_ == nullptr) {
+            GTEST_FAIL() << "no srm transport: is libuct_srm.so.0 preloaded?";
+        }
+        open_iface(&sender_);
+        open_iface(&receiver_);
+        ASSERT_EQ(UCS_OK, uct_iface_set_am_handler(receiver_, 7, on_am, this,
+                                                   0));
+        connect();
+    }
+
+    void TearDown() override
+    {
+        if (ep_ != nullptr) {
+            uct_ep_destroy(ep_);
+        }
+        for (uct_iface_h iface : {sender_, receiver_}) {
+            if (iface != nullptr) {
+                uct_iface_close(iface);
+            }
+        }
+        if (md_ != nullptr) {
+            uct_md_close(md_);
+        }
+        if (worker_ != nullptr) {
+            uct_worker_destroy(worker_);
+        }
+        if (async_ != nullptr) {
+            ucs_async_context_destroy(async_);
+        }
+    }
+
+    static ucs_status_t on_am(void *arg, void *data, size_t length,
+                              unsigned flags)
+    {
+        static_cast<uct_event_test*>(arg)->received_++;
+        return UCS_OK;
+    }
+
+    void open_md()
+    {
+        uct_component_h *components;
+        unsigned num;
+        ASSERT_EQ(UCS_OK, uct_query_components(&components, &num));
+        for (unsigned i = 0; i < num; ++i) {
+            uct_component_attr_t attr = {};
+            attr.field_mask = UCT_COMPONENT_ATTR_FIELD_NAME;
+            ASSERT_EQ(UCS_OK, uct_component_query(components[i], &attr));
+            if (std::string(attr.name) != "srm") {
+                continue;
+            }
+            uct_md_config_t *config;
+            ASSERT_EQ(UCS_OK, uct_md_config_read(components[i], nullptr,
+                                                 nullptr, &config));
+            ASSERT_EQ(UCS_OK, uct_md_open(components[i], "srm", config, &md_));
+            uct_config_release(config);
+        }
+        uct_release_component_list(components);
+    }
+
+    void open_iface(uct_iface_h *iface)
+    {
+        uct_iface_config_t *config;
+        ASSERT_EQ(UCS_OK, uct_md_iface_config_read(md_, "srm", nullptr,
+                                                   nullptr, &config));
+        uct_iface_params_t params = {};
+        params.field_mask = UCT_IFACE_PARAM_FIELD_OPEN_MODE |
+                            UCT_IFACE_PARAM_FIELD_DEVICE;
+        params.open_mode            = UCT_IFACE_OPEN_MODE_DEVICE;
+        params.mode.device.tl_name  = "srm";
+        params.mode.device.dev_name = "node";
+        ucs_status_t status = uct_iface_open(md_, worker_, &params, config,
+                                             iface);
+        uct_config_release(config);
+        ASSERT_EQ(UCS_OK, status);
+        uct_iface_progress_enable(*iface,
+                                  UCT_PROGRESS_SEND | UCT_PROGRESS_RECV);
+    }
+
+    void connect()
+    {
+        uct_iface_attr_t attr;
+        ASSERT_EQ(UCS_OK, uct_iface_query(receiver_, &attr));
+        ASSERT_TRUE(attr.cap.event_flags & UCT_IFACE_FLAG_EVENT_FD);
+        std::vector<char> dev(attr.device_addr_len), addr(attr.iface_addr_len);
+        ASSERT_EQ(UCS_OK, uct_iface_get_device_address(
+                                  receiver_, (uct_device_addr_t*)dev.data()));
+        ASSERT_EQ(UCS_OK, uct_iface_get_address(
+                                  receiver_, (uct_iface_addr_t*)addr.data()));
+        uct_ep_params_t params = {};
+        params.field_mask = UCT_EP_PARAM_FIELD_IFACE |
+                            UCT_EP_PARAM_FIELD_DEV_ADDR |
+                            UCT_EP_PARAM_FIELD_IFACE_ADDR;
+        params.iface      = sender_;
+        params.dev_addr   = (const uct_device_addr_t*)dev.data();
+        params.iface_addr = (const uct_iface_addr_t*)addr.data();
+        ASSERT_EQ(UCS_OK, uct_ep_create(&params, &ep_));
+    }
+
+    bool readable(int fd, int timeout_ms)
+    {
+        struct pollfd pfd = {fd, POLLIN, 0};
+        return poll(&pfd, 1, timeout_ms) == 1;
+    }
+
+    ucs_async_context_t *async_ = nullptr;
+    uct_worker_h worker_        = nullptr;
+    uct_md_h md_                = nullptr;
+    uct_iface_h sender_         = nullptr;
+    uct_iface_h receiver_       = nullptr;
+    uct_ep_h ep_                = nullptr;
+    unsigned received_          = 0;
+};
+
+} // namespace
+
+TEST_F(uct_event_test, armed_receiver_is_woken_by_a_message)
+{
+    int fd;
+    ASSERT_EQ(UCS_OK, uct_iface_event_fd_get(receiver_, &fd));
+
+    for (int round = 0; round < 50; ++round) {
+        ASSERT_EQ(UCS_OK, uct_iface_event_arm(receiver_, UCT_EVENT_RECV));
+        EXPECT_FALSE(readable(fd, 0)) << "nothing sent yet, round " << round;
+
+        ASSERT_EQ(UCS_OK, uct_ep_am_short(ep_, 7, round, "ping", 4));
+        ASSERT_TRUE(readable(fd, 5000)) << "lost wakeup in round " << round;
+
+        unsigned before = received_;
+        while (received_ == before) {
+            uct_worker_progress(worker_);
+        }
+    }
+    EXPECT_EQ(50u, received_);
+}
+
+TEST_F(uct_event_test, arm_is_busy_while_a_message_waits)
+{
+    ASSERT_EQ(UCS_OK, uct_ep_am_short(ep_, 7, 0, "x", 1));
+    ucs_status_t status = UCS_OK;
+    for (int i = 0; (i < 5000) && (status == UCS_OK); ++i) {
+        status = uct_iface_event_arm(receiver_, UCT_EVENT_RECV);
+        if (status == UCS_OK) {
+            int fd;
+            uct_iface_event_fd_get(receiver_, &fd);
+            readable(fd, 1); /* wait for the agent to move the frame */
+        }
+    }
+    EXPECT_EQ(UCS_ERR_BUSY, status);
+    while (received_ == 0) {
+        uct_worker_progress(worker_);
+    }
+}

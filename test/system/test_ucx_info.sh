@@ -1,0 +1,94 @@
+#!/bin/bash
+#
+# test_ucx_info: UCX sees the srm module.
+#  - `srm-run ucx_info -d` (the wrapper alone, no LD_PRELOAD of ours) lists
+#    "Transport: srm" on device "node";
+#  - `ucx_info -c -f` with the module loaded lists UCX_SRM_POLL and
+#    UCX_SRM_SOCKET, each with its doc string.
+#
+. "$(dirname "$0")/lib.sh"
+
+srm_require_cmd ucx_info
+[ -x "$SRM_RUN" ] || srm_skip "srm-run wrapper not found at $SRM_RUN"
+
+# ucx_info -d opens the srm iface, which needs an agent: use our own.
+srm_agent_start || { srm_fail "cannot start srmd"; srm_done; }
+export UCX_SRM_AGENT=never
+
+# --- ucx_info -d through srm-run ------------------------------------------
+out=$SRM_LOG/ucx_info-d.log
+env -u LD_PRELOAD SRM_MODULE="$SRM_MODULE" "$SRM_RUN" ucx_info -d >"$out" 2>&1
+rc=$?
+if [ $rc -ne 0 ]; then
+    srm_fail "srm-run ucx_info -d exited $rc"
+    srm_show_log "$out"
+elif grep -q '^# *Transport: srm$' "$out"; then
+    srm_pass "srm-run ucx_info -d lists Transport: srm"
+    if grep -A1 '^# *Transport: srm$' "$out" | grep -q 'Device: node'; then
+        srm_pass "the srm transport has device node"
+    else
+        srm_fail "Transport: srm is not followed by Device: node"
+        grep -A3 '^# *Transport: srm$' "$out" | sed 's/^/    | /'
+    fi
+else
+    srm_fail "srm-run ucx_info -d does not list Transport: srm"
+    grep -i 'srm\|Transport:' "$out" | head -20 | sed 's/^/    | /'
+fi
+
+# The wrapper's --print-env must name the module it preloads.
+penv=$(env -u LD_PRELOAD SRM_MODULE="$SRM_MODULE" "$SRM_RUN" --print-env 2>&1)
+if printf '%s\n' "$penv" | grep -qF "$SRM_MODULE"; then
+    srm_pass "srm-run --print-env names $SRM_MODULE"
+else
+    srm_fail "srm-run --print-env does not name the module: $penv"
+fi
+
+# --- ucx_info -c -f with the module ---------------------------------------
+cfg=$SRM_LOG/ucx_info-cf.log
+ucx_info -c -f >"$cfg" 2>&1
+rc=$?
+[ $rc -eq 0 ] || srm_fail "ucx_info -c -f exited $rc"
+
+# The comment block right above "VAR=value", without the syntax/inherits
+# lines and blank comment lines: the doc string.
+doc_of() {
+    awk -v var="$1" '
+        /^#/ { blk = blk "\n" $0; next }
+        index($0, var "=") == 1 { print blk; found = 1; exit }
+        { blk = "" }
+        END { exit !found }' "$cfg" |
+    grep -v -e '^# *syntax:' -e '^# *inherits:' -e '^#[[:space:]]*$' -e '^$'
+}
+
+check_var() {
+    local var=$1 want=$2 doc
+
+    if ! grep -q "^$var=" "$cfg"; then
+        srm_fail "ucx_info -c -f does not list $var"
+        return
+    fi
+    doc=$(doc_of "$var")
+    if [ -z "$doc" ]; then
+        srm_fail "$var has no doc string"
+        grep -B8 "^$var=" "$cfg" | sed 's/^/    | /'
+    elif ! printf '%s\n' "$doc" | grep -qi "$want"; then
+        srm_fail "$var's doc string does not mention '$want':"
+        printf '%s\n' "$doc" | sed 's/^/    | /'
+    else
+        srm_pass "$var=$(grep "^$var=" "$cfg" | cut -d= -f2-) documented:" \
+                 "$(printf '%s\n' "$doc" | head -n1 | sed 's/^# *//')"
+    fi
+}
+
+check_var UCX_SRM_POLL "wait"
+check_var UCX_SRM_SOCKET "socket"
+
+# The agent reads the same settings: srmd --config lists UCX_SRM_POLL too.
+if "$SRM_SRMD" --config 2>&1 | grep -q 'UCX_SRM_POLL'; then
+    srm_pass "srmd --config lists UCX_SRM_POLL"
+else
+    srm_fail "srmd --config does not list UCX_SRM_POLL"
+fi
+
+srm_agent_stop || srm_fail "srmd did not stop cleanly (exit $?)"
+srm_done

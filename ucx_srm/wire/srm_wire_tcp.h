@@ -1,0 +1,36 @@
+/*
+ * The tcp wire: how one agent reaches another over any IP network. Only
+ * sockets live here; what travels on them (frames, handshake, order) is the
+ * channel layer's business (agent/srm_channel.c).
+ */
+#ifndef SRM_WIRE_TCP_H
+#define SRM_WIRE_TCP_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+/* IPv4 (network order) of an interface; "auto": first up, non-loopback. */
+int srm_wire_tcp_iface_addr(const char *device, uint32_t *ipv4,
+                            char *name, size_t name_size);
+
+/* A listening socket on ipv4:port (port 0: any); *port_p gets the port. */
+int srm_wire_tcp_listen(uint32_t ipv4, uint16_t port, uint16_t *port_p);
+
+/* Non-blocking connect; completion is signalled by EPOLLOUT. */
+int srm_wire_tcp_connect(uint32_t ipv4, uint16_t port);
+
+/* 0 once a non-blocking connect succeeded, else the errno. */
+int srm_wire_tcp_connect_result(int fd);
+
+int srm_wire_tcp_accept(int listen_fd);
+
+/* Bytes sent or read (>= 0), 0 also for EAGAIN; -1 on error or EOF. */
+ssize_t srm_wire_tcp_send(int fd, const void *buf, size_t len);
+ssize_t srm_wire_tcp_recv(int fd, void *buf, size_t len);
+
+/* "a.b.c.d:port" */
+const char *srm_wire_tcp_str(uint32_t ipv4, uint16_t port, char *buf,
+                             size_t size);
+
+#endif
