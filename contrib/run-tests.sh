@@ -15,7 +15,11 @@ Builds ucx-srm (contrib/build.sh) and runs, in order:
      agent's protocol and rogue clients, UCT-level streams between two
      processes through the module and srmd)
   2. test/system/run.sh: ucx_info, every ucx_perftest test with UCX_TLS=srm,
-     Open MPI with UCX_TLS=srm, missing agent, agent killed under load
+     Open MPI with UCX_TLS=srm, missing agent, agent killed under load, and
+     between simulated hosts (network namespaces): perftest, Open MPI 3x4,
+     connection counts against UCX tcp, a garbage-speaking peer, head of line
+  3. test/fuzz/run.sh: libFuzzer on the frame, ring and control parsers for
+     SRM_FUZZ_SECONDS (default 30)
 Ends with one line "tests: N passed, M failed, K skipped"; exits non-zero
 if anything failed. Logs: build/test-suite.log, build/system-tests/.
 TXT
@@ -77,6 +81,17 @@ if [ "$system" = 1 ]; then
     failed=$((failed + ${f:-0}))
     skipped=$((skipped + ${s:-0}))
 fi
+
+echo "== fuzzing the parsers (bounded)"
+summary=$("$top/test/fuzz/run.sh" --seconds "${SRM_FUZZ_SECONDS:-30}" \
+          --out "$build/fuzz" | tee /dev/stderr | tail -n 1)
+n=$(echo "$summary" | sed -n 's/.* \([0-9]*\) passed.*/\1/p')
+f=$(echo "$summary" | sed -n 's/.* \([0-9]*\) failed.*/\1/p')
+s=$(echo "$summary" | sed -n 's/.* \([0-9]*\) skipped.*/\1/p')
+[ -n "$n" ] || { echo "run-tests.sh: the fuzzer did not report"; f=1; }
+passed=$((passed + ${n:-0}))
+failed=$((failed + ${f:-0}))
+skipped=$((skipped + ${s:-0}))
 
 echo "tests: $passed passed, $failed failed, $skipped skipped"
 [ "$failed" = 0 ]

@@ -16,7 +16,7 @@ NAME
 SYNOPSIS
     $PROG [--build DIR] [--reps N] [--iters N] [--policy POLICY]
              [--out FILE] [--port BASE] [--timeout SEC] [--wait-idle SEC]
-             [--keep-logs] [--quick]
+             [--retry-disturbed N] [--keep-logs] [--quick]
     $PROG -h | --help
 
 DESCRIPTION
@@ -102,6 +102,11 @@ OPTIONS
         Before each run, wait up to SEC seconds for other processes to stop
         running (default 0: do not wait).  Runs that start on a busy host
         anyway are counted and flagged in the report.
+    --retry-disturbed N
+        Repeat a disturbed run (see above) up to N times, each time after
+        --wait-idle, and keep the last attempt (default 0: keep every run
+        as it came).  The discarded attempts are counted in the report and
+        marked in its command list.
     --keep-logs
         Keep the directory with the per-run logs even when all runs
         succeeded (it is always kept on failure).
@@ -149,7 +154,7 @@ info() { printf '%s: %s\n' "$PROG" "$*" >&2; }
 # -------------------------------------------------------------- options --
 
 BUILD=${SRM_BUILD_DIR:-}
-REPS='' ITERS='' POLICY='' OUT='' PORT_BASE='' TIMEOUT='' KEEP_LOGS=0 QUICK=0 WAIT_IDLE=0
+REPS='' ITERS='' POLICY='' OUT='' PORT_BASE='' TIMEOUT='' KEEP_LOGS=0 QUICK=0 WAIT_IDLE=0 RETRY=0
 
 need_arg() { [[ $# -ge 2 && -n $2 ]] || bad "option $1 needs an argument"; }
 is_uint()  { [[ $1 =~ ^[0-9]+$ ]]; }
@@ -172,6 +177,8 @@ while [[ $# -gt 0 ]]; do
     --timeout=*) TIMEOUT=${1#*=}; shift ;;
     --wait-idle) need_arg "$@"; WAIT_IDLE=$2; shift 2 ;;
     --wait-idle=*) WAIT_IDLE=${1#*=}; shift ;;
+    --retry-disturbed) need_arg "$@"; RETRY=$2; shift 2 ;;
+    --retry-disturbed=*) RETRY=${1#*=}; shift ;;
     --keep-logs) KEEP_LOGS=1; shift ;;
     --quick)     QUICK=1; shift ;;
     -h|--help)   usage; exit 0 ;;
@@ -190,6 +197,9 @@ if ! is_uint "$REPS" || (( REPS < 1 || REPS > 100 )); then
 fi
 if ! is_uint "$ITERS" || (( ITERS < 10 )); then
     bad "--iters must be an integer >= 10, not '$ITERS'"
+fi
+if ! is_uint "$RETRY" || (( RETRY > 20 )); then
+    bad "--retry-disturbed must be 0..20, not '$RETRY'"
 fi
 if ! is_uint "$WAIT_IDLE"; then
     bad "--wait-idle must be a number of seconds, not '$WAIT_IDLE'"
@@ -338,8 +348,10 @@ take_port() {
 
 # Running processes not started by this script (two samples, 50 ms apart;
 # only PIDs running in both count, so short-lived helpers are ignored).
-FOREIGN_RUNS=0
-FOREIGN_CPU_TOTAL=0
+FOREIGN_RUNS=0        # runs in the table that were disturbed
+FOREIGN_CPU_TOTAL=0   # CPU time (s) of other processes during those
+DISCARDED=0           # disturbed runs repeated (--retry-disturbed)
+DONE_RUNS=0
 declare -A DISTURBED_IN=()   # "$tl/$metric" -> number of disturbed runs
 IDLE_WAIT_TOTAL=0
 declare -A FOREIGN_NAMES=()
@@ -422,8 +434,10 @@ show_failure() {  # DIR: print the commands and logs of a failed run
 }
 
 # run_one TL API TEST SIZE ITERS WARMUP REP METRICS
-#   METRICS: "name:field ..." - append field (1-based, of the 8 numbers of
-#   the "Final:" line) to VALUES[TL/name]; sets FINAL and SUMMARY.
+#   METRICS: "name:field ..." - the fields (1-based, of the 8 numbers of the
+#   "Final:" line) to take.  Dies if the run fails.  Sets FINAL, RUN_VALUES
+#   (name value name value ...), SUMMARY, DISTURBED (0/1), FOREIGN_CPU (s)
+#   and FOREIGN_SEEN (names of other processes seen running).
 run_one() {
     local tl=$1 api=$2 test=$3 size=$4 iters=$5 warmup=$6 rep=$7 metrics=$8
     local envs=() args=() d srv cli rc_s=0 rc_c=0 i
@@ -518,13 +532,9 @@ run_one() {
     # shellcheck disable=SC2086  # word lists on purpose
     fl=$(printf '%s\n' $fl $fl_after | awk 'NF && !seen[$1]++ { printf "%s%s", sep, $1; sep = " " }')
     DISTURBED=0
-    if [[ -n $fl || ${FOREIGN_CPU#* } == 1 ]]; then
-        DISTURBED=1
-        FOREIGN_RUNS=$(( FOREIGN_RUNS + 1 ))
-        FOREIGN_CPU_TOTAL=$(awk -v a="$FOREIGN_CPU_TOTAL" -v b="${FOREIGN_CPU% *}" 'BEGIN { print a + b }')
-        for i in $fl; do FOREIGN_NAMES[$i]=1; done
-    fi
+    [[ -z $fl && ${FOREIGN_CPU#* } == 0 ]] || DISTURBED=1
     FOREIGN_CPU=${FOREIGN_CPU% *}
+    FOREIGN_SEEN=$fl
 
     if (( rc_c != 0 || rc_s != 0 )); then
         show_failure "$d"
@@ -557,6 +567,7 @@ run_one() {
     fi
     local mf m f v
     SUMMARY=
+    RUN_VALUES=()
     for mf in $metrics; do
         m=${mf%%:*} f=${mf##*:}
         v=$(awk -v f="$f" '{ print $f }' <<<"$FINAL")
@@ -564,8 +575,7 @@ run_one() {
             show_failure "$d"
             die "run $RUN_NO ($tl $test ${size} B rep $rep): column $f of the 'Final:' line is '$v'"
         fi
-        VALUES[$tl/$m]+="$v "
-        (( DISTURBED == 0 )) || DISTURBED_IN[$tl/$m]=$(( ${DISTURBED_IN[$tl/$m]:-0} + 1 ))
+        RUN_VALUES+=("$m" "$v")
         SUMMARY+=" $m=$v"
     done
     SUMMARY+=" [foreign CPU ${FOREIGN_CPU} s]"
@@ -613,8 +623,25 @@ for (( rep = 1; rep <= REPS; rep++ )); do
     for spec in "${TESTS[@]}"; do
         IFS='|' read -r _id api test size iters warmup metrics <<<"$spec"
         for tl in "${TRANSPORTS[@]}"; do
-            run_one "$tl" "$api" "$test" "$size" "$iters" "$warmup" "$rep" "$metrics"
-            info "[$RUN_NO/$TOTAL_RUNS] $tl $api $test ${size} B rep $rep:$SUMMARY"
+            for (( attempt = 0; ; attempt++ )); do
+                run_one "$tl" "$api" "$test" "$size" "$iters" "$warmup" "$rep" "$metrics"
+                (( DISTURBED && attempt < RETRY )) || break
+                DISCARDED=$(( DISCARDED + 1 ))
+                printf '# ^ discarded: disturbed by other processes (%s s of CPU), repeated\n' "$FOREIGN_CPU" >>"$CMDS"
+                info "[$(( DONE_RUNS + 1 ))/$TOTAL_RUNS] $tl $api $test ${size} B rep $rep:$SUMMARY; repeating ($(( attempt + 1 ))/$RETRY)"
+            done
+            DONE_RUNS=$(( DONE_RUNS + 1 ))
+            for (( i = 0; i < ${#RUN_VALUES[@]}; i += 2 )); do
+                m=${RUN_VALUES[i]}
+                VALUES[$tl/$m]+="${RUN_VALUES[i + 1]} "
+                (( DISTURBED == 0 )) || DISTURBED_IN[$tl/$m]=$(( ${DISTURBED_IN[$tl/$m]:-0} + 1 ))
+            done
+            if (( DISTURBED )); then
+                FOREIGN_RUNS=$(( FOREIGN_RUNS + 1 ))
+                FOREIGN_CPU_TOTAL=$(awk -v a="$FOREIGN_CPU_TOTAL" -v b="$FOREIGN_CPU" 'BEGIN { print a + b }')
+                for n in $FOREIGN_SEEN; do FOREIGN_NAMES[$n]=1; done
+            fi
+            info "[$DONE_RUNS/$TOTAL_RUNS] $tl $api $test ${size} B rep $rep:$SUMMARY"
         done
     done
 done
@@ -676,7 +703,7 @@ report() {
         local names=
         (( ${#FOREIGN_NAMES[@]} == 0 )) ||
             names="; seen running: $(printf '%s\n' "${!FOREIGN_NAMES[@]}" | sort | paste -sd ' ' -)"
-        printf -- '- **WARNING: the host was not idle**: other processes took %s s of CPU during %d of %d runs%s. Cells marked * contain such runs; their numbers are disturbed (rerun with --wait-idle on a quiet host)\n' \
+        printf -- '- **WARNING: the host was not idle**: other processes took %s s of CPU during %d of %d runs%s. Cells marked * contain such runs; their numbers are disturbed (rerun on a quiet host, or with --wait-idle and --retry-disturbed)\n' \
             "$FOREIGN_CPU_TOTAL" "$FOREIGN_RUNS" "$TOTAL_RUNS" "$names"
     fi
     if (( REPS > 1 )); then
@@ -711,7 +738,9 @@ report() {
     printf -- '- UCP tag_bw 8 B counts sends completed at the sender (injection rate); UCT am_bw is flow controlled (-W 127 by default).\n'
     printf -- '- MiB/s is what ucx_perftest calls MB/s (2^20 bytes per second).\n'
     [[ -z $AGENT_COUNTERS ]] || printf -- '- srmd counters after all srm runs: %s\n' "$AGENT_COUNTERS"
-    printf -- '- %d runs; %s s wall time in all' "$TOTAL_RUNS" "$ELAPSED"
+    printf -- '- %d runs' "$TOTAL_RUNS"
+    (( DISCARDED == 0 )) || printf ' (plus %d disturbed runs repeated and discarded, --retry-disturbed %d)' "$DISCARDED" "$RETRY"
+    printf '; %s s wall time in all' "$ELAPSED"
     if (( IDLE_WAIT_TOTAL > 0 )); then
         printf ', %d s of it waiting for the host to become idle' "$IDLE_WAIT_TOTAL"
     fi

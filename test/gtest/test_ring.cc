@@ -189,6 +189,21 @@ TEST_F(ring_test, consumer_rejects_garbage_and_overlong_records)
     EXPECT_EQ(SRM_RING_CORRUPT, pop_check(0));
 }
 
+TEST_F(ring_test, view_attached_to_corrupt_indices_touches_nothing)
+{
+    /* Found by the fuzzer: an unaligned index at attach time. */
+    make(4096);
+    shared_.tail = 4093;
+    shared_.head = 4093 + 64;
+    srm_ring_init_consumer(&cons_, &shared_, data_.data(), 4096);
+    EXPECT_EQ(SRM_RING_CORRUPT, pop_check(0));
+
+    make(4096);
+    shared_.head = 4093;
+    srm_ring_init_producer(&prod_, &shared_, data_.data(), 4096);
+    EXPECT_EQ(SRM_RING_CORRUPT, push(0, 8));
+}
+
 TEST_F(ring_test, producer_rejects_impossible_tail)
 {
     make(4096);

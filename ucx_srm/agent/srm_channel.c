@@ -332,6 +332,15 @@ static srm_order_t *srm_order_get(srm_node_t *node, uint32_t src_port)
     return &node->orders[node->num_orders++];
 }
 
+static void srm_channel_count_rx(srm_agent_t *agent, srm_node_t *node,
+                                 int kind, const srm_frame_hdr_t *hdr)
+{
+    node->chan[kind].rx_frames++;
+    node->chan[kind].rx_bytes += hdr->length;
+    agent->stats.frames++;
+    agent->stats.bytes += hdr->length;
+}
+
 /* Delivers the held frames that are now next in order. */
 static unsigned srm_order_release(srm_agent_t *agent, srm_node_t *node,
                                   srm_order_t *order)
@@ -345,13 +354,14 @@ static unsigned srm_order_release(srm_agent_t *agent, srm_node_t *node,
         order->held       = held->next;
         node->held_bytes -= held->hdr.length;
         order->expected++;
+        srm_channel_count_rx(agent, node, held->kind, &held->hdr);
         free(held);
         ++count;
     }
     return count;
 }
 
-static int srm_order_hold(srm_node_t *node, srm_order_t *order,
+static int srm_order_hold(srm_node_t *node, srm_order_t *order, int kind,
                           const srm_frame_hdr_t *hdr, const void *payload)
 {
     srm_held_frame_t *held, **pos;
@@ -363,7 +373,8 @@ static int srm_order_hold(srm_node_t *node, srm_order_t *order,
     if (held == NULL) {
         return 0;
     }
-    held->hdr = *hdr;
+    held->hdr  = *hdr;
+    held->kind = kind;
     memcpy(held->payload, payload, hdr->length);
     for (pos = &order->held;
          (*pos != NULL) && ((int32_t)((*pos)->hdr.seq - hdr->seq) < 0);
@@ -393,17 +404,14 @@ static int srm_channel_receive(srm_agent_t *agent, srm_link_t *link,
         node->bad_frames++; /* a duplicate: never deliver twice */
         return 1;
     } else if (ahead > 0) {
-        return srm_order_hold(node, order, hdr, payload);
+        return srm_order_hold(node, order, link->kind, hdr, payload);
     }
 
     if (!srm_deliver_to_port(agent, hdr, payload)) {
         return 0;
     }
     order->expected++;
-    node->chan[link->kind].rx_frames++;
-    node->chan[link->kind].rx_bytes += hdr->length;
-    agent->stats.frames++;
-    agent->stats.bytes += hdr->length;
+    srm_channel_count_rx(agent, node, link->kind, hdr);
     srm_order_release(agent, node, order);
     return 1;
 }
@@ -510,10 +518,10 @@ static int srm_link_parse(srm_agent_t *agent, srm_link_t *link)
     int ret = 0;
 
     link->in_blocked = 0;
-    while ((link->in_len - offset) >= sizeof(hdr)) {
-        memcpy(&hdr, link->in_buf + offset, sizeof(hdr));
-        status = srm_frame_validate(&hdr, SRM_FRAME_MAX_PAYLOAD);
-        if ((status != SRM_FRAME_OK) || (hdr.type == SRM_FRAME_PAD)) {
+    for (;;) {
+        status = srm_frame_next(link->in_buf + offset, link->in_len - offset,
+                                &hdr, &size);
+        if (status != SRM_FRAME_OK) {
             if (link->node != NULL) {
                 link->node->bad_frames++;
             }
@@ -523,9 +531,8 @@ static int srm_link_parse(srm_agent_t *agent, srm_link_t *link)
                            srm_frame_status_str(status), hdr.type);
             return -1;
         }
-        size = sizeof(hdr) + hdr.length;
-        if ((link->in_len - offset) < size) {
-            break;
+        if (size == 0) {
+            break; /* the rest of the frame is still on its way */
         }
         payload = link->in_buf + offset + sizeof(hdr);
 
@@ -572,9 +579,11 @@ static void srm_link_read(srm_agent_t *agent, srm_link_t *link)
     got = srm_wire_tcp_recv(link->fd, link->in_buf + link->in_len,
                             SRM_LINK_IN_BUF - link->in_len);
     if (got < 0) {
-        srm_link_close(agent, link,
-                       (errno == ECONNRESET) ? SRM_LOG_INFO : SRM_LOG_WARN,
-                       "receive failed: %m");
+        if (errno == 0) {
+            srm_link_close(agent, link, SRM_LOG_INFO, "the peer closed it");
+        } else {
+            srm_link_close(agent, link, SRM_LOG_WARN, "receive failed: %m");
+        }
         return;
     }
     link->in_len += (size_t)got;
@@ -765,7 +774,8 @@ void srm_channel_format(srm_agent_t *agent, char *buf, size_t size,
             n    = snprintf(buf + *len, size - *len,
                             "node %-3u 0x%016llx %-21s %-5s %-10s "
                             "queued %zu tx %llu/%llu rx %llu/%llu "
-                            "connects %llu held %zu bad %llu\n",
+                            "connects %llu held %zu reordered %llu "
+                            "bad %llu\n",
                             node->index, (unsigned long long)node->node_id,
                             srm_wire_tcp_str(node->ipv4, node->tcp_port,
                                              addr, sizeof(addr)),
@@ -779,6 +789,7 @@ void srm_channel_format(srm_agent_t *agent, char *buf, size_t size,
                             (unsigned long long)chan->rx_bytes,
                             (unsigned long long)chan->connects,
                             node->held_bytes,
+                            (unsigned long long)node->reordered,
                             (unsigned long long)node->bad_frames);
             if ((n < 0) || ((size_t)n >= size - *len)) {
                 return;

@@ -48,6 +48,7 @@ typedef struct srm_channel {
 /* A frame from the network that arrived ahead of an earlier one. */
 typedef struct srm_held_frame {
     struct srm_held_frame *next;
+    int                   kind;      /* the channel it came on */
     srm_frame_hdr_t       hdr;
     uint8_t               payload[];
 } srm_held_frame_t;

@@ -1,5 +1,7 @@
 #include "srm_frame.h"
 
+#include <string.h>
+
 /* UCT allows AM ids below UCT_AM_ID_MAX (32); the agent must not trust more. */
 #define SRM_FRAME_AM_ID_LIMIT 32
 
@@ -28,6 +30,29 @@ srm_frame_status_t srm_frame_validate(const srm_frame_hdr_t *hdr,
     }
     if (hdr->am_id >= SRM_FRAME_AM_ID_LIMIT) {
         return SRM_FRAME_ERR_AM_ID;
+    }
+    return SRM_FRAME_OK;
+}
+
+srm_frame_status_t srm_frame_next(const uint8_t *buf, size_t len,
+                                  srm_frame_hdr_t *hdr, size_t *size)
+{
+    srm_frame_status_t status;
+
+    *size = 0;
+    if (len < sizeof(*hdr)) {
+        return SRM_FRAME_OK;
+    }
+    memcpy(hdr, buf, sizeof(*hdr));
+    status = srm_frame_validate(hdr, SRM_FRAME_MAX_PAYLOAD);
+    if (status != SRM_FRAME_OK) {
+        return status;
+    }
+    if (hdr->type == SRM_FRAME_PAD) {
+        return SRM_FRAME_ERR_TYPE;
+    }
+    if ((len - sizeof(*hdr)) >= hdr->length) {
+        *size = sizeof(*hdr) + hdr->length;
     }
     return SRM_FRAME_OK;
 }

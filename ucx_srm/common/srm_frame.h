@@ -87,4 +87,12 @@ srm_frame_status_t srm_frame_validate(const srm_frame_hdr_t *hdr,
 
 const char *srm_frame_status_str(srm_frame_status_t status);
 
+/*
+ * Splits a byte stream (the wire) into frames: validates the header at buf
+ * and, if the whole frame is there, gives its size. SRM_FRAME_OK with
+ * *size 0 means "need more bytes". PAD never travels on the wire.
+ */
+srm_frame_status_t srm_frame_next(const uint8_t *buf, size_t len,
+                                  srm_frame_hdr_t *hdr, size_t *size);
+
 #endif

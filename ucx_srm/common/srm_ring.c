@@ -14,13 +14,17 @@ static void srm_ring_init_view(srm_ring_t *ring, srm_ring_shared_t *shared,
     ring->pending = 0;
 }
 
-/* Each side starts from what is published: a view may attach late. */
+/*
+ * Each side starts from what is published (a view may attach late), with
+ * its copy of the other side's index set so that the first reserve or peek
+ * reloads it and validates both indices before anything is touched.
+ */
 void srm_ring_init_producer(srm_ring_t *ring, srm_ring_shared_t *shared,
                             void *data, uint64_t size)
 {
     srm_ring_init_view(ring, shared, data, size);
     ring->local       = srm_load_acquire(&shared->head);
-    ring->peer_cached = srm_load_acquire(&shared->tail);
+    ring->peer_cached = ring->local - size; /* "full": forces a reload */
 }
 
 void srm_ring_init_consumer(srm_ring_t *ring, srm_ring_shared_t *shared,
@@ -28,7 +32,7 @@ void srm_ring_init_consumer(srm_ring_t *ring, srm_ring_shared_t *shared,
 {
     srm_ring_init_view(ring, shared, data, size);
     ring->local       = srm_load_acquire(&shared->tail);
-    ring->peer_cached = srm_load_acquire(&shared->head);
+    ring->peer_cached = ring->local; /* "empty": forces a reload */
 }
 
 void srm_ring_shared_reset(srm_ring_shared_t *shared)

@@ -141,7 +141,7 @@ ssize_t srm_wire_tcp_recv(int fd, void *buf, size_t len)
     if (ret > 0) {
         return ret;
     } else if (ret == 0) {
-        errno = ECONNRESET; /* orderly close: the peer agent left */
+        errno = 0; /* orderly close: the peer agent left */
         return -1;
     }
     return ((errno == EAGAIN) || (errno == EINTR)) ? 0 : -1;

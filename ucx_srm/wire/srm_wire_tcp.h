@@ -25,7 +25,8 @@ int srm_wire_tcp_connect_result(int fd);
 
 int srm_wire_tcp_accept(int listen_fd);
 
-/* Bytes sent or read (>= 0), 0 also for EAGAIN; -1 on error or EOF. */
+/* Bytes sent or read (>= 0), 0 also for EAGAIN; -1 on error, or on EOF
+ * with errno 0. */
 ssize_t srm_wire_tcp_send(int fd, const void *buf, size_t len);
 ssize_t srm_wire_tcp_recv(int fd, void *buf, size_t len);
 

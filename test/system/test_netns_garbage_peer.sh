@@ -1,0 +1,258 @@
+#!/bin/bash
+#
+# test_netns_garbage_peer: srmd's node-channel port faces the network; a
+# peer that speaks garbage must not take the agent down nor disturb the
+# channels it has.
+#
+# Two simulated hosts, each with its own srmd (started here, with -l). A
+# tag_lat pair over srm brings up h1 <-> h2 channels first. Then, from h2,
+# each on a fresh TCP connection to h1's channel port (from `srmctl status`,
+# "wire: tcp IP:PORT"), with bash /dev/tcp:
+#   magic      32 bytes with a wrong magic
+#   oversize   a valid-looking 32-byte header (magic 0x5352, version 1,
+#              type HELLO) with length 0x7fffffff
+#   oversize-am  the same with type AM and length 128 KiB + 1
+#   version    right magic, version 7
+#   truncated  a HELLO header announcing 16 bytes, 5 of them, then close
+#   urandom    64 KiB from /dev/urandom
+# After each: srmd in h1 must answer `srmctl ping`; for the malformed ones
+# its bad_frames counter must grow or the connection must have been closed
+# by srmd (seen from h2 as EOF/reset). At the end: no garbage connection
+# remains established in h1, the real channels are still "ready", the
+# srmd log shows what it rejected, and a tag_lat pair over srm passes again.
+#
+. "$(dirname "$0")/lib.sh"
+
+srm_require_cmd ucx_perftest timeout ip nsenter ss
+NC=$SRM_SRCDIR/contrib/netns-cluster
+[ -x "$NC" ] || srm_skip "contrib/netns-cluster not found at $NC"
+[ "$(id -u)" = 0 ] || srm_skip "netns-cluster needs root (uid $(id -u))"
+
+PAIR_TIMEOUT=${SRM_PERFTEST_TIMEOUT:-90}
+unset LD_PRELOAD
+export UCX_WARN_UNUSED_ENV_VARS=n
+
+# --------------------------------------------------------- the cluster --
+PFX=gp$$
+H1=${PFX}h1 H2=${PFX}h2
+IP1=10.77.0.1 IP2=10.77.0.2
+
+netns_on_exit() {
+    local rc=$?
+    trap - EXIT
+    srm_cleanup
+    "$NC" down --prefix "$PFX" >>"$SRM_LOG/cluster.log" 2>&1 ||
+        srm_log "cleanup: netns-cluster down --prefix $PFX failed"
+    exit "$rc"
+}
+trap netns_on_exit EXIT
+
+if ! "$NC" up 2 --prefix "$PFX" >"$SRM_LOG/cluster.log" 2>&1; then
+    srm_fail "netns-cluster up 2 --prefix $PFX"
+    srm_show_log "$SRM_LOG/cluster.log"
+    srm_done
+fi
+srm_pass "cluster $PFX up: $H1 ($IP1), $H2 ($IP2)"
+
+ctl() { local h=$1; shift; "$NC" exec "$h" "$SRM_SRMCTL" -s "$UCX_SRM_SOCKET" -t 3 "$@"; }
+
+declare -A AGENT_PID
+agent_start() {
+    local h=$1 i pid
+
+    "$NC" exec "$h" "$SRM_SRMD" -s "$UCX_SRM_SOCKET" -l "$SRM_LOG/srmd.$h.log" \
+        >"$SRM_LOG/srmd.$h.out" 2>&1 &
+    pid=$!
+    srm_track "$pid"
+    AGENT_PID[$h]=$pid
+    for i in $(seq 1 50); do
+        if ctl "$h" ping >/dev/null 2>&1; then
+            srm_pass "srmd pid $pid in $h (log $SRM_LOG/srmd.$h.log)"
+            return 0
+        fi
+        srm_alive "$pid" || break
+        sleep 0.2
+    done
+    srm_fail "srmd did not come up in $h"
+    srm_show_log "$SRM_LOG/srmd.$h.log"
+    return 1
+}
+agent_start "$H1" && agent_start "$H2" || srm_done
+export UCX_SRM_AGENT=never UCX_TLS=srm
+
+NEXT_PORT=13500
+# pair LABEL: tag_lat 8 B, server in h1, client in h2.
+pair() {
+    local label=$1 port slog clog spid cpid crc=0 src=0 i fin
+
+    port=$NEXT_PORT
+    NEXT_PORT=$((NEXT_PORT + 1))
+    slog=$SRM_LOG/$label.server.log clog=$SRM_LOG/$label.client.log
+    "$NC" exec "$H1" env LD_PRELOAD="$SRM_MODULE" timeout -k 5 "$PAIR_TIMEOUT" \
+        ucx_perftest -p "$port" -t tag_lat -s 8 -n 1000 -w 100 >"$slog" 2>&1 &
+    spid=$!
+    srm_track "$spid"
+    for i in $(seq 1 100); do
+        [ -n "$(ip netns exec "$H1" ss -Hltn "( sport = :$port )" 2>/dev/null)" ] && break
+        srm_alive "$spid" || break
+        sleep 0.1
+    done
+    "$NC" exec "$H2" env LD_PRELOAD="$SRM_MODULE" timeout -k 5 "$PAIR_TIMEOUT" \
+        ucx_perftest -p "$port" -t tag_lat -s 8 -n 1000 -w 100 "$IP1" >"$clog" 2>&1 &
+    cpid=$!
+    srm_track "$cpid"
+    wait "$cpid" || crc=$?
+    srm_untrack "$cpid"
+    if srm_wait_pid "$spid" 15; then src=$SRM_WAIT_RC; else srm_kill_pid "$spid" 3; src=killed; fi
+    srm_untrack "$spid"
+    fin=$(grep '^Final:' "$clog" | tail -n 1 | sed 's/  */ /g')
+    if [ "$crc" = 0 ] && [ "$src" = 0 ] && [ -n "$fin" ]; then
+        srm_pass "$label: tag_lat 8 B $H2 -> $H1 over srm: $fin"
+    else
+        srm_fail "$label: tag_lat pair failed (client $crc, server $src)"
+        srm_show_log "$clog" 8
+        srm_show_log "$slog" 8
+    fi
+}
+
+wire_field() {   # wire_field STATUS-TEXT FIELD: from the "wire:" line
+    printf '%s\n' "$1" | awk -v f="$2" '/^wire:/ {
+        for (i = 1; i <= NF; i++) if ($i == f) { print $(i + 1); exit } }'
+}
+bad_frames() { wire_field "$(ctl "$H1" status 2>/dev/null)" bad_frames; }
+# srmd's established connections in h1 with peer h2
+srmd_conns() {
+    ip netns exec "$H1" ss -tnpH state established 2>/dev/null |
+        awk -v p="$IP2" '{ peer = $4; sub(/:[0-9]+$/, "", peer) } peer == p && /"srmd"/' | wc -l
+}
+
+pair before-garbage
+
+status=$(ctl "$H1" status 2>&1)
+wire=$(printf '%s\n' "$status" | awk '/^wire:/ { print $3; exit }')
+WIRE_IP=${wire%:*} WIRE_PORT=${wire##*:}
+if [ -z "$wire" ] || [ -z "$WIRE_PORT" ] || [ "$WIRE_IP" = "$wire" ]; then
+    srm_fail "no 'wire: tcp IP:PORT' in srmctl status of $H1"
+    printf '%s\n' "$status" | sed 's/^/    | /'
+    srm_done
+fi
+srm_log "h1 srmd channel endpoint: $WIRE_IP:$WIRE_PORT"
+printf '%s\n' "$status" | grep -E '^(wire|node)' | sed 's/^/  /'
+conns0=$(srmd_conns)
+srm_log "srmd in $H1: $conns0 established channel connection(s) from $H2 before the garbage"
+
+# ---------------------------------------------------------------- bytes --
+b()    { local v; for v in "$@"; do printf '\\x%02x' $((v & 255)); done; }
+le16() { b "$1" $(($1 >> 8)); }
+le32() { b "$1" $(($1 >> 8)) $(($1 >> 16)) $(($1 >> 24)); }
+# hdr MAGIC VERSION TYPE LENGTH: a 32-byte frame header as printf escapes
+hdr() {
+    le16 "$1"; b "$2" "$3"; le32 "$4"
+    le32 0; le32 0; le32 0; le32 0     # src_port dst_port dst_key dst_node
+    b 0 0; le16 0; le32 0              # am_id flags reserved seq
+}
+
+# send LABEL MODE PRINTF-ESCAPES|@urandom:N: a fresh connection from h2,
+# the bytes, then (MODE keep) wait up to 5 s for srmd to close it, or
+# (MODE close) close it ourselves. Prints what happened.
+send() {
+    "$NC" exec "$H2" bash -c '
+        exec 3<>"/dev/tcp/$1/$2" || { echo connect-failed; exit 3; }
+        case $4 in
+        @urandom:*) head -c "${4#@urandom:}" /dev/urandom >&3 2>/dev/null ;;
+        *) printf "$4" >&3 2>/dev/null ;;
+        esac
+        if [ "$3" = close ]; then exec 3>&-; echo closed-by-us; exit 0; fi
+        timeout 5 cat <&3 >/dev/null 2>&1
+        case $? in
+        0) echo closed-by-srmd ;;
+        124) echo still-open ;;
+        *) echo reset-by-srmd ;;
+        esac' _ "$WIRE_IP" "$WIRE_PORT" "$2" "$3" 2>&1
+}
+
+printf '%-13s %-6s %-16s %11s  %s\n' CASE MODE CONNECTION BAD_FRAMES AGENT >"$SRM_LOG/garbage.txt"
+
+# garbage LABEL MODE BYTES EXPECT: EXPECT is "rejected" (bad_frames grows
+# or srmd closes the connection) or "dropped" (we close; srmd survives).
+garbage() {
+    local label=$1 mode=$2 bytes=$3 expect=$4 b0 b1 what alive=yes
+
+    b0=$(bad_frames)
+    what=$(send "$label" "$mode" "$bytes" | tail -n 1)
+    sleep 0.5
+    b1=$(bad_frames)
+    ctl "$H1" ping >/dev/null 2>&1 || alive=NO
+    srm_alive "${AGENT_PID[$H1]}" || alive=NO
+    printf '%-13s %-6s %-16s %5s->%-5s  %s\n' "$label" "$mode" "$what" \
+           "${b0:-?}" "${b1:-?}" "$alive" >>"$SRM_LOG/garbage.txt"
+    srm_log "  $label: connection $what, bad_frames ${b0:-?} -> ${b1:-?}, srmd alive: $alive"
+    if [ "$alive" != yes ]; then
+        srm_fail "$label: srmd in $H1 died or stopped answering"
+        srm_show_log "$SRM_LOG/srmd.$H1.log" 10
+        srm_show_log "$SRM_LOG/srmd.$H1.out" 10
+        srm_done
+    fi
+    srm_pass "$label: srmd in $H1 still answers"
+    case $expect in
+    rejected)
+        if [ -n "$b0" ] && [ -n "$b1" ] && [ "$b1" -gt "$b0" ]; then
+            srm_pass "$label: counted as bad frame ($b0 -> $b1); connection $what"
+        elif [ "$what" = closed-by-srmd ] || [ "$what" = reset-by-srmd ]; then
+            srm_pass "$label: srmd dropped the connection ($what; bad_frames $b0 -> $b1)"
+        else
+            srm_fail "$label: neither counted (bad_frames $b0 -> $b1) nor dropped ($what)"
+        fi ;;
+    dropped)
+        [ "$what" = closed-by-us ] || srm_fail "$label: could not send ($what)" ;;
+    esac
+}
+
+srm_log ""
+srm_log "garbage from $H2 to $WIRE_IP:$WIRE_PORT:"
+garbage magic       keep  "$(printf 'GARBAGE!%.0s' 1 2 3 4)"           rejected
+garbage oversize    keep  "$(hdr 0x5352 1 3 0x7fffffff)"              rejected
+garbage oversize-am keep  "$(hdr 0x5352 1 2 $((128 * 1024 + 1)))"     rejected
+garbage version     keep  "$(hdr 0x5352 7 3 16)$(b 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16)" rejected
+garbage truncated   close "$(hdr 0x5352 1 3 16)$(b 1 2 3 4 5)"        dropped
+garbage urandom     keep  "@urandom:65536"                            rejected
+
+srm_log ""
+srm_log "what each garbage connection did:"
+sed 's/^/  /' "$SRM_LOG/garbage.txt"
+
+# nothing of the garbage may linger
+sleep 1
+conns1=$(srmd_conns)
+if [ "$conns1" -le "$conns0" ]; then
+    srm_pass "no garbage connection left in $H1: srmd has $conns1 connection(s) from $H2 (was $conns0)"
+else
+    srm_fail "srmd in $H1 still holds $conns1 connection(s) from $H2 (before the garbage: $conns0)"
+    ip netns exec "$H1" ss -tnpH state established | grep srmd | sed 's/^/    | /'
+fi
+
+status=$(ctl "$H1" status 2>&1)
+srm_log "srmctl status in $H1 after the garbage:"
+printf '%s\n' "$status" | grep -E '^(agent|counters|wire|node)' | sed 's/^/  /'
+if printf '%s\n' "$status" | awk '$1 == "node" && $5 == "small"' | grep -q ' ready '; then
+    srm_pass "the real small channel $H1 <-> $H2 is still ready"
+else
+    srm_fail "the real small channel $H1 <-> $H2 is no longer ready"
+fi
+
+srm_log "what srmd in $H1 logged about the garbage:"
+grep -iE 'malformed|not expected|bad|closed|receive failed|link' "$SRM_LOG/srmd.$H1.log" |
+    tail -n 20 | sed 's/^/  | /'
+n=$(grep -ciE 'malformed|not expected|bad' "$SRM_LOG/srmd.$H1.log")
+if [ "$n" -gt 0 ]; then
+    srm_pass "srmd logged $n rejection(s)"
+else
+    srm_fail "srmd's log has no line about the malformed frames"
+fi
+
+pair after-garbage
+
+for h in "$H1" "$H2"; do
+    ctl "$h" ping >/dev/null 2>&1 || srm_fail "srmd in $h no longer answers at the end"
+done
+srm_done
