@@ -15,6 +15,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#define SRM_MAX_PAUSED_NODES 32
+
 /* What an epoll event is about: the kind in the high 32 bits, a slot below. */
 enum {
     SRM_EPOLL_LISTEN   = 0,
@@ -73,6 +75,10 @@ typedef struct srm_client {
     struct srm_client   *notify_next;
 
     srm_client_stats_t  stats;
+
+    /* Nodes told to PAUSE sending to this port (by agent node index). */
+    uint16_t            paused_nodes[SRM_MAX_PAUSED_NODES];
+    unsigned            num_paused_nodes;
 
     /* The client's node table resolved: agent node index + 1, 0 unknown. */
     uint16_t            node_map[SRM_SHM_MAX_NODES];
@@ -151,9 +157,14 @@ unsigned srm_deliver_backlogs(srm_agent_t *agent);
 void srm_deliver_notify(srm_agent_t *agent);
 void srm_deliver_release_backlog(srm_client_t *client);
 
-/* srm_deliver.c: 1 delivered (or dropped and counted), 0 no room */
-int srm_deliver_to_port(srm_agent_t *agent, const srm_frame_hdr_t *hdr,
-                        const void *payload);
+/*
+ * srm_deliver.c: 1 delivered (or dropped and counted), 0 no room. from is
+ * the node a frame came from, or NULL for this node's own clients: a remote
+ * sender that fills the port's backlog is told to PAUSE instead of blocking
+ * the whole channel.
+ */
+int srm_deliver_to_port(srm_agent_t *agent, srm_node_t *from,
+                        const srm_frame_hdr_t *hdr, const void *payload);
 
 /* srm_channel.c */
 int srm_channel_init(srm_agent_t *agent);
@@ -167,6 +178,8 @@ void srm_channel_link_event(srm_agent_t *agent, unsigned index,
                             uint32_t events);
 void srm_channel_format(srm_agent_t *agent, char *buf, size_t size,
                         size_t *len);
+void srm_channel_send_flow(srm_agent_t *agent, unsigned node_index,
+                           srm_frame_type_t type, uint32_t port);
 
 /* srm_status.c */
 size_t srm_status_format(srm_agent_t *agent, char *buf, size_t size);

@@ -234,6 +234,44 @@ static void srm_channel_connect(srm_agent_t *agent, srm_node_t *node,
     node->chan[kind].connects++;
 }
 
+static int srm_node_port_paused(const srm_node_t *node, uint32_t port)
+{
+    unsigned i;
+
+    for (i = 0; i < node->num_paused; ++i) {
+        if (node->paused_ports[i] == port) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* PAUSE or RESUME from the peer: which of its ports we may send to. */
+static void srm_node_set_paused(srm_node_t *node, uint32_t port, int paused)
+{
+    uint32_t *ports;
+    unsigned i;
+
+    for (i = 0; i < node->num_paused; ++i) {
+        if (node->paused_ports[i] == port) {
+            if (!paused) {
+                node->paused_ports[i] = node->paused_ports[--node->num_paused];
+            }
+            return;
+        }
+    }
+    if (!paused) {
+        return;
+    }
+    ports = realloc(node->paused_ports,
+                    (node->num_paused + 1) * sizeof(*ports));
+    if (ports != NULL) {
+        node->paused_ports                     = ports;
+        node->paused_ports[node->num_paused++] = port;
+        node->pauses++;
+    }
+}
+
 srm_sched_result_t srm_channel_enqueue(srm_agent_t *agent, srm_client_t *src,
                                        const srm_frame_hdr_t *hdr,
                                        const void *payload)
@@ -252,6 +290,10 @@ srm_sched_result_t srm_channel_enqueue(srm_agent_t *agent, srm_client_t *src,
         srm_debug("port %u: no route to its node entry %u", src->port,
                   hdr->dst_node);
         return SRM_SCHED_DELIVERED;
+    }
+
+    if ((node->num_paused > 0) && srm_node_port_paused(node, hdr->dst_port)) {
+        return SRM_SCHED_BLOCKED; /* that receiver is full: only we wait */
     }
 
     kind   = (hdr->length > agent->config.large_thresh) ? SRM_CHANNEL_BULK :
@@ -350,7 +392,7 @@ static unsigned srm_order_release(srm_agent_t *agent, srm_node_t *node,
 
     while (((held = order->held) != NULL) &&
            (held->hdr.seq == order->expected) &&
-           srm_deliver_to_port(agent, &held->hdr, held->payload)) {
+           srm_deliver_to_port(agent, node, &held->hdr, held->payload)) {
         order->held       = held->next;
         node->held_bytes -= held->hdr.length;
         order->expected++;
@@ -407,7 +449,7 @@ static int srm_channel_receive(srm_agent_t *agent, srm_link_t *link,
         return srm_order_hold(node, order, link->kind, hdr, payload);
     }
 
-    if (!srm_deliver_to_port(agent, hdr, payload)) {
+    if (!srm_deliver_to_port(agent, node, hdr, payload)) {
         return 0;
     }
     order->expected++;
@@ -541,6 +583,12 @@ static int srm_link_parse(srm_agent_t *agent, srm_link_t *link)
                 link->in_blocked = 1;
                 break;
             }
+        } else if (((hdr.type == SRM_FRAME_PAUSE) ||
+                    (hdr.type == SRM_FRAME_RESUME)) &&
+                   (link->state == SRM_LINK_READY) && (hdr.length == 0)) {
+            srm_node_set_paused(link->node, hdr.dst_port,
+                                hdr.type == SRM_FRAME_PAUSE);
+            link->node->dirty = 1; /* RESUME: blocked senders may go */
         } else if ((hdr.type == SRM_FRAME_HELLO) &&
                    (link->state == SRM_LINK_HELLO_WAIT) &&
                    (hdr.length == sizeof(srm_hello_t))) {
@@ -641,6 +689,37 @@ void srm_channel_accept(srm_agent_t *agent)
         srm_error("no memory for a new channel connection");
         close(fd);
     }
+}
+
+void srm_channel_send_flow(srm_agent_t *agent, unsigned node_index,
+                           srm_frame_type_t type, uint32_t port)
+{
+    srm_node_t *node     = agent->nodes[node_index];
+    srm_channel_t *chan  = &node->chan[SRM_CHANNEL_SMALL];
+    size_t queued        = chan->out_tail - chan->out_head;
+    srm_frame_hdr_t *out;
+
+    /* Control frames ignore the depth limit: the buffer has room for one
+     * more frame of the largest size, and they are 32 bytes. */
+    if ((chan->out_tail + sizeof(*out)) > chan->out_cap) {
+        memmove(chan->out, chan->out + chan->out_head, queued);
+        chan->out_head = 0;
+        chan->out_tail = queued;
+    }
+    out = (srm_frame_hdr_t*)(chan->out + chan->out_tail);
+    memset(out, 0, sizeof(*out));
+    out->magic      = SRM_FRAME_MAGIC;
+    out->version    = SRM_FRAME_VERSION;
+    out->type       = (uint8_t)type;
+    out->dst_port   = port;
+    chan->out_tail += sizeof(*out);
+    node->dirty     = 1;
+    if (chan->link == NULL) {
+        srm_channel_connect(agent, node, SRM_CHANNEL_SMALL);
+    }
+    srm_debug("sent %s for port %u to node %u",
+              (type == SRM_FRAME_PAUSE) ? "PAUSE" : "RESUME", port,
+              node_index);
 }
 
 unsigned srm_channel_progress(srm_agent_t *agent)
@@ -748,6 +827,7 @@ void srm_channel_cleanup(srm_agent_t *agent)
             free(node->chan[kind].out);
         }
         free(node->orders);
+        free(node->paused_ports);
         free(node);
     }
     free(agent->nodes);
@@ -775,7 +855,7 @@ void srm_channel_format(srm_agent_t *agent, char *buf, size_t size,
                             "node %-3u 0x%016llx %-21s %-5s %-10s "
                             "queued %zu tx %llu/%llu rx %llu/%llu "
                             "connects %llu held %zu reordered %llu "
-                            "bad %llu\n",
+                            "paused %u pauses %llu bad %llu\n",
                             node->index, (unsigned long long)node->node_id,
                             srm_wire_tcp_str(node->ipv4, node->tcp_port,
                                              addr, sizeof(addr)),
@@ -790,6 +870,8 @@ void srm_channel_format(srm_agent_t *agent, char *buf, size_t size,
                             (unsigned long long)chan->connects,
                             node->held_bytes,
                             (unsigned long long)node->reordered,
+                            node->num_paused,
+                            (unsigned long long)node->pauses,
                             (unsigned long long)node->bad_frames);
             if ((n < 0) || ((size_t)n >= size - *len)) {
                 return;

@@ -349,6 +349,10 @@ void srm_client_drop(srm_agent_t *agent, srm_client_t *client,
         }
     }
     srm_deliver_release_backlog(client);
+    for (i = 0; i < client->num_paused_nodes; ++i) {
+        srm_channel_send_flow(agent, client->paused_nodes[i], SRM_FRAME_RESUME,
+                              client->port);
+    }
 
     /* Closing an fd removes it from the epoll set. */
     close(client->sock_fd);

@@ -49,13 +49,52 @@ static int srm_deliver_to_ring(srm_agent_t *agent, srm_client_t *dst,
     return 1;
 }
 
+/*
+ * A remote sender keeps sending for a while after we PAUSE it (its queue
+ * and the sockets' buffers): those frames go over the backlog limit up to
+ * this many times it, and only past that does the whole channel wait.
+ */
+#define SRM_DELIVER_INFLIGHT_FACTOR 64
+
+/* Tells node `from` to stop sending to this port, once. */
+static void srm_deliver_pause(srm_agent_t *agent, srm_client_t *dst,
+                              srm_node_t *from)
+{
+    unsigned i;
+
+    for (i = 0; i < dst->num_paused_nodes; ++i) {
+        if (dst->paused_nodes[i] == from->index) {
+            return;
+        }
+    }
+    if (dst->num_paused_nodes == SRM_MAX_PAUSED_NODES) {
+        return; /* past that, the channel's own back-pressure applies */
+    }
+    dst->paused_nodes[dst->num_paused_nodes++] = (uint16_t)from->index;
+    srm_channel_send_flow(agent, from->index, SRM_FRAME_PAUSE, dst->port);
+}
+
+static void srm_deliver_resume(srm_agent_t *agent, srm_client_t *dst)
+{
+    while (dst->num_paused_nodes > 0) {
+        srm_channel_send_flow(agent, dst->paused_nodes[--dst->num_paused_nodes],
+                              SRM_FRAME_RESUME, dst->port);
+    }
+}
+
 static int srm_deliver_to_backlog(srm_agent_t *agent, srm_client_t *dst,
+                                  srm_node_t *from,
                                   const srm_frame_hdr_t *hdr,
                                   const void *payload)
 {
+    size_t limit = agent->config.port_backlog;
     srm_backlog_frame_t *frame;
 
-    if ((dst->backlog_bytes + hdr->length) > agent->config.port_backlog) {
+    if ((from != NULL) && ((dst->backlog_bytes + hdr->length) > limit)) {
+        srm_deliver_pause(agent, dst, from);
+        limit *= SRM_DELIVER_INFLIGHT_FACTOR;
+    }
+    if ((dst->backlog_bytes + hdr->length) > limit) {
         return 0;
     }
     frame = malloc(sizeof(*frame) + hdr->length);
@@ -76,8 +115,8 @@ static int srm_deliver_to_backlog(srm_agent_t *agent, srm_client_t *dst,
     return 1;
 }
 
-int srm_deliver_to_port(srm_agent_t *agent, const srm_frame_hdr_t *hdr,
-                        const void *payload)
+int srm_deliver_to_port(srm_agent_t *agent, srm_node_t *from,
+                        const srm_frame_hdr_t *hdr, const void *payload)
 {
     srm_client_t *dst = srm_client_lookup(agent, hdr->dst_port);
 
@@ -100,7 +139,7 @@ int srm_deliver_to_port(srm_agent_t *agent, const srm_frame_hdr_t *hdr,
             break;
         }
     }
-    if (!srm_deliver_to_backlog(agent, dst, hdr, payload)) {
+    if (!srm_deliver_to_backlog(agent, dst, from, hdr, payload)) {
         srm_shm_flag_raise(&dst->ctl->rx_space_wanted);
         return 0;
     }
@@ -132,7 +171,7 @@ srm_sched_result_t srm_deliver_frame(void *arg, srm_sched_queue_t *queue,
         }
     } else {
         bad_dest = agent->stats.bad_dest;
-        if (!srm_deliver_to_port(agent, &frame, payload)) {
+        if (!srm_deliver_to_port(agent, NULL, &frame, payload)) {
             src->stats.blocked++;
             return SRM_SCHED_BLOCKED;
         }
@@ -167,6 +206,10 @@ static unsigned srm_deliver_backlog(srm_agent_t *agent, srm_client_t *dst)
         }
         free(frame);
         ++count;
+    }
+    if ((dst->num_paused_nodes > 0) &&
+        (dst->backlog_bytes <= agent->config.port_backlog / 2)) {
+        srm_deliver_resume(agent, dst);
     }
     return count;
 }

@@ -71,6 +71,9 @@ struct srm_node {
     unsigned      num_orders;
     unsigned      cap_orders;
     size_t        held_bytes;
+    uint32_t      *paused_ports;  /* its ports that told us to PAUSE */
+    unsigned      num_paused;
+    uint64_t      pauses;         /* PAUSE frames received */
     uint64_t      bad_frames;     /* malformed frames from this node */
     uint64_t      reordered;      /* frames held back for order */
 };

@@ -21,6 +21,8 @@ typedef enum {
     SRM_FRAME_AM  = 2, /* active message for a client port */
     SRM_FRAME_HELLO = 3, /* wire: channel handshake, initiator to acceptor */
     SRM_FRAME_HELLO_ACK = 4, /* wire: the acceptor's answer */
+    SRM_FRAME_PAUSE = 5, /* wire: stop sending to dst_port (it is full) */
+    SRM_FRAME_RESUME = 6, /* wire: dst_port has room again */
     SRM_FRAME_LAST
 } srm_frame_type_t;
 
