@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 #
-# run-main-job.sh - the main job: build ucx-srm, bring up a simulated host
-# (network, UTS and IPC namespaces), and inside it run real UCX traffic over
-# srm next to UCX's own tcp and shared-memory transports, printing the
-# comparison; then an Open MPI job over srm alone.
+# run-main-job.sh - the main job: build ucx-srm, then carry real UCX traffic
+# over srm between simulated hosts (network, UTS and IPC namespaces), side
+# by side with UCX's own tcp transport, and run an Open MPI job over srm
+# alone across three hosts.
 #
 set -euo pipefail
 
@@ -12,16 +12,17 @@ usage() {
 Usage: contrib/run-main-job.sh [--no-deps] [--build DIR] [--quick]
 
   1. builds ucx-srm (contrib/build.sh)
-  2. contrib/netns-cluster up 1 --prefix srmjob: host h1 with its own
-     network, hostname and IPC namespace (its own srmd)
-  3. inside h1: contrib/bench/local.sh - ucx_perftest latency, bandwidth and
-     message rate for srm, tcp (loopback) and posix shared memory
-  4. inside h1: Open MPI, 4 ranks, UCX_TLS=srm, the data-checking program
-  5. tears the host down (also on failure or Ctrl-C)
+  2. contrib/bench/hosts.sh: two simulated hosts, one srmd each; ucx_perftest
+     latency, bandwidth and message rate (1, 2, 4 process pairs) for srm and
+     for UCX tcp between the same hosts, as a markdown table with ratios
+  3. three simulated hosts x 2 ranks: Open MPI with UCX_TLS=srm only, the
+     data-checking program (ping-pong, all-to-all, allreduce), then each
+     host's node channels as srmctl status shows them
+  4. tears everything down, also on failure or Ctrl-C
 
-This release carries srm between processes of one node through the node
-agent; agent-to-agent channels between hosts are the next step (issue 3),
-so every rank here lives on the one simulated host.
+  --quick      tiny iteration counts (about a minute in all)
+  --no-deps    skip the package check
+  --build DIR  build directory (default build/, or SRM_BUILD_DIR)
 TXT
 }
 
@@ -29,11 +30,12 @@ top=$(cd "$(dirname "$0")/.." && pwd)
 build=${SRM_BUILD_DIR:-$top/build}
 build_args=()
 bench_args=()
+iterations=3
 while [ $# -gt 0 ]; do
     case "$1" in
     --no-deps) build_args+=(--no-deps); shift ;;
     --build) build=$2; shift 2 ;;
-    --quick) bench_args+=(--quick); shift ;;
+    --quick) bench_args+=(--quick); iterations=1; shift ;;
     -h|--help) usage; exit 0 ;;
     *) echo "run-main-job.sh: unknown option '$1'" >&2; usage >&2; exit 2 ;;
     esac
@@ -42,20 +44,47 @@ export SRM_BUILD_DIR=$build
 
 "$top/contrib/build.sh" "${build_args[@]}" --build "$build"
 
+echo
+echo "== srm vs UCX tcp between two simulated hosts (ucx_perftest)"
+"$top/contrib/bench/hosts.sh" --build "$build" "${bench_args[@]}" \
+    --out "$build/main-job-bench.md"
+
+echo
+echo "== Open MPI over srm alone: 3 simulated hosts x 2 ranks"
 cluster="$top/contrib/netns-cluster"
-cleanup() { "$cluster" down --prefix srmjob >/dev/null 2>&1 || true; }
+prefix="srmjob$$"
+socket="srm-main-job-$$"
+agents=()
+cleanup() {
+    [ ${#agents[@]} -gt 0 ] && kill "${agents[@]}" 2>/dev/null
+    "$cluster" down --prefix "$prefix" >/dev/null 2>&1 || true
+}
 trap cleanup EXIT INT TERM
-"$cluster" up 1 --prefix srmjob --replace
-host=$("$cluster" hosts --prefix srmjob | head -n 1)
+"$cluster" up 3 --prefix "$prefix" >/dev/null
+hosts=$("$cluster" hosts --prefix "$prefix")
+for host in $hosts; do
+    "$cluster" exec "$host" "$build/srmd" -q -s "$socket" \
+        -l "$build/main-job-srmd.$host.log" &
+    agents+=($!)
+done
+for host in $hosts; do
+    for _ in $(seq 100); do
+        "$cluster" exec "$host" "$build/srmctl" -s "$socket" ping \
+            2>/dev/null && break
+        sleep 0.1
+    done
+done
 
-echo "== ucx_perftest inside simulated host $host: srm vs tcp vs posix"
-"$cluster" exec "$host" env SRM_BUILD_DIR="$build" \
-    "$top/contrib/bench/local.sh" --build "$build" "${bench_args[@]}"
-
-echo "== Open MPI inside $host: 4 ranks, UCX_TLS=srm only"
 mpicc -O2 -o "$build/srm_mpi_check" "$top/test/mpi/srm_mpi_check.c"
-"$cluster" exec "$host" env SRM_MODULE="$build/.libs/libuct_srm.so.0" \
-    UCX_SRM_AGENT_PATH="$build/srmd" \
-    "$build/contrib/srm-run" mpirun --allow-run-as-root -np 4 \
-    --bind-to none --oversubscribe --mca btl ^openib,ofi \
-    --mca mpi_yield_when_idle 1 -x UCX_TLS=srm "$build/srm_mpi_check" -i 3
+"$top/contrib/netns-mpirun" --prefix "$prefix" --ppn 2 --timeout 300 \
+    -x LD_PRELOAD="$build/.libs/libuct_srm.so.0" -x UCX_TLS=srm \
+    -x UCX_SRM_SOCKET="$socket" -x UCX_SRM_AGENT=never \
+    -x UCX_WARN_UNUSED_ENV_VARS=n \
+    -- "$build/srm_mpi_check" -i "$iterations"
+
+echo
+for host in $hosts; do
+    echo "== node channels of $host after the job (srmctl status)"
+    "$cluster" exec "$host" "$build/srmctl" -s "$socket" status |
+        grep -E '^(wire|node|counters)'
+done

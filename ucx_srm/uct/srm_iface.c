@@ -259,29 +259,6 @@ static unsigned uct_srm_iface_progress(uct_iface_h tl_iface)
     return count;
 }
 
-static ucs_status_t uct_srm_iface_flush(uct_iface_h tl_iface, unsigned flags,
-                                        uct_completion_t *comp)
-{
-    uct_srm_iface_t *iface = ucs_derived_of(tl_iface, uct_srm_iface_t);
-    unsigned i;
-
-    if (comp != NULL) {
-        return UCS_ERR_UNSUPPORTED;
-    }
-    for (i = 0; i < iface->agent.layout.num_tx_rings; ++i) {
-        if (!ucs_arbiter_is_empty(&iface->tx[i].pending)) {
-            return UCS_ERR_NO_RESOURCE;
-        }
-    }
-    return UCS_OK; /* everything else is already in the agent's rings */
-}
-
-static ucs_status_t uct_srm_iface_event_fd_get(uct_iface_h tl_iface, int *fd_p)
-{
-    *fd_p = ucs_derived_of(tl_iface, uct_srm_iface_t)->agent.event_fd;
-    return UCS_OK;
-}
-
 static int uct_srm_iface_has_pending(uct_srm_iface_t *iface)
 {
     unsigned i;
@@ -292,6 +269,24 @@ static int uct_srm_iface_has_pending(uct_srm_iface_t *iface)
         }
     }
     return 0;
+}
+
+static ucs_status_t uct_srm_iface_flush(uct_iface_h tl_iface, unsigned flags,
+                                        uct_completion_t *comp)
+{
+    uct_srm_iface_t *iface = ucs_derived_of(tl_iface, uct_srm_iface_t);
+
+    if (comp != NULL) {
+        return UCS_ERR_UNSUPPORTED;
+    }
+    /* Everything not pending is already in the agent's rings. */
+    return uct_srm_iface_has_pending(iface) ? UCS_ERR_NO_RESOURCE : UCS_OK;
+}
+
+static ucs_status_t uct_srm_iface_event_fd_get(uct_iface_h tl_iface, int *fd_p)
+{
+    *fd_p = ucs_derived_of(tl_iface, uct_srm_iface_t)->agent.event_fd;
+    return UCS_OK;
 }
 
 /* The sleeping side of the doorbell protocol (srm_shm.h). */

@@ -1,0 +1,869 @@
+#!/usr/bin/env bash
+# hosts.sh - compare UCX_TLS=srm with UCX's own tcp transport between two
+# simulated hosts (contrib/netns-cluster), using ucx_perftest, and print a
+# markdown table.
+set -euo pipefail
+
+PROG=${0##*/}
+export LC_ALL=C
+SRCDIR=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+NC=$SRCDIR/contrib/netns-cluster
+
+# ---------------------------------------------------------------- usage --
+
+usage() {
+    cat <<USAGE
+NAME
+    $PROG - ucx_perftest comparison of srm and UCX tcp between two
+    simulated hosts
+
+SYNOPSIS
+    $PROG [--build DIR] [--reps N] [--iters N] [--out FILE] [--port BASE]
+             [--timeout SEC] [--mr-secs SEC] [--keep-logs] [--quick]
+    $PROG -h | --help
+
+DESCRIPTION
+    Brings up a private cluster of two simulated hosts with
+    contrib/netns-cluster (prefix hb<pid>: hosts hb<pid>h1 = 10.77.0.1 and
+    hb<pid>h2 = 10.77.0.2, each with its own network, UTS and IPC
+    namespace), starts one srmd per host on the abstract socket
+    srm-hosts-<pid>, and runs ucx_perftest between the hosts: every server
+    runs in h1, every client in h2 and connects to 10.77.0.1.  Two
+    transports are compared:
+
+      srm    UCX_TLS=srm (UCT: -x srm -d node) with LD_PRELOAD of the srm
+             module, UCX_SRM_SOCKET=srm-hosts-<pid> and UCX_SRM_AGENT=never;
+             every message goes rank -> srmd(h2) -> TCP node channel ->
+             srmd(h1) -> rank;
+      tcp    UCX_TLS=tcp UCX_NET_DEVICES=eth0 (UCT: -x tcp -d eth0), UCX's
+             own point-to-point TCP connections, without the srm module.
+
+    The measurements (N is --iters; -w is the warm-up):
+
+      UCP tag_lat 8 B       typical (p50) latency, us          -n N
+      UCP tag_bw  64 KB     bandwidth, overall, MB/s           -n N/5
+      UCP tag_bw  1 MB      bandwidth, overall, MB/s           -n N/50
+      UCP tag_bw  8 B x P   aggregate message rate, msg/s, for P = 1, 2
+                            and 4 concurrent process pairs (P servers in
+                            h1 and P clients in h2, on P ports, all
+                            started together); the cell is the sum of
+                            the P clients' overall msg/s; -n per pair:
+                            see --mr-secs
+      UCT am_lat  8 B       typical (p50) latency, us          -n N
+
+    Every number comes from the client's "Final:" line of ucx_perftest
+    (iterations, p50 latency, average latency of the last interval, overall
+    average latency, bandwidth last interval / overall, message rate last
+    interval / overall).  "MB/s" is ucx_perftest's unit: 2^20 bytes per
+    second.  Each cell is the median of R repetitions (--reps) followed by
+    [min, max]; the last column is srm / tcp of the medians (latency: below
+    1 means srm is faster; bandwidth and message rate: above 1 means srm is
+    faster).  Repetitions are the outer loop and srm and tcp alternate, so
+    slow drifts of the machine hit both alike.
+
+    After the table the script prints, for each host, the established TCP
+    connections owned by srmd (ss -tnpH inside the host) and the "wire:"
+    and "node" lines of "srmctl status" of h1, taken after the last run.
+
+    ucx_perftest busy-polls: on a machine with two cores the ranks take both
+    cores, and the agents must be woken (and preempt a poller) for every
+    hop; the srm numbers include that cost.  With P pairs 2*P ranks poll on
+    the same cores.  Numbers are meaningful only on an otherwise idle
+    machine: for every run the script compares the CPU time the kernel
+    accounted (/proc/stat) with the CPU time of its own processes and looks
+    for other running processes right after it; runs disturbed that
+    way are counted in the header and their cells marked "*".
+
+    The table is printed only when every run succeeded.  A run fails when a
+    rank exits non-zero, runs into --timeout, the client prints no
+    parseable "Final:" line or reports another iteration count than asked
+    for, a server does not exit after its client, or an srmd exits; the
+    script then stops at once, prints the command lines and the tails of
+    the logs of the failed run and of both srmd logs, and exits 1.
+
+OPTIONS
+    --build DIR
+        The srm build directory: srmd, srmctl and .libs/libuct_srm.so.0 (or
+        libuct_srm.so.0).  Default: \$SRM_BUILD_DIR, else <repo>/build
+        (<repo> = $SRCDIR).
+    --reps N
+        Repetitions per transport and measurement (default 3; 1 with
+        --quick).
+    --iters N
+        Base iteration count N (see above; default 5000, 200 with
+        --quick).  The default run takes about 3-5 minutes on an idle
+        two-core machine, much longer on a busy one.
+    --out FILE
+        Also write the report and the exact command lines of every run (and
+        of the agents) to FILE.  Written only when all runs succeeded.
+    --port BASE
+        First TCP port of ucx_perftest's rendezvous in h1 (default 13000;
+        each run takes the next ones; the hosts are private namespaces, so
+        nothing else uses them).
+    --timeout SEC
+        Time limit of each ucx_perftest process (timeout -k 5 SEC); a run
+        that hits it fails (default 120; 30 with --quick).
+    --mr-secs SEC
+        Target measured time (a decimal number of seconds) of one pair of
+        the 8 B message-rate runs.  Before the first repetition, unreported
+        calibration runs per transport (P=1, starting with -n 20*N, ten
+        times more while a run measures less than SEC/4, at most 4 runs)
+        measure its rate R, and the message-rate runs of that transport
+        then use -n R*SEC (2 significant digits, at least 20*N, at most
+        50000000), -w a tenth of it.  The rates of srm and tcp differ by
+        an order of magnitude, and so does the time a fixed count takes:
+        with short runs the concurrent pairs would hardly overlap, and
+        srm would measure little more than how fast its rings fill.  With
+        P pairs a pair takes up to about P times SEC.  Default 1; 0 (the default
+        with --quick) skips the calibration and uses -n 100*N (srm) and
+        20*N (tcp).
+    --keep-logs
+        Keep the log directory even when all runs succeeded (it is always
+        kept on failure).
+    --quick
+        Smoke test: --iters 200 --reps 1 --timeout 30 unless given; takes
+        well under 60 s.  The numbers are not a measurement.
+    -h, --help
+        Print this help and exit.
+
+ENVIRONMENT
+    SRM_BUILD_DIR   default for --build.
+    UCX_PERFTEST    the ucx_perftest program (default: from PATH).
+    UCX_SRM_*       inherited by both srmd (see "srmd --config"), e.g.
+                    UCX_SRM_POLL; UCX_SRM_SOCKET and UCX_SRM_AGENT are set
+                    by the script.
+    UCX_*           other UCX variables reach every ucx_perftest and are
+                    listed in the report; UCX_TLS, UCX_NET_DEVICES and
+                    LD_PRELOAD are set per transport.
+    TMPDIR          where the log directory is made (default /tmp).
+
+FILES
+    \$TMPDIR/srm-hosts.XXXXXX/   cluster, srmd and per-run logs, and the
+                                command list (commands.sh).
+
+EXIT STATUS
+    0 when all runs succeeded and the table was printed; 1 on a failed run
+    or an environment problem; 2 on bad usage; 130/143 when interrupted.
+    Whatever happens, the processes the script started are killed by PID
+    and the cluster is torn down (netns-cluster down --prefix) on exit.
+
+REQUIREMENTS
+    root (network namespaces), ip, nsenter, ss, timeout, ucx_perftest and
+    ucx_info (UCX 1.13), an srm build.
+
+EXAMPLES
+    SRM_BUILD_DIR=/tmp/build $PROG
+    $PROG --build /tmp/build --quick
+    $PROG --build /tmp/build --reps 5 --out hosts-bench.md
+USAGE
+}
+
+# With pipefail, never let the reader of a pipe stop early (awk exit, head):
+# the writer's SIGPIPE would fail the pipeline.
+
+die()  { printf '%s: error: %s\n' "$PROG" "$*" >&2; exit 1; }
+bad()  { printf '%s: %s\nTry "%s --help".\n' "$PROG" "$*" "$PROG" >&2; exit 2; }
+info() { printf '%s: [%3d s] %s\n' "$PROG" "$SECONDS" "$*" >&2; }
+
+# -------------------------------------------------------------- options --
+
+BUILD=${SRM_BUILD_DIR:-}
+REPS='' ITERS='' OUT='' PORT_BASE=13000 TIMEOUT='' KEEP_LOGS=0 QUICK=0 MR_SECS_TARGET=
+
+need_arg() { [[ $# -ge 2 && -n $2 ]] || bad "option $1 needs an argument"; }
+is_uint()  { [[ $1 =~ ^[0-9]+$ ]]; }
+
+while [[ $# -gt 0 ]]; do
+    case $1 in
+    --build)     need_arg "$@"; BUILD=$2; shift 2 ;;
+    --build=*)   BUILD=${1#*=}; shift ;;
+    --reps)      need_arg "$@"; REPS=$2; shift 2 ;;
+    --reps=*)    REPS=${1#*=}; shift ;;
+    --iters)     need_arg "$@"; ITERS=$2; shift 2 ;;
+    --iters=*)   ITERS=${1#*=}; shift ;;
+    --out)       need_arg "$@"; OUT=$2; shift 2 ;;
+    --out=*)     OUT=${1#*=}; shift ;;
+    --port)      need_arg "$@"; PORT_BASE=$2; shift 2 ;;
+    --port=*)    PORT_BASE=${1#*=}; shift ;;
+    --timeout)   need_arg "$@"; TIMEOUT=$2; shift 2 ;;
+    --timeout=*) TIMEOUT=${1#*=}; shift ;;
+    --keep-logs) KEEP_LOGS=1; shift ;;
+    --mr-secs)   need_arg "$@"; MR_SECS_TARGET=$2; shift 2 ;;
+    --mr-secs=*) MR_SECS_TARGET=${1#*=}; shift ;;
+    --quick)     QUICK=1; shift ;;
+    -h|--help)   usage; exit 0 ;;
+    *)           bad "unknown argument: $1" ;;
+    esac
+done
+
+if [[ $QUICK == 1 ]]; then
+    : "${REPS:=1}" "${ITERS:=200}" "${TIMEOUT:=30}" "${MR_SECS_TARGET:=0}"
+else
+    : "${REPS:=3}" "${ITERS:=5000}" "${TIMEOUT:=120}" "${MR_SECS_TARGET:=1}"
+fi
+if ! is_uint "$REPS" || (( REPS < 1 || REPS > 100 )); then
+    bad "--reps must be 1..100, not '$REPS'"
+fi
+if ! is_uint "$ITERS" || (( ITERS < 50 )); then
+    bad "--iters must be an integer >= 50, not '$ITERS'"
+fi
+if ! [[ $MR_SECS_TARGET =~ ^[0-9]+(\.[0-9]+)?$ ]] ||
+   awk -v x="$MR_SECS_TARGET" 'BEGIN { exit !(x > 30) }'; then
+    bad "--mr-secs must be a number of seconds from 0 to 30, not '$MR_SECS_TARGET'"
+fi
+if ! is_uint "$TIMEOUT" || (( TIMEOUT < 1 )); then
+    bad "--timeout must be a positive integer, not '$TIMEOUT'"
+fi
+if ! is_uint "$PORT_BASE" || (( PORT_BASE < 1024 || PORT_BASE > 64000 )); then
+    bad "--port must be 1024..64000, not '$PORT_BASE'"
+fi
+
+# ---------------------------------------------------------- environment --
+
+T_START=$(date +%s.%N)
+START_DATE=$(date -u '+%Y-%m-%d %H:%M:%S UTC')
+
+[[ $(id -u) == 0 ]] || die "must run as root (network namespaces)"
+[[ -x $NC ]] || die "$NC not found or not executable"
+for tool in ip nsenter ss timeout awk sort ps flock; do
+    command -v "$tool" >/dev/null || die "$tool not found in PATH"
+done
+
+[[ -n $BUILD ]] || BUILD=$SRCDIR/build
+[[ -d $BUILD ]] || die "build directory '$BUILD' does not exist (use --build DIR or set SRM_BUILD_DIR)"
+BUILD=$(cd "$BUILD" && pwd)
+SRMD=$BUILD/srmd
+SRMCTL=$BUILD/srmctl
+SRM_MODULE=
+for m in "$BUILD/.libs/libuct_srm.so.0" "$BUILD/libuct_srm.so.0"; do
+    [[ -f $m ]] && { SRM_MODULE=$m; break; }
+done
+[[ -x $SRMD ]]       || die "$SRMD: not found or not executable (is '$BUILD' an srm build directory?)"
+[[ -x $SRMCTL ]]     || die "$SRMCTL: not found or not executable"
+[[ -n $SRM_MODULE ]] || die "no libuct_srm.so.0 in $BUILD/.libs or $BUILD"
+
+PERFTEST=${UCX_PERFTEST:-$(command -v ucx_perftest || true)}
+[[ -n $PERFTEST && -x $PERFTEST ]] || die "ucx_perftest not found (install ucx-utils or set UCX_PERFTEST)"
+UCX_INFO=$(command -v ucx_info || true)
+[[ -n $UCX_INFO ]] || die "ucx_info not found (install ucx-utils)"
+
+PFX=hb$$
+H1=${PFX}h1 H2=${PFX}h2
+IP1=10.77.0.1
+SOCK=srm-hosts-$$
+HOSTS=("$H1" "$H2")
+NCPU=$(nproc)
+
+# Iteration counts (see --help).
+at_least() { echo $(( $1 > $2 ? $1 : $2 )); }
+LAT_N=$ITERS                    LAT_W=$(at_least $(( ITERS / 10 )) 1)
+BW64_N=$(at_least $(( ITERS / 5 )) 10)   BW64_W=$(at_least $(( ITERS / 50 )) 1)
+BW1M_N=$(at_least $(( ITERS / 50 )) 4)   BW1M_W=$(at_least $(( ITERS / 500 )) 1)
+# The 8 B message-rate iterations; calibrated per transport unless
+# --mr-secs is 0 (see --help).
+declare -A MR_N=([srm]=$(( ITERS * 100 )) [tcp]=$(( ITERS * 20 )))
+declare -A MR_W=([srm]=$(( ITERS * 10 )) [tcp]=$(( ITERS * 2 )))
+declare -A MR_CAL=()        # tl -> rate of the last calibration run (msg/s)
+declare -A MR_CAL_USED=()   # tl -> its -n
+MR_CAL_N=$(( ITERS * 20 ))
+PAIR_COUNTS=(1 2 4)
+
+# Every ucx_perftest starts from this environment: the caller's, without
+# what the script sets per transport.
+BASE_ENV=(env -u LD_PRELOAD -u UCX_TLS -u UCX_NET_DEVICES -u UCX_SRM_SOCKET
+          -u UCX_SRM_AGENT LC_ALL=C UCX_WARN_UNUSED_ENV_VARS=n)
+SRM_ENV=(LD_PRELOAD="$SRM_MODULE" UCX_SRM_SOCKET="$SOCK" UCX_SRM_AGENT=never)
+TCP_ENV=()
+SRM_UCT=(-x srm -d node)
+TCP_UCT=(-x tcp -d eth0)
+
+# -------------------------------------------------------------- cleanup --
+
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/srm-hosts.XXXXXX")
+PIDS=()                 # background processes (timeout wrappers of ranks)
+declare -A AGENT=()     # host -> srmd PID
+CLUSTER_UP=0
+FAILED=1                # cleared once the report is complete
+
+kill_pids() {           # TERM, up to 2 s, KILL, reap; by PID only
+    local p i alive=() still=()
+    for p in "$@"; do [[ -n $p ]] && kill -0 "$p" 2>/dev/null && alive+=("$p"); done
+    [[ ${#alive[@]} -gt 0 ]] || return 0
+    kill -TERM "${alive[@]}" 2>/dev/null || true
+    for (( i = 0; i < 20; i++ )); do
+        still=()
+        for p in "${alive[@]}"; do kill -0 "$p" 2>/dev/null && still+=("$p"); done
+        [[ ${#still[@]} -gt 0 ]] || break
+        sleep 0.1
+    done
+    for p in "${still[@]}"; do kill -KILL "$p" 2>/dev/null || true; done
+    for p in "${alive[@]}"; do wait "$p" 2>/dev/null || true; done
+}
+
+cleanup() {
+    local rc=$?
+    trap - EXIT INT TERM
+    trap '' INT TERM        # a second Ctrl-C must not leave the cluster up
+    kill_pids "${PIDS[@]}" "${AGENT[@]}"
+    if (( CLUSTER_UP )); then
+        timeout -k 5 60 "$NC" down --prefix "$PFX" >>"$WORK/cluster.log" 2>&1 ||
+            info "WARNING: 'netns-cluster down --prefix $PFX' failed (see $WORK/cluster.log)"
+    fi
+    if [[ $FAILED == 0 && $KEEP_LOGS == 0 ]]; then
+        rm -rf "$WORK"
+    else
+        info "logs kept in $WORK"
+    fi
+    exit "$rc"
+}
+trap cleanup EXIT
+trap 'info "interrupted"; exit 130' INT
+trap 'info "terminated"; exit 143' TERM
+
+forget_pid() {
+    local p keep=()
+    for p in "${PIDS[@]}"; do [[ $p == "$1" ]] || keep+=("$p"); done
+    PIDS=("${keep[@]}")
+}
+
+alive() {               # PID runs (a zombie does not count); no subprocess
+    local line st
+    { read -r line <"/proc/$1/stat"; } 2>/dev/null || return 1
+    st=${line##*) }
+    st=${st%% *}
+    [[ -n $st && $st != Z && $st != X ]]
+}
+
+CMDS=$WORK/commands.sh
+: >"$CMDS"
+quote() { local a out=; for a in "$@"; do out+=" $(printf '%q' "$a")"; done; printf '%s' "${out# }"; }
+
+ctl() {                 # HOST SRMCTL-ARGS...: srmctl inside HOST
+    local h=$1; shift
+    timeout -k 2 10 "$NC" exec "$h" "$SRMCTL" -s "$SOCK" -t 3 "$@"
+}
+
+# ------------------------------------------------------------- cluster --
+
+if timeout 20 "$NC" list --prefix "$PFX" 2>/dev/null | grep -q ': up'; then
+    die "a cluster with prefix $PFX is already up (not ours); not touching it"
+fi
+info "bringing up hosts $H1 and $H2 (netns-cluster --prefix $PFX); logs in $WORK"
+CLUSTER_UP=1
+timeout -k 5 120 "$NC" up 2 --prefix "$PFX" >"$WORK/cluster.log" 2>&1 || {
+    cat "$WORK/cluster.log" >&2
+    die "netns-cluster up 2 --prefix $PFX failed"; }
+printf '# cluster\n%s\n\n' "$(quote "$NC" up 2 --prefix "$PFX")" >>"$CMDS"
+
+# The devices the comparison relies on, as UCX sees them inside h1.
+devs=$(timeout -k 5 60 "$NC" exec "$H1" "${BASE_ENV[@]}" "${SRM_ENV[@]}" \
+       "$UCX_INFO" -d 2>"$WORK/ucx_info.err" | awk '
+           $2 == "Transport:" { tl = $3; next }
+           $2 == "Device:" { print tl "/" $3 }' | sort -u | paste -sd ' ' -) || true
+[[ " $devs " == *" srm/node "* ]] ||
+    die "ucx_info in $H1 does not list srm device 'node' with LD_PRELOAD=$SRM_MODULE (got: ${devs:-nothing}; $(head -c 300 "$WORK/ucx_info.err"))"
+[[ " $devs " == *" tcp/eth0 "* ]] ||
+    die "ucx_info in $H1 does not list tcp device 'eth0' (got: $devs)"
+
+# ---------------------------------------------------------------- agents --
+
+AGENT_ENV=(env -u LD_PRELOAD -u UCX_SRM_SOCKET -u UCX_SRM_AGENT)
+# Started directly in the main shell (not in a function or subshell), so $!
+# is the srmd itself: netns-cluster exec execs nsenter, ip netns exec and env.
+for h in "${HOSTS[@]}"; do
+    acmd=("$NC" exec "$h" "${AGENT_ENV[@]}" "$SRMD" -q -s "$SOCK" -l "$WORK/srmd.$h.log")
+    "${acmd[@]}" >"$WORK/srmd.$h.out" 2>&1 &
+    AGENT[$h]=$!
+    printf '# agent in %s\n%s &\n\n' "$h" "$(quote "${acmd[@]}")" >>"$CMDS"
+done
+for h in "${HOSTS[@]}"; do
+    for (( i = 0; i < 50; i++ )); do
+        alive "${AGENT[$h]}" || {
+            cat "$WORK/srmd.$h.out" "$WORK/srmd.$h.log" >&2 2>/dev/null || true
+            die "srmd in $h exited at start (log above)"; }
+        ctl "$h" ping >/dev/null 2>&1 && break
+        sleep 0.2
+    done
+    (( i < 50 )) || die "srmd in $h does not answer on @$SOCK after 10 s"
+    spid=$(ctl "$h" status 2>/dev/null | awk '$1 == "agent:" {
+               for (i = 1; i < NF; i++) if ($i == "pid") p = $(i + 1) } END { print p }')
+    [[ $spid == "${AGENT[$h]}" ]] ||
+        die "srmd in $h reports pid '$spid', but the started process is ${AGENT[$h]}"
+done
+AGENT_POLICY=$(ctl "$H1" status 2>/dev/null | awk '$1 == "policy:" && !d { sub(/^policy: */, ""); print; d = 1 }')
+AGENT_NICE=$(ps -o ni= -p "${AGENT[$H1]}" | tr -d ' ')
+info "srmd pid ${AGENT[$H1]} in $H1, pid ${AGENT[$H2]} in $H2 on @$SOCK ($AGENT_POLICY, nice $AGENT_NICE)"
+
+agents_alive() {
+    local h
+    for h in "${HOSTS[@]}"; do
+        alive "${AGENT[$h]}" || return 1
+    done
+}
+
+# --------------------------------------------------------- disturbances --
+
+# Processes that run (state R) in two samples 50 ms apart and are not ours
+# (this shell, the agents) nor kernel threads, ps or awk.
+foreign_load() {
+    local a b mine=" $$ ${AGENT[*]} "
+    a=$(ps -eo pid=,ppid=,stat=,comm= | awk '$3 ~ /^R/ && $1 != 2 && $2 != 2 { print $1, $4 }')
+    sleep 0.05
+    b=$(ps -eo pid=,ppid=,stat=,comm= | awk '$3 ~ /^R/ && $1 != 2 && $2 != 2 { print $1, $4 }')
+    awk -v mine="$mine" 'NR == FNR { seen[$1] = 1; next }
+        ($1 in seen) && index(mine, " " $1 " ") == 0 && $2 != "ps" && $2 != "awk" { print $2 }' \
+        <(printf '%s\n' "$a") <(printf '%s\n' "$b") |
+        awk '!seen[$1]++ { printf "%s%s", sep, $1; sep = " " }'
+}
+
+# CPU_MARK="ALL OURS" (s): all CPU time the kernel accounted (/proc/stat)
+# and that of this shell, its reaped children (the ranks are reaped by
+# their timeout wrappers, which we reap) and the agents.  Must run in this
+# shell, not in $(...): "times" of a subshell would be the subshell's.
+HZ=$(getconf CLK_TCK 2>/dev/null || echo 100)
+cpu_mark() {
+    local all ours agents h
+    all=$(awk -v hz="$HZ" '$1 == "cpu" && !d { printf "%.3f", ($2 + $3 + $4 + $7 + $8 + $9) / hz; d = 1 }' /proc/stat)
+    times >"$WORK/times"
+    ours=$(awk '{ for (i = 1; i <= NF; i++) { split($i, t, /[ms]/); s += t[1] * 60 + t[2] } }
+                END { printf "%.3f", s }' "$WORK/times")
+    agents=0
+    for h in "${HOSTS[@]}"; do
+        [[ -r /proc/${AGENT[$h]}/stat ]] || continue
+        agents=$(awk -v hz="$HZ" -v a="$agents" '{ sub(/^.*\) /, ""); printf "%.3f", a + ($12 + $13) / hz }' \
+                 "/proc/${AGENT[$h]}/stat" 2>/dev/null || echo "$agents")
+    done
+    CPU_MARK="$all $(awk -v o="$ours" -v g="$agents" 'BEGIN { printf "%.3f", o + g }')"
+}
+
+# ------------------------------------------------------------------ runs --
+
+NEXT_PORT=$PORT_BASE
+RUN_NO=0
+TOTAL_RUNS=0
+DONE_RUNS=0
+DISTURBED_RUNS=0
+FOREIGN_CPU_TOTAL=0
+declare -A FOREIGN_NAMES=()
+
+# Is a socket in h1 listening on TCP port $1?  h1's table, read through
+# the /proc of its srmd (no subprocess in the namespace needed).
+listening_in_h1() {
+    awk -v hex="$(printf '%04X' "$1")" 'FNR > 1 { split($2, a, ":")
+            if (a[2] == hex && $4 == "0A") f = 1 } END { exit !f }' \
+        "/proc/${AGENT[$H1]}/net/tcp"
+}
+
+show_failure() {        # DIR: commands and logs of a failed run, agent logs
+    local d=$1 f h
+    {
+        printf '\n--- failed run: commands (%s/cmd) ---\n' "$d"
+        cat "$d/cmd"
+        for f in "$d"/*.log; do
+            [[ -e $f ]] || continue
+            printf -- '--- %s (last 25 lines) ---\n' "$f"
+            tail -n 25 "$f" || true
+        done
+        for h in "${HOSTS[@]}"; do
+            alive "${AGENT[$h]}" || printf -- '--- srmd in %s (pid %s) is NOT running ---\n' "$h" "${AGENT[$h]}"
+            for f in "$WORK/srmd.$h.log" "$WORK/srmd.$h.out"; do
+                [[ -s $f ]] || continue
+                printf -- '--- %s (last 25 lines) ---\n' "$f"
+                tail -n 25 "$f" || true
+            done
+        done
+    } >&2
+}
+
+# run_group TL API TEST SIZE ITERS WARMUP PAIRS FIELD REP
+#   P = PAIRS servers in h1 and clients in h2, started together; dies if
+#   any of them fails.  Sets RUN_VALUE (FIELD of the "Final:" lines, summed
+#   over the pairs), DISTURBED, FOREIGN_CPU, FOREIGN_SEEN, SUMMARY.
+run_group() {
+    local tl=$1 api=$2 test=$3 size=$4 iters=$5 warmup=$6 pairs=$7 field=$8 rep=$9
+    local envs=() targs=() d i k h scmd ccmd first rc
+    local srv=() cli=() ports=() waitset=()
+    RUN_NO=$(( RUN_NO + 1 ))
+    case $tl/$api in
+    srm/ucp) envs=("${SRM_ENV[@]}" UCX_TLS=srm) ;;
+    srm/uct) envs=("${SRM_ENV[@]}"); targs=("${SRM_UCT[@]}") ;;
+    tcp/ucp) envs=("${TCP_ENV[@]}" UCX_TLS=tcp UCX_NET_DEVICES=eth0) ;;
+    tcp/uct) envs=("${TCP_ENV[@]}"); targs=("${TCP_UCT[@]}") ;;
+    esac
+    d=$WORK/runs/$(printf '%03d' "$RUN_NO")-$tl-$test-$size-P$pairs-r$rep
+    mkdir -p "$d"
+    printf '# run %d: %s, %s %s %s B, %d pair(s), rep %d\n' \
+        "$RUN_NO" "$tl" "$api" "$test" "$size" "$pairs" "$rep" >"$d/cmd"
+    for (( k = 0; k < pairs; k++ )); do
+        ports[k]=$NEXT_PORT
+        NEXT_PORT=$(( NEXT_PORT + 1 ))
+    done
+
+    agents_alive || { show_failure "$d"; die "an srmd is gone before run $RUN_NO"; }
+    local mark0 t0
+    cpu_mark
+    mark0=$CPU_MARK
+    t0=$(date +%s.%N)
+
+    for (( k = 0; k < pairs; k++ )); do
+        scmd=(timeout -k 5 "$TIMEOUT" "$NC" exec "$H1" "${BASE_ENV[@]}" "${envs[@]}"
+              "$PERFTEST" -p "${ports[k]}" -t "$test" -s "$size" -n "$iters" -w "$warmup" "${targs[@]}")
+        printf '%s &\n' "$(quote "${scmd[@]}")" >>"$d/cmd"
+        "${scmd[@]}" >"$d/server.$k.log" 2>&1 &
+        srv[k]=$!
+        PIDS+=("${srv[k]}")
+    done
+    # All servers listen before any client starts (10 s at most).
+    for (( i = 0; i < 400; i++ )); do
+        for (( k = 0; k < pairs; k++ )); do
+            listening_in_h1 "${ports[k]}" || break
+        done
+        (( k == pairs )) && break
+        alive "${srv[k]}" || break
+        sleep 0.025
+    done
+    if (( k < pairs )); then
+        kill_pids "${srv[@]}"
+        for k in "${srv[@]}"; do forget_pid "$k"; done
+        show_failure "$d"
+        die "run $RUN_NO ($tl $test ${size} B): the ucx_perftest server on port ${ports[k]} in $H1 did not listen"
+    fi
+    for (( k = 0; k < pairs; k++ )); do
+        ccmd=(timeout -k 5 "$TIMEOUT" "$NC" exec "$H2" "${BASE_ENV[@]}" "${envs[@]}"
+              "$PERFTEST" -p "${ports[k]}" -t "$test" -s "$size" -n "$iters" -w "$warmup" "${targs[@]}" "$IP1")
+        printf '%s &\n' "$(quote "${ccmd[@]}")" >>"$d/cmd"
+        "${ccmd[@]}" >"$d/client.$k.log" 2>&1 &
+        cli[k]=$!
+        PIDS+=("${cli[k]}")
+    done
+    cat "$d/cmd" >>"$CMDS"
+
+    # Wait for the clients; wake up also when an agent ends (without its
+    # agent an srm rank may wait until its timeout, hiding the cause).
+    waitset=("${cli[@]}")
+    while (( ${#waitset[@]} > 0 )); do
+        first='' rc=0
+        wait -n -p first "${waitset[@]}" "${AGENT[@]}" || rc=$?
+        if [[ -z $first ]]; then
+            continue                    # interrupted without a job ending
+        fi
+        for h in "${HOSTS[@]}"; do
+            if [[ $first == "${AGENT[$h]}" ]]; then
+                AGENT[$h]=
+                kill_pids "${cli[@]}" "${srv[@]}"
+                for k in "${cli[@]}" "${srv[@]}"; do forget_pid "$k"; done
+                show_failure "$d"
+                die "run $RUN_NO ($tl $test ${size} B, P=$pairs, rep $rep): srmd in $h exited during the run (status $rc)"
+            fi
+        done
+        forget_pid "$first"
+        local keep=()
+        for k in "${waitset[@]}"; do [[ $k == "$first" ]] || keep+=("$k"); done
+        waitset=("${keep[@]}")
+        if (( rc != 0 )); then
+            kill_pids "${cli[@]}" "${srv[@]}"
+            for k in "${cli[@]}" "${srv[@]}"; do forget_pid "$k"; done
+            show_failure "$d"
+            local why=
+            (( rc == 124 || rc == 137 )) && why=" (killed by its ${TIMEOUT} s timeout: hang?)"
+            die "run $RUN_NO ($tl $test ${size} B, P=$pairs, rep $rep): a client exited with status $rc$why"
+        fi
+    done
+    # The servers end right after their clients; 20 s grace.
+    local deadline=$(( SECONDS + 20 ))
+    for (( k = 0; k < pairs; k++ )); do
+        while alive "${srv[k]}" && (( SECONDS < deadline )); do sleep 0.05; done
+        if alive "${srv[k]}"; then
+            kill_pids "${srv[@]}"
+            for i in "${srv[@]}"; do forget_pid "$i"; done
+            show_failure "$d"
+            die "run $RUN_NO ($tl $test ${size} B): the server on port ${ports[k]} still runs 20 s after its client ended"
+        fi
+        rc=0
+        wait "${srv[k]}" || rc=$?
+        forget_pid "${srv[k]}"
+        if (( rc != 0 )); then
+            show_failure "$d"
+            die "run $RUN_NO ($tl $test ${size} B, P=$pairs, rep $rep): the server on port ${ports[k]} exited with status $rc"
+        fi
+    done
+
+    local mark1 t1
+    cpu_mark
+    mark1=$CPU_MARK
+    t1=$(date +%s.%N)
+    RUN_SECS=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.1f", b - a }')
+    # Disturbed: other processes took > 5 % of a core (+ 30 ms for the tick
+    # granularity of /proc/stat) during the run, or still run right after it.
+    FOREIGN_CPU=$(awk -v m0="$mark0" -v m1="$mark1" -v t0="$t0" -v t1="$t1" 'BEGIN {
+        split(m0, a, " "); split(m1, b, " ")
+        f = (b[1] - a[1]) - (b[2] - a[2]); if (f < 0) f = 0
+        printf "%.2f %d\n", f, (f > 0.05 * (t1 - t0) + 0.03) }')
+    FOREIGN_SEEN=$(foreign_load)
+    DISTURBED=0
+    [[ -z $FOREIGN_SEEN && ${FOREIGN_CPU#* } == 0 ]] || DISTURBED=1
+    FOREIGN_CPU=${FOREIGN_CPU% *}
+
+    agents_alive || { show_failure "$d"; die "an srmd died during run $RUN_NO"; }
+
+    # The clients' "Final:" lines: 8 numbers ("inf"/"nan" allowed in the
+    # last-interval columns, rejected below if the column used has one).
+    local final n v sum=0 per=
+    PAIR_SECS=
+    for (( k = 0; k < pairs; k++ )); do
+        final=$(awk '$1 == "Final:" && NF == 9 {
+                         for (i = 2; i <= 9; i++)
+                             if ($i !~ /^([0-9]+(\.[0-9]+)?|-?(inf|nan))$/) next
+                         line = $2; for (i = 3; i <= 9; i++) line = line " " $i
+                     }
+                     END { if (line != "") print line }' "$d/client.$k.log")
+        if [[ -z $final ]]; then
+            show_failure "$d"
+            die "run $RUN_NO ($tl $test ${size} B): no parseable 'Final:' line in $d/client.$k.log"
+        fi
+        n=${final%% *}
+        if [[ $n != "$iters" ]]; then
+            show_failure "$d"
+            die "run $RUN_NO ($tl $test ${size} B): the client reports $n iterations, expected $iters"
+        fi
+        v=$(awk -v f="$field" '{ print $f }' <<<"$final")
+        if ! [[ $v =~ ^[0-9]+(\.[0-9]+)?$ ]]; then
+            show_failure "$d"
+            die "run $RUN_NO ($tl $test ${size} B): column $field of the 'Final:' line is '$v'"
+        fi
+        sum=$(awk -v a="$sum" -v b="$v" 'BEGIN { printf "%.6f", a + b }')
+        PAIR_SECS+="$(awk -v n="$iters" -v r="$(awk '{ print $8 }' <<<"$final")" \
+                      'BEGIN { if (r > 0) printf "%.3f ", n / r }')"
+        per+="${per:+ + }$v"
+    done
+    RUN_VALUE=$sum
+    SUMMARY="$per"
+    (( pairs > 1 )) && SUMMARY+=" = $sum"
+    (( field != 8 )) || SUMMARY+=" [measured s per pair: ${PAIR_SECS% }]"
+    SUMMARY+=" (${RUN_SECS} s, foreign CPU ${FOREIGN_CPU} s)"
+    (( DISTURBED )) && SUMMARY+=" DISTURBED${FOREIGN_SEEN:+ (running: $FOREIGN_SEEN)}"
+    return 0
+}
+
+# test id | api | test | size | iters | warm-up | pairs | Final field | kind | row label
+TESTS=(
+    "lat|ucp|tag_lat|8|$LAT_N|$LAT_W|1|2|lat|UCP tag_lat 8 B, typical latency (us)"
+    "bw64k|ucp|tag_bw|65536|$BW64_N|$BW64_W|1|6|bw|UCP tag_bw 64 KB, bandwidth (MB/s)"
+    "bw1m|ucp|tag_bw|1048576|$BW1M_N|$BW1M_W|1|6|bw|UCP tag_bw 1 MB, bandwidth (MB/s)"
+)
+for p in "${PAIR_COUNTS[@]}"; do
+    if (( p == 1 )); then plabel="1 pair"; else plabel="$p pairs, sum"; fi
+    TESTS+=("mr$p|ucp|tag_bw|8|MR|MR|$p|8|mr|UCP tag_bw 8 B, msg rate, P=$plabel (msg/s)")
+done
+TESTS+=("uctlat|uct|am_lat|8|$LAT_N|$LAT_W|1|2|lat|UCT am_lat 8 B, typical latency (us)")
+TRANSPORTS=(srm tcp)
+TOTAL_RUNS=$(( ${#TESTS[@]} * ${#TRANSPORTS[@]} * REPS ))
+
+declare -A VALUES=()        # "tl/id" -> values, space separated
+declare -A DISTURBED_IN=()  # "tl/id" -> number of disturbed runs
+declare -A MR_SECS=()       # tl -> measured seconds of each 8 B rate pair
+
+info "$TOTAL_RUNS runs: ${#TESTS[@]} measurements x ${#TRANSPORTS[@]} transports x $REPS rep(s), timeout $TIMEOUT s each"
+if awk -v x="$MR_SECS_TARGET" 'BEGIN { exit !(x > 0) }'; then
+    for tl in "${TRANSPORTS[@]}"; do
+        # A short run measures how fast the sender's buffers (srm: the
+        # rings and the agent's backlog) fill, not the rate: grow -n until
+        # the run measures at least a quarter of the target.
+        cal_n=$MR_CAL_N
+        for (( cal = 1; ; cal++ )); do
+            run_group "$tl" ucp tag_bw 8 "$cal_n" "$(( cal_n / 10 ))" 1 8 0
+            (( cal < 4 )) || break
+            awk -v s="${PAIR_SECS% }" -v t="$MR_SECS_TARGET" 'BEGIN { exit !(s < t / 4) }' || break
+            info "calibration: $tl ucp tag_bw 8 B -n $cal_n: $SUMMARY; too short, -n $(( cal_n * 10 ))"
+            cal_n=$(( cal_n * 10 ))
+        done
+        MR_CAL[$tl]=$RUN_VALUE MR_CAL_USED[$tl]=$cal_n
+        MR_N[$tl]=$(awk -v r="$RUN_VALUE" -v t="$MR_SECS_TARGET" -v lo="$MR_CAL_N" 'BEGIN {
+            n = r * t; if (n < lo) n = lo; if (n > 50000000) n = 50000000
+            e = 1; while (n >= 100) { n /= 10; e *= 10 }
+            printf "%d\n", int(n + 0.5) * e }')
+        MR_W[$tl]=$(( MR_N[$tl] / 10 ))
+        info "calibration: $tl ucp tag_bw 8 B -n $cal_n: $SUMMARY -> -n ${MR_N[$tl]} -w ${MR_W[$tl]} for about $MR_SECS_TARGET s per pair"
+    done
+fi
+for (( rep = 1; rep <= REPS; rep++ )); do
+    for spec in "${TESTS[@]}"; do
+        IFS='|' read -r id api test size iters warmup pairs field _kind _label <<<"$spec"
+        for tl in "${TRANSPORTS[@]}"; do
+            n=$iters w=$warmup
+            [[ $n != MR ]] || n=${MR_N[$tl]} w=${MR_W[$tl]}
+            run_group "$tl" "$api" "$test" "$size" "$n" "$w" "$pairs" "$field" "$rep"
+            if [[ $iters == MR ]]; then
+                MR_SECS[$tl]+="$PAIR_SECS "
+            fi
+            DONE_RUNS=$(( DONE_RUNS + 1 ))
+            VALUES[$tl/$id]+="$RUN_VALUE "
+            if (( DISTURBED )); then
+                DISTURBED_RUNS=$(( DISTURBED_RUNS + 1 ))
+                DISTURBED_IN[$tl/$id]=$(( ${DISTURBED_IN[$tl/$id]:-0} + 1 ))
+                FOREIGN_CPU_TOTAL=$(awk -v a="$FOREIGN_CPU_TOTAL" -v b="$FOREIGN_CPU" 'BEGIN { print a + b }')
+                for n in $FOREIGN_SEEN; do FOREIGN_NAMES[$n]=1; done
+            fi
+            info "[$DONE_RUNS/$TOTAL_RUNS] $tl $api $test ${size} B P=$pairs rep $rep: $SUMMARY"
+        done
+    done
+done
+
+# --------------------------------------------- node channels, agent state --
+
+for h in "${HOSTS[@]}"; do
+    ctl "$h" ping >/dev/null 2>&1 || { show_failure "$WORK"; die "srmd in $h no longer answers after the runs"; }
+done
+declare -A CONNS=() CONN_LIST=()
+for h in "${HOSTS[@]}"; do
+    timeout -k 2 20 "$NC" exec "$h" ss -tnpH state established >"$WORK/ss.$h" 2>&1 ||
+        die "ss -tnpH in $h failed: $(head -c 300 "$WORK/ss.$h")"
+    CONN_LIST[$h]=$(awk -v pid="pid=${AGENT[$h]}," 'index($0, "\"srmd\"") && index($0, pid) {
+                        printf "%s%s -> %s", sep, $3, $4; sep = ", " }' "$WORK/ss.$h")
+    CONNS[$h]=$(awk -v pid="pid=${AGENT[$h]}," 'index($0, "\"srmd\"") && index($0, pid) { n++ } END { print n + 0 }' "$WORK/ss.$h")
+done
+STATUS_H1=$(ctl "$H1" status 2>&1) || die "srmctl status in $H1 failed: $STATUS_H1"
+ctl "$H2" status >"$WORK/status.$H2" 2>&1 || true
+printf '%s\n' "$STATUS_H1" >"$WORK/status.$H1"
+WIRE_LINES=$(printf '%s\n' "$STATUS_H1" | awk '$1 == "wire:" || $1 == "node"')
+AGENT_COUNTERS=$(printf '%s\n' "$STATUS_H1" | awk '$1 == "counters:" && !d { sub(/^counters: */, ""); print; d = 1 }')
+
+kill_pids "${AGENT[@]}"
+for h in "${HOSTS[@]}"; do AGENT[$h]=; done
+AGENT_PROBLEMS=$(for h in "${HOSTS[@]}"; do
+                     [[ -s $WORK/srmd.$h.log ]] && sed "s/^/$h: /" "$WORK/srmd.$h.log"
+                     [[ -s $WORK/srmd.$h.out ]] && sed "s/^/$h (stderr): /" "$WORK/srmd.$h.out"
+                 done; true)
+
+T_END=$(date +%s.%N)
+ELAPSED=$(awk -v a="$T_START" -v b="$T_END" 'BEGIN { printf "%.0f", b - a }')
+
+# ---------------------------------------------------------------- report --
+
+stats() {               # VALUES... -> "median min max"
+    printf '%s\n' "$@" | sort -g | awk '{ v[NR] = $1 }
+        END { m = (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2
+              printf "%.6f %.6f %.6f\n", m, v[1], v[NR] }'
+}
+fmt() {                 # KIND NUMBER
+    awk -v k="$1" -v x="$2" 'BEGIN {
+        if (k == "mr") {
+            if (x >= 1e6)      printf "%.2fM", x / 1e6
+            else if (x >= 1e3) printf "%.1fk", x / 1e3
+            else               printf "%.0f", x
+        } else if (k == "bw") printf "%.0f", x
+        else if (x < 1)       printf "%.3f", x
+        else if (x < 100)     printf "%.2f", x
+        else                  printf "%.1f", x }'
+}
+
+report() {
+    local spec id kind label tl med lo hi cell ratio h
+    local -A med_of=()
+    printf '# srm vs UCX tcp between two simulated hosts (ucx_perftest)\n\n'
+    printf -- '- machine: %s, nproc %d (%s), kernel %s %s; date %s\n' \
+        "$(uname -n)" "$NCPU" \
+        "$(awk -F': ' '/^model name/ && !d { print $2; d = 1 }' /proc/cpuinfo)" \
+        "$(uname -r)" "$(uname -m)" "$START_DATE"
+    printf -- '- UCX %s; %s; module %s\n' \
+        "$("$UCX_INFO" -v | awk '/Version/ && !v { v = $3 } END { print v }')" \
+        "$("$SRMD" --version 2>/dev/null | awk 'NR == 1')" "$SRM_MODULE"
+    printf -- '- hosts: %s (10.77.0.1, servers) and %s (10.77.0.2, clients), netns-cluster --prefix %s; one srmd per host on @%s (%s, nice %s)\n' \
+        "$H1" "$H2" "$PFX" "$SOCK" "$AGENT_POLICY" "$AGENT_NICE"
+    printf -- '- srm: UCX_TLS=srm, UCT -x srm -d node (rank -> srmd -> TCP node channel -> srmd -> rank); tcp: UCX_TLS=tcp UCX_NET_DEVICES=eth0, UCT -x tcp -d eth0\n'
+    printf -- '- iterations (-n / -w): tag_lat and am_lat %d/%d, tag_bw 64 KB %d/%d, 1 MB %d/%d, 8 B message rate %d/%d (srm) and %d/%d (tcp) per pair%s\n' \
+        "$LAT_N" "$LAT_W" "$BW64_N" "$BW64_W" "$BW1M_N" "$BW1M_W" \
+        "${MR_N[srm]}" "${MR_W[srm]}" "${MR_N[tcp]}" "${MR_W[tcp]}" \
+        "$([[ $QUICK == 1 ]] && printf '; --quick smoke run, not a measurement')"
+    if (( ${#MR_CAL[@]} > 0 )); then
+        printf -- '- message-rate iterations from calibration runs (P=1): srm %s msg/s (-n %d), tcp %s msg/s (-n %d), for --mr-secs %s\n' \
+            "$(fmt mr "${MR_CAL[srm]}")" "${MR_CAL_USED[srm]}" \
+            "$(fmt mr "${MR_CAL[tcp]}")" "${MR_CAL_USED[tcp]}" "$MR_SECS_TARGET"
+    fi
+    if (( NCPU == 2 )); then
+        printf -- '- ucx_perftest busy-polls: the ranks take both cores, the agents must be woken per hop\n'
+    else
+        printf -- '- ucx_perftest busy-polls: the ranks take cores (2 per pair, %d cores here), the agents must be woken per hop\n' "$NCPU"
+    fi
+    local inherited
+    inherited=$(env | awk -F= '/^UCX_/ && $1 != "UCX_TLS" && $1 != "UCX_NET_DEVICES" { printf "%s%s", sep, $0; sep = " " }')
+    [[ -z $inherited ]] || printf -- '- inherited UCX settings: %s\n' "$inherited"
+    if (( DISTURBED_RUNS > 0 )); then
+        local names=
+        (( ${#FOREIGN_NAMES[@]} == 0 )) ||
+            names="; seen running: $(printf '%s\n' "${!FOREIGN_NAMES[@]}" | sort | paste -sd ' ' -)"
+        printf -- '- **WARNING: the machine was not idle**: other processes took %s s of CPU in %d of %d runs%s; cells with such runs are marked *\n' \
+            "$FOREIGN_CPU_TOTAL" "$DISTURBED_RUNS" "$TOTAL_RUNS" "$names"
+    fi
+    if (( REPS > 1 )); then
+        printf '\nCells: median [min, max] of %d runs.' "$REPS"
+    else
+        printf '\nCells: one run each (no spread; see --reps).'
+    fi
+    printf ' srm/tcp: ratio of the medians (latency: < 1 means srm is faster; MB/s, msg/s: > 1 means srm is faster).\n\n'
+
+    printf '| measurement | srm | tcp | srm/tcp |\n'
+    printf '|---|---:|---:|---:|\n'
+    for spec in "${TESTS[@]}"; do
+        IFS='|' read -r id _ _ _ _ _ _ _ kind label <<<"$spec"
+        printf '| %s ' "$label"
+        for tl in "${TRANSPORTS[@]}"; do
+            # shellcheck disable=SC2086  # a list of numbers
+            read -r med lo hi < <(stats ${VALUES[$tl/$id]})
+            med_of[$tl]=$med
+            cell=$(fmt "$kind" "$med")
+            (( REPS > 1 )) && cell+=" [$(fmt "$kind" "$lo"), $(fmt "$kind" "$hi")]"
+            (( ${DISTURBED_IN[$tl/$id]:-0} == 0 )) || cell+=" *"
+            printf '| %s ' "$cell"
+        done
+        ratio=$(awk -v a="${med_of[srm]}" -v b="${med_of[tcp]}" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "n/a" }')
+        printf '| %s |\n' "$ratio"
+    done
+
+    printf '\nNotes:\n'
+    printf -- '- typical latency: the 50th percentile ucx_perftest prints (of the samples of its last report interval); half a round trip.\n'
+    printf -- '- message rate: UCP tag_bw 8 B, overall msg/s of each client (sends completed at the sender), summed over the P pairs that ran at the same time; the pairs start within a fraction of a second of each other, but each measures its own interval, so the sum is an upper bound if they did not fully overlap.'
+    for tl in "${TRANSPORTS[@]}"; do
+        # shellcheck disable=SC2086  # a list of numbers
+        read -r med lo hi < <(stats ${MR_SECS[$tl]})
+        printf ' Measured time per pair, %s: %.2f s median, %.2f-%.2f s.' "$tl" "$med" "$lo" "$hi"
+    done
+    printf '\n'
+    printf -- '- MB/s is ucx_perftest'"'"'s unit, 2^20 bytes per second.\n'
+    printf -- '- %d runs, %s s wall time in all (including the cluster set-up and tear-down of this script so far).\n' "$TOTAL_RUNS" "$ELAPSED"
+
+    printf '\n## srm node channels after the runs\n\n'
+    for h in "${HOSTS[@]}"; do
+        printf -- '- %s: %d established TCP connection(s) owned by srmd%s\n' \
+            "$h" "${CONNS[$h]}" "${CONN_LIST[$h]:+: ${CONN_LIST[$h]}}"
+    done
+    # shellcheck disable=SC2016  # backquotes for markdown
+    printf '\n`srmctl -s %s status` in %s (wire and node lines):\n\n```\n%s\n```\n' \
+        "$SOCK" "$H1" "$WIRE_LINES"
+    [[ -z $AGENT_COUNTERS ]] || printf '\nsrmd counters in %s: %s\n' "$H1" "$AGENT_COUNTERS"
+    if [[ -n $AGENT_PROBLEMS ]]; then
+        # shellcheck disable=SC2016  # backquotes for markdown
+        printf '\nsrmd logged warnings or errors (-q):\n\n```\n%s\n```\n' "$AGENT_PROBLEMS"
+    fi
+}
+
+commands() {
+    printf '\n## Commands\n\n'
+    printf 'Each run: the server lines (in %s) in the background, then the client lines (in %s), all under "timeout -k 5 %d".\n\n' \
+        "$H1" "$H2" "$TIMEOUT"
+    printf '```sh\n'
+    cat "$CMDS"
+    printf '```\n'
+}
+
+REPORT=$WORK/report.md
+report >"$REPORT"
+if [[ -n $OUT ]]; then
+    if ! { { cat "$REPORT"; commands; } >"$OUT.tmp.$$" && mv -f "$OUT.tmp.$$" "$OUT"; }; then
+        rm -f "$OUT.tmp.$$"
+        die "cannot write $OUT"
+    fi
+fi
+cat "$REPORT"
+[[ -z $OUT ]] || printf '\n(report and command lines written to %s)\n' "$OUT"
+FAILED=0
