@@ -215,6 +215,12 @@ if ! is_uint "$PORT_BASE" || (( PORT_BASE < 1024 || PORT_BASE > 65000 )); then
     bad "--port must be 1024..65000, not '$PORT_BASE'"
 fi
 
+if [[ -n $OUT ]]; then   # fail now, not after minutes of runs
+    out_dir=$(dirname -- "$OUT")
+    [[ -d $out_dir && -w $out_dir ]] || bad "--out: directory '$out_dir' does not exist or is not writable"
+    [[ ! -d $OUT ]] || bad "--out: '$OUT' is a directory"
+fi
+
 # ---------------------------------------------------------- environment --
 
 T_START=$(date +%s.%N)
@@ -242,7 +248,7 @@ PERFTEST=${UCX_PERFTEST:-$(command -v ucx_perftest || true)}
 [[ -n $PERFTEST && -x $PERFTEST ]] || die "ucx_perftest not found (install ucx-utils or set UCX_PERFTEST)"
 UCX_INFO=$(command -v ucx_info || true)
 [[ -n $UCX_INFO ]] || die "ucx_info not found (install ucx-utils)"
-for tool in timeout awk sort ps; do
+for tool in timeout awk sort paste ps getconf mktemp; do
     command -v "$tool" >/dev/null || die "$tool not found"
 done
 

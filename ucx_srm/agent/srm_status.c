@@ -74,7 +74,7 @@ size_t srm_status_format(srm_agent_t *agent, char *buf, size_t size)
         srm_text_add(&text, "wire: none (this node only)\n");
     }
 
-    srm_text_add(&text, "%-10s %-7s %-16s %5s %9s %9s %9s %10s %12s %10s "
+    srm_text_add(&text, "%-10s %-7s %-24s %5s %9s %9s %9s %10s %12s %10s "
                  "%12s %8s %8s\n", "PORT", "PID", "NAME", "RINGS", "TX_QUEUED",
                  "RX_QUEUED", "BACKLOG", "TX_FRAMES", "TX_BYTES", "RX_FRAMES",
                  "RX_BYTES", "BLOCKED", "WAKEUPS");
@@ -87,7 +87,7 @@ size_t srm_status_format(srm_agent_t *agent, char *buf, size_t size)
         for (r = 0; r < client->layout.num_tx_rings; ++r) {
             tx_used += srm_ring_used(&client->ctl->tx[r]);
         }
-        srm_text_add(&text, "%-10u %-7d %-16.16s %5u %9llu %9llu %9zu %10llu "
+        srm_text_add(&text, "%-10u %-7d %-24.24s %5u %9llu %9llu %9zu %10llu "
                      "%12llu %10llu %12llu %8llu %8llu\n",
                      client->port, (int)client->pid, client->name,
                      client->layout.num_tx_rings,

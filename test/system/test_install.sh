@@ -1,0 +1,67 @@
+#!/bin/bash
+#
+# test_install: `make install` puts everything where the README says, and
+# the installed pieces work together: the module with hidden symbols, srmd
+# and srmctl, srm-run pointing at the installed module and agent, the
+# pkg-config file and the systemd unit.
+#
+. "$(dirname "$0")/lib.sh"
+
+srm_require_cmd make
+srm_require_cmd pkg-config
+[ -f "$SRM_BUILD_DIR/Makefile" ] || srm_skip "no Makefile in $SRM_BUILD_DIR (not a build tree)"
+
+dest=$SRM_LOG/destdir
+rm -rf "$dest"
+if ! make -C "$SRM_BUILD_DIR" install DESTDIR="$dest" >"$SRM_LOG/install.log" 2>&1; then
+    srm_fail "make install failed"
+    srm_show_log "$SRM_LOG/install.log"
+    srm_done
+fi
+prefix=$(sed -n 's/^prefix = //p' "$SRM_BUILD_DIR/Makefile")
+root=$dest$prefix
+
+for f in bin/srmd bin/srmctl bin/srm-run lib/ucx/libuct_srm.so.0 \
+         lib/pkgconfig/ucx-srm.pc lib/systemd/system/srmd.service; do
+    if [ -e "$root/$f" ]; then
+        srm_pass "installed $f"
+    else
+        srm_fail "make install did not install $f"
+    fi
+done
+
+exported=$(nm -D --defined-only "$root/lib/ucx/libuct_srm.so.0" 2>/dev/null |
+           awk '$2 ~ /^[TDB]$/ && $3 !~ /^_/ {print $3}')
+if [ -z "$exported" ]; then
+    srm_pass "the module exports no symbols (built with -fvisibility=hidden)"
+else
+    srm_fail "the module exports: $(echo $exported | head -c 200)"
+fi
+
+env=$(env -u LD_PRELOAD -u SRM_MODULE -u UCX_SRM_AGENT_PATH \
+      "$root/bin/srm-run" --print-env)
+if echo "$env" | grep -q "libuct_srm.so.0" &&
+   echo "$env" | grep -q "UCX_SRM_AGENT_PATH=$prefix/bin/srmd"; then
+    srm_pass "srm-run points at the installed module and srmd"
+else
+    srm_fail "srm-run --print-env: $env"
+fi
+
+if PKG_CONFIG_PATH="$root/lib/pkgconfig" pkg-config --exists ucx-srm; then
+    srm_pass "pkg-config finds ucx-srm (moduledir $(PKG_CONFIG_PATH="$root/lib/pkgconfig" pkg-config --variable=moduledir ucx-srm))"
+else
+    srm_fail "pkg-config does not accept the installed ucx-srm.pc"
+fi
+
+# The installed module and agent carry traffic (paths under DESTDIR).
+export UCX_SRM_AGENT_PATH="$root/bin/srmd"
+out=$SRM_LOG/ucx_info.log
+env -u LD_PRELOAD SRM_MODULE="$root/lib/ucx/libuct_srm.so.0" \
+    UCX_SRM_IDLE_TIMEOUT=1s "$root/bin/srm-run" ucx_info -d >"$out" 2>&1
+if grep -q '^# *Transport: srm$' "$out"; then
+    srm_pass "the installed module, through srm-run, starts the installed srmd"
+else
+    srm_fail "installed srm-run ucx_info -d does not list srm"
+    srm_show_log "$out"
+fi
+srm_done
