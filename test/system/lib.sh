@@ -396,6 +396,233 @@ srm_perftest_pair() {
     return $rc
 }
 
+# ----------------------------------------------------------------- netns --
+#
+# Tests across simulated hosts: contrib/netns-cluster makes hosts (network,
+# UTS and IPC namespaces) PREFIXh1, PREFIXh2, ... at 10.77.0.1, 10.77.0.2,
+# ...; contrib/netns-mpirun runs an Open MPI job on some of them. Each host
+# gets its own srmd from the test (the clients run with
+# UCX_SRM_AGENT=never).
+
+declare -A SRM_NETNS_AGENT_PID=()   # host -> pid of the srmd started there
+
+# srm_netns_require [--mpi] CMD...: SKIP unless CMD..., timeout, ip, nsenter
+# and ss are in PATH, contrib/netns-cluster (SRM_NETNS_CLUSTER) and, with
+# --mpi, contrib/netns-mpirun (SRM_NETNS_MPIRUN) are there, and we are
+# root. Then unsets LD_PRELOAD (UCX commands get the module explicitly;
+# netns-cluster, ss, srmctl and mpicc do not need it) and exports
+# UCX_WARN_UNUSED_ENV_VARS=n.
+srm_netns_require() {
+    local mpi=0
+
+    if [ "${1:-}" = --mpi ]; then mpi=1; shift; fi
+    srm_require_cmd "$@" timeout ip nsenter ss
+    SRM_NETNS_CLUSTER=$SRM_SRCDIR/contrib/netns-cluster
+    SRM_NETNS_MPIRUN=$SRM_SRCDIR/contrib/netns-mpirun
+    [ -x "$SRM_NETNS_CLUSTER" ] ||
+        srm_skip "contrib/netns-cluster not found at $SRM_NETNS_CLUSTER"
+    [ "$mpi" = 0 ] || [ -x "$SRM_NETNS_MPIRUN" ] ||
+        srm_skip "contrib/netns-mpirun not found at $SRM_NETNS_MPIRUN"
+    [ "$(id -u)" = 0 ] || srm_skip "netns-cluster needs root (uid $(id -u))"
+    unset LD_PRELOAD
+    export UCX_WARN_UNUSED_ENV_VARS=n
+}
+
+# srm_netns_up NHOSTS PREFIX: bring up NHOSTS hosts named PREFIXh1 ...
+# (array SRM_NETNS_HOSTS; SRM_NETNS_HOST_LIST: the same comma-separated),
+# logging to $SRM_LOG/cluster.log. From then on the test's exit also takes
+# the cluster down, after srm_cleanup. If the cluster does not come up:
+# FAIL with its log, and the test ends.
+srm_netns_up() {
+    local n=$1 i
+
+    SRM_NETNS_PREFIX=$2
+    SRM_NETNS_HOSTS=()
+    for i in $(seq 1 "$n"); do
+        SRM_NETNS_HOSTS+=("${SRM_NETNS_PREFIX}h$i")
+    done
+    SRM_NETNS_HOST_LIST=$(IFS=,; echo "${SRM_NETNS_HOSTS[*]}")
+    trap srm__netns_on_exit EXIT
+    if ! "$SRM_NETNS_CLUSTER" up "$n" --prefix "$SRM_NETNS_PREFIX" \
+            >"$SRM_LOG/cluster.log" 2>&1; then
+        srm_fail "netns-cluster up $n --prefix $SRM_NETNS_PREFIX"
+        srm_show_log "$SRM_LOG/cluster.log"
+        srm_done
+    fi
+}
+
+srm__netns_on_exit() {
+    local rc=$?
+
+    trap - EXIT
+    srm_cleanup
+    "$SRM_NETNS_CLUSTER" down --prefix "$SRM_NETNS_PREFIX" \
+        >>"$SRM_LOG/cluster.log" 2>&1 ||
+        srm_log "cleanup: netns-cluster down --prefix $SRM_NETNS_PREFIX failed"
+    exit "$rc"
+}
+
+# srm_netns_ctl HOST ARGS...: srmctl ARGS... inside HOST, on the test's
+# socket (3 s timeout).
+srm_netns_ctl() {
+    local h=$1
+    shift
+    "$SRM_NETNS_CLUSTER" exec "$h" "$SRM_SRMCTL" -s "$UCX_SRM_SOCKET" -t 3 "$@"
+}
+
+# srm_netns_ping HOST: true if the srmd in HOST answers.
+srm_netns_ping() { srm_netns_ctl "$1" ping >/dev/null 2>&1; }
+
+# srm_netns_status HOST: `srmctl status` of the srmd in HOST.
+srm_netns_status() { srm_netns_ctl "$1" status; }
+
+# srm_netns_status_field HOST LINE-TYPE FIELD: the word after FIELD on the
+# first line of HOST's status that starts with LINE-TYPE ("counters:"
+# frames, "wire:" bad_frames, ...), or nothing.
+srm_netns_status_field() {
+    srm_netns_status "$1" 2>/dev/null | awk -v t="$2" -v f="$3" '$1 == t {
+        for (i = 1; i < NF; i++) if ($i == f) { print $(i + 1); exit } }'
+}
+
+# srm_netns_agent_start HOST LOG [VAR=VALUE...]: start our own srmd in
+# HOST on UCX_SRM_SOCKET with VAR=VALUE... in its environment, its log in
+# LOG (-l) and its output in LOG with .out for .log. Its pid goes to
+# SRM_NETNS_AGENT_PID[HOST] and is killed at exit. Waits up to ~10 s for
+# it to answer; if it does not: FAIL with its log, return 1.
+srm_netns_agent_start() {
+    local h=$1 log=$2 i pid
+    shift 2
+
+    env "$@" "$SRM_NETNS_CLUSTER" exec "$h" \
+        "$SRM_SRMD" -s "$UCX_SRM_SOCKET" -l "$log" >"${log%.log}.out" 2>&1 &
+    pid=$!
+    srm_track "$pid"
+    SRM_NETNS_AGENT_PID[$h]=$pid
+    for i in $(seq 1 50); do
+        srm_netns_ping "$h" && return 0
+        srm_alive "$pid" || break
+        sleep 0.2
+    done
+    srm_fail "srmd did not come up in $h${*:+ ($*)}"
+    srm_show_log "$log"
+    return 1
+}
+
+# srm_netns_start_agents LOG [VAR=VALUE...]: srm_netns_agent_start in every
+# host, one after the other; %h in LOG stands for the host. Returns 1 at
+# the first that does not come up.
+srm_netns_start_agents() {
+    local log=$1 h
+    shift
+
+    for h in "${SRM_NETNS_HOSTS[@]}"; do
+        srm_netns_agent_start "$h" "${log//%h/$h}" "$@" || return 1
+    done
+}
+
+# srm_netns_agent_pids: "HOST=PID " for every host, to log.
+srm_netns_agent_pids() {
+    local h
+    for h in "${SRM_NETNS_HOSTS[@]}"; do
+        printf '%s=%s ' "$h" "${SRM_NETNS_AGENT_PID[$h]:-}"
+    done
+}
+
+# srm_netns_stop_agents: kill the srmd of every host (SIGTERM, SIGKILL
+# 5 s later).
+srm_netns_stop_agents() {
+    local h
+    for h in "${SRM_NETNS_HOSTS[@]}"; do
+        [ -n "${SRM_NETNS_AGENT_PID[$h]:-}" ] || continue
+        srm_kill_pid "${SRM_NETNS_AGENT_PID[$h]}" 5
+        SRM_NETNS_AGENT_PID[$h]=""
+    done
+}
+
+# srm_netns_agent_answers HOST LOG: true if the srmd in HOST answers;
+# otherwise says so, with the end of its LOG.
+srm_netns_agent_answers() {
+    srm_netns_ping "$1" && return 0
+    srm_log "    srmd in $1 no longer answers"
+    srm_show_log "$2" 8
+    return 1
+}
+
+# srm_netns_perftest_pair LABEL PORT TIMEOUT PERFTEST-ARGS...: ucx_perftest
+# with the srm module between the first two hosts: the server in the first
+# on PORT, then (once it listens) the client in the second, to 10.77.0.1;
+# both under `timeout TIMEOUT`, their output appended to
+# $SRM_LOG/LABEL.server.log and LABEL.client.log. Waits for the client,
+# then up to 15 s for the server (then kills it). Sets SRM_CLIENT_RC and
+# SRM_SERVER_RC ("killed" if it had to be).
+srm_netns_perftest_pair() {
+    local label=$1 port=$2 tmo=$3 sh=${SRM_NETNS_HOSTS[0]} spid cpid i
+    shift 3
+
+    "$SRM_NETNS_CLUSTER" exec "$sh" env LD_PRELOAD="$SRM_MODULE" \
+        timeout -k 5 "$tmo" ucx_perftest -p "$port" "$@" \
+        >>"$SRM_LOG/$label.server.log" 2>&1 &
+    spid=$!
+    srm_track "$spid"
+    for i in $(seq 1 100); do
+        [ -n "$(ip netns exec "$sh" ss -Hltn "( sport = :$port )" 2>/dev/null)" ] &&
+            break
+        srm_alive "$spid" || break
+        sleep 0.1
+    done
+    "$SRM_NETNS_CLUSTER" exec "${SRM_NETNS_HOSTS[1]}" env LD_PRELOAD="$SRM_MODULE" \
+        timeout -k 5 "$tmo" ucx_perftest -p "$port" "$@" 10.77.0.1 \
+        >>"$SRM_LOG/$label.client.log" 2>&1 &
+    cpid=$!
+    srm_track "$cpid"
+    SRM_CLIENT_RC=0
+    wait "$cpid" || SRM_CLIENT_RC=$?
+    srm_untrack "$cpid"
+    if srm_wait_pid "$spid" 15; then
+        SRM_SERVER_RC=$SRM_WAIT_RC
+    else
+        srm_kill_pid "$spid" 3
+        SRM_SERVER_RC=killed
+    fi
+    srm_untrack "$spid"
+}
+
+# srm_mpicc SRC OUT: build the MPI program SRC as OUT (log
+# $SRM_LOG/mpicc.log). SKIP if SRC is missing; if it does not build: FAIL
+# with the log, and the test ends.
+srm_mpicc() {
+    local src=$1 out=$2
+
+    [ -r "$src" ] || srm_skip "$src not found"
+    if ! mpicc -O2 -Wall -o "$out" "$src" >"$SRM_LOG/mpicc.log" 2>&1; then
+        srm_fail "mpicc $src failed"
+        srm_show_log "$SRM_LOG/mpicc.log"
+        srm_done
+    fi
+    srm_pass "built $out"
+}
+
+# srm_netns_mpirun_cmd HOSTS PPN TIMEOUT TLS: set the array SRM_MPIRUN to
+# the command that runs an MPI job through netns-mpirun on HOSTS (comma-
+# separated), PPN ranks per host, ended after TIMEOUT s (exit 124), with
+# the srm module in the ranks' LD_PRELOAD, UCX_TLS=TLS and
+# UCX_SRM_AGENT=never. Run it as "${SRM_MPIRUN[@]}" -- PROGRAM [ARGS...];
+# started in the background, $! is netns-mpirun itself (env execs it).
+srm_netns_mpirun_cmd() {
+    SRM_MPIRUN=(env UCX_SRM_AGENT=never UCX_TLS="$4"
+        "$SRM_NETNS_MPIRUN" --hosts "$1" --ppn "$2" --timeout "$3" -v
+        -x LD_PRELOAD="$SRM_MODULE" -x UCX_SRM_AGENT_PATH -x UCX_SRM_SOCKET
+        -x UCX_SRM_AGENT -x UCX_WARN_UNUSED_ENV_VARS -x UCX_TLS)
+}
+
+# srm_netns_mpirun HOSTS PPN TIMEOUT TLS PROGRAM [ARGS...]: that job, in
+# the foreground; returns its exit status.
+srm_netns_mpirun() {
+    srm_netns_mpirun_cmd "$1" "$2" "$3" "$4"
+    shift 4
+    "${SRM_MPIRUN[@]}" -- "$@"
+}
+
 # ------------------------------------------------------------------ setup --
 
 srm_find_build

@@ -20,14 +20,7 @@
 #
 . "$(dirname "$0")/lib.sh"
 
-srm_require_cmd mpicc mpirun timeout ip nsenter ss
-NC=$SRM_SRCDIR/contrib/netns-cluster
-NMPI=$SRM_SRCDIR/contrib/netns-mpirun
-[ -x "$NC" ] || srm_skip "contrib/netns-cluster not found at $NC"
-[ -x "$NMPI" ] || srm_skip "contrib/netns-mpirun not found at $NMPI"
-[ "$(id -u)" = 0 ] || srm_skip "netns-cluster needs root (uid $(id -u))"
-src=$SRM_SRCDIR/test/mpi/srm_alltoall_hold.c
-[ -r "$src" ] || srm_skip "$src not found"
+srm_netns_require --mpi mpicc mpirun
 
 MPI_TIMEOUT=${SRM_MPI_TIMEOUT:-300}
 NHOSTS=3
@@ -35,76 +28,19 @@ HOLD=${SRM_HOLD_SECS:-10}
 SAMPLES=3
 WANT=$((2 * (NHOSTS - 1)))
 
-unset LD_PRELOAD
-export UCX_WARN_UNUSED_ENV_VARS=n
-
 bin=$SRM_LOG/srm_alltoall_hold
-if ! mpicc -O2 -Wall -o "$bin" "$src" >"$SRM_LOG/mpicc.log" 2>&1; then
-    srm_fail "mpicc $src failed"
-    srm_show_log "$SRM_LOG/mpicc.log"
-    srm_done
-fi
-srm_pass "built $bin"
+srm_mpicc "$SRM_SRCDIR/test/mpi/srm_alltoall_hold.c" "$bin"
 
 # --------------------------------------------------------- the cluster --
-PFX=cn$$
-HOSTS=()
-for i in $(seq 1 $NHOSTS); do HOSTS+=("${PFX}h$i"); done
-all_hosts=$(IFS=,; echo "${HOSTS[*]}")
+srm_netns_up $NHOSTS "cn$$"
+HOSTS=("${SRM_NETNS_HOSTS[@]}")
+srm_pass "cluster $SRM_NETNS_PREFIX up: ${HOSTS[*]}"
 
-netns_on_exit() {
-    local rc=$?
-    trap - EXIT
-    srm_cleanup
-    "$NC" down --prefix "$PFX" >>"$SRM_LOG/cluster.log" 2>&1 ||
-        srm_log "cleanup: netns-cluster down --prefix $PFX failed"
-    exit "$rc"
-}
-trap netns_on_exit EXIT
-
-if ! "$NC" up $NHOSTS --prefix "$PFX" >"$SRM_LOG/cluster.log" 2>&1; then
-    srm_fail "netns-cluster up $NHOSTS --prefix $PFX"
-    srm_show_log "$SRM_LOG/cluster.log"
-    srm_done
-fi
-srm_pass "cluster $PFX up: ${HOSTS[*]}"
-
-in_host() { local h=$1; shift; "$NC" exec "$h" "$@"; }
-ctl()     { local h=$1; shift; in_host "$h" "$SRM_SRMCTL" -s "$UCX_SRM_SOCKET" -t 3 "$@"; }
-
-declare -A AGENT_PID
 AGENT_RUN=0
-agent_start() {
-    local h=$1 i pid log
-
-    log=$SRM_LOG/srmd.$h.$AGENT_RUN.log
-    "$NC" exec "$h" "$SRM_SRMD" -s "$UCX_SRM_SOCKET" -l "$log" \
-        >"$log.out" 2>&1 &
-    pid=$!
-    srm_track "$pid"
-    AGENT_PID[$h]=$pid
-    for i in $(seq 1 50); do
-        ctl "$h" ping >/dev/null 2>&1 && return 0
-        srm_alive "$pid" || break
-        sleep 0.2
-    done
-    srm_fail "srmd did not come up in $h"
-    srm_show_log "$log"
-    return 1
-}
 agents_start() {
-    local h
     AGENT_RUN=$((AGENT_RUN + 1))
-    for h in "${HOSTS[@]}"; do agent_start "$h" || return 1; done
-    srm_log "agents (run $AGENT_RUN): $(for h in "${HOSTS[@]}"; do printf '%s=%s ' "$h" "${AGENT_PID[$h]}"; done)"
-}
-agents_stop() {
-    local h
-    for h in "${HOSTS[@]}"; do
-        [ -n "${AGENT_PID[$h]:-}" ] || continue
-        srm_kill_pid "${AGENT_PID[$h]}" 5
-        AGENT_PID[$h]=""
-    done
+    srm_netns_start_agents "$SRM_LOG/srmd.%h.$AGENT_RUN.log" || return 1
+    srm_log "agents (run $AGENT_RUN): $(srm_netns_agent_pids)"
 }
 
 # count HOST IP: "srmd ranks runtime other" established connections in
@@ -140,11 +76,8 @@ run() {
     srm_log "--- $label: $NHOSTS hosts x $ppn ranks, UCX_TLS=$tls, hold $HOLD s"
     : >"$out"
     t0=$(date +%s)
-    UCX_SRM_AGENT=never UCX_TLS=$tls \
-    "$NMPI" --hosts "$all_hosts" --ppn "$ppn" --timeout "$MPI_TIMEOUT" -v \
-        -x LD_PRELOAD="$SRM_MODULE" -x UCX_SRM_AGENT_PATH -x UCX_SRM_SOCKET \
-        -x UCX_SRM_AGENT -x UCX_WARN_UNUSED_ENV_VARS -x UCX_TLS \
-        -- "$bin" "$HOLD" 65536 >"$out" 2>&1 &
+    srm_netns_mpirun_cmd "$SRM_NETNS_HOST_LIST" "$ppn" "$MPI_TIMEOUT" "$tls"
+    "${SRM_MPIRUN[@]}" -- "$bin" "$HOLD" 65536 >"$out" 2>&1 &
     pid=$!
     srm_track "$pid"
     # wait until every pair has talked
@@ -210,8 +143,8 @@ for ppn in 4 8; do
         fi
     done
     srm_log "    srmctl status in ${HOSTS[0]}:"
-    ctl "${HOSTS[0]}" status 2>&1 | grep -E '^(wire|node)' | sed 's/^/      /'
-    agents_stop
+    srm_netns_status "${HOSTS[0]}" 2>&1 | grep -E '^(wire|node)' | sed 's/^/      /'
+    srm_netns_stop_agents
 done
 
 # --- UCX tcp, for comparison ----------------------------------------------

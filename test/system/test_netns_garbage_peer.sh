@@ -23,103 +23,43 @@
 #
 . "$(dirname "$0")/lib.sh"
 
-srm_require_cmd ucx_perftest timeout ip nsenter ss
-NC=$SRM_SRCDIR/contrib/netns-cluster
-[ -x "$NC" ] || srm_skip "contrib/netns-cluster not found at $NC"
-[ "$(id -u)" = 0 ] || srm_skip "netns-cluster needs root (uid $(id -u))"
+srm_netns_require ucx_perftest
 
 PAIR_TIMEOUT=${SRM_PERFTEST_TIMEOUT:-90}
-unset LD_PRELOAD
-export UCX_WARN_UNUSED_ENV_VARS=n
 
 # --------------------------------------------------------- the cluster --
-PFX=gp$$
-H1=${PFX}h1 H2=${PFX}h2
+srm_netns_up 2 "gp$$"
+H1=${SRM_NETNS_HOSTS[0]} H2=${SRM_NETNS_HOSTS[1]}
 IP1=10.77.0.1 IP2=10.77.0.2
+srm_pass "cluster $SRM_NETNS_PREFIX up: $H1 ($IP1), $H2 ($IP2)"
 
-netns_on_exit() {
-    local rc=$?
-    trap - EXIT
-    srm_cleanup
-    "$NC" down --prefix "$PFX" >>"$SRM_LOG/cluster.log" 2>&1 ||
-        srm_log "cleanup: netns-cluster down --prefix $PFX failed"
-    exit "$rc"
-}
-trap netns_on_exit EXIT
-
-if ! "$NC" up 2 --prefix "$PFX" >"$SRM_LOG/cluster.log" 2>&1; then
-    srm_fail "netns-cluster up 2 --prefix $PFX"
-    srm_show_log "$SRM_LOG/cluster.log"
-    srm_done
-fi
-srm_pass "cluster $PFX up: $H1 ($IP1), $H2 ($IP2)"
-
-ctl() { local h=$1; shift; "$NC" exec "$h" "$SRM_SRMCTL" -s "$UCX_SRM_SOCKET" -t 3 "$@"; }
-
-declare -A AGENT_PID
-agent_start() {
-    local h=$1 i pid
-
-    "$NC" exec "$h" "$SRM_SRMD" -s "$UCX_SRM_SOCKET" -l "$SRM_LOG/srmd.$h.log" \
-        >"$SRM_LOG/srmd.$h.out" 2>&1 &
-    pid=$!
-    srm_track "$pid"
-    AGENT_PID[$h]=$pid
-    for i in $(seq 1 50); do
-        if ctl "$h" ping >/dev/null 2>&1; then
-            srm_pass "srmd pid $pid in $h (log $SRM_LOG/srmd.$h.log)"
-            return 0
-        fi
-        srm_alive "$pid" || break
-        sleep 0.2
-    done
-    srm_fail "srmd did not come up in $h"
-    srm_show_log "$SRM_LOG/srmd.$h.log"
-    return 1
-}
-agent_start "$H1" && agent_start "$H2" || srm_done
+for h in "$H1" "$H2"; do
+    srm_netns_agent_start "$h" "$SRM_LOG/srmd.$h.log" || srm_done
+    srm_pass "srmd pid ${SRM_NETNS_AGENT_PID[$h]} in $h (log $SRM_LOG/srmd.$h.log)"
+done
 export UCX_SRM_AGENT=never UCX_TLS=srm
 
 NEXT_PORT=13500
 # pair LABEL: tag_lat 8 B, server in h1, client in h2.
 pair() {
-    local label=$1 port slog clog spid cpid crc=0 src=0 i fin
+    local label=$1 slog=$SRM_LOG/$1.server.log clog=$SRM_LOG/$1.client.log fin
 
-    port=$NEXT_PORT
+    : >"$slog"
+    : >"$clog"
+    srm_netns_perftest_pair "$label" "$NEXT_PORT" "$PAIR_TIMEOUT" \
+        -t tag_lat -s 8 -n 1000 -w 100
     NEXT_PORT=$((NEXT_PORT + 1))
-    slog=$SRM_LOG/$label.server.log clog=$SRM_LOG/$label.client.log
-    "$NC" exec "$H1" env LD_PRELOAD="$SRM_MODULE" timeout -k 5 "$PAIR_TIMEOUT" \
-        ucx_perftest -p "$port" -t tag_lat -s 8 -n 1000 -w 100 >"$slog" 2>&1 &
-    spid=$!
-    srm_track "$spid"
-    for i in $(seq 1 100); do
-        [ -n "$(ip netns exec "$H1" ss -Hltn "( sport = :$port )" 2>/dev/null)" ] && break
-        srm_alive "$spid" || break
-        sleep 0.1
-    done
-    "$NC" exec "$H2" env LD_PRELOAD="$SRM_MODULE" timeout -k 5 "$PAIR_TIMEOUT" \
-        ucx_perftest -p "$port" -t tag_lat -s 8 -n 1000 -w 100 "$IP1" >"$clog" 2>&1 &
-    cpid=$!
-    srm_track "$cpid"
-    wait "$cpid" || crc=$?
-    srm_untrack "$cpid"
-    if srm_wait_pid "$spid" 15; then src=$SRM_WAIT_RC; else srm_kill_pid "$spid" 3; src=killed; fi
-    srm_untrack "$spid"
     fin=$(grep '^Final:' "$clog" | tail -n 1 | sed 's/  */ /g')
-    if [ "$crc" = 0 ] && [ "$src" = 0 ] && [ -n "$fin" ]; then
+    if [ "$SRM_CLIENT_RC" = 0 ] && [ "$SRM_SERVER_RC" = 0 ] && [ -n "$fin" ]; then
         srm_pass "$label: tag_lat 8 B $H2 -> $H1 over srm: $fin"
     else
-        srm_fail "$label: tag_lat pair failed (client $crc, server $src)"
+        srm_fail "$label: tag_lat pair failed (client $SRM_CLIENT_RC, server $SRM_SERVER_RC)"
         srm_show_log "$clog" 8
         srm_show_log "$slog" 8
     fi
 }
 
-wire_field() {   # wire_field STATUS-TEXT FIELD: from the "wire:" line
-    printf '%s\n' "$1" | awk -v f="$2" '/^wire:/ {
-        for (i = 1; i <= NF; i++) if ($i == f) { print $(i + 1); exit } }'
-}
-bad_frames() { wire_field "$(ctl "$H1" status 2>/dev/null)" bad_frames; }
+bad_frames() { srm_netns_status_field "$H1" wire: bad_frames; }
 # srmd's established connections in h1 with peer h2
 srmd_conns() {
     ip netns exec "$H1" ss -tnpH state established 2>/dev/null |
@@ -128,7 +68,7 @@ srmd_conns() {
 
 pair before-garbage
 
-status=$(ctl "$H1" status 2>&1)
+status=$(srm_netns_status "$H1" 2>&1)
 wire=$(printf '%s\n' "$status" | awk '/^wire:/ { print $3; exit }')
 WIRE_IP=${wire%:*} WIRE_PORT=${wire##*:}
 if [ -z "$wire" ] || [ -z "$WIRE_PORT" ] || [ "$WIRE_IP" = "$wire" ]; then
@@ -156,7 +96,7 @@ hdr() {
 # the bytes, then (MODE keep) wait up to 5 s for srmd to close it, or
 # (MODE close) close it ourselves. Prints what happened.
 send() {
-    "$NC" exec "$H2" bash -c '
+    "$SRM_NETNS_CLUSTER" exec "$H2" bash -c '
         exec 3<>"/dev/tcp/$1/$2" || { echo connect-failed; exit 3; }
         case $4 in
         @urandom:*) head -c "${4#@urandom:}" /dev/urandom >&3 2>/dev/null ;;
@@ -182,8 +122,8 @@ garbage() {
     what=$(send "$label" "$mode" "$bytes" | tail -n 1)
     sleep 0.5
     b1=$(bad_frames)
-    ctl "$H1" ping >/dev/null 2>&1 || alive=NO
-    srm_alive "${AGENT_PID[$H1]}" || alive=NO
+    srm_netns_ping "$H1" || alive=NO
+    srm_alive "${SRM_NETNS_AGENT_PID[$H1]}" || alive=NO
     printf '%-13s %-6s %-16s %5s->%-5s  %s\n' "$label" "$mode" "$what" \
            "${b0:-?}" "${b1:-?}" "$alive" >>"$SRM_LOG/garbage.txt"
     srm_log "  $label: connection $what, bad_frames ${b0:-?} -> ${b1:-?}, srmd alive: $alive"
@@ -231,7 +171,7 @@ else
     ip netns exec "$H1" ss -tnpH state established | grep srmd | sed 's/^/    | /'
 fi
 
-status=$(ctl "$H1" status 2>&1)
+status=$(srm_netns_status "$H1" 2>&1)
 srm_log "srmctl status in $H1 after the garbage:"
 printf '%s\n' "$status" | grep -E '^(agent|counters|wire|node)' | sed 's/^/  /'
 if printf '%s\n' "$status" | awk '$1 == "node" && $5 == "small"' | grep -q ' ready '; then
@@ -253,6 +193,6 @@ fi
 pair after-garbage
 
 for h in "$H1" "$H2"; do
-    ctl "$h" ping >/dev/null 2>&1 || srm_fail "srmd in $h no longer answers at the end"
+    srm_netns_ping "$h" || srm_fail "srmd in $h no longer answers at the end"
 done
 srm_done

@@ -16,89 +16,31 @@
 #
 . "$(dirname "$0")/lib.sh"
 
-srm_require_cmd mpicc mpirun timeout ip nsenter ss
-NC=$SRM_SRCDIR/contrib/netns-cluster
-NMPI=$SRM_SRCDIR/contrib/netns-mpirun
-[ -x "$NC" ] || srm_skip "contrib/netns-cluster not found at $NC"
-[ -x "$NMPI" ] || srm_skip "contrib/netns-mpirun not found at $NMPI"
-[ "$(id -u)" = 0 ] || srm_skip "netns-cluster needs root (uid $(id -u))"
-src=$SRM_SRCDIR/test/mpi/srm_hol.c
-[ -r "$src" ] || srm_skip "$src not found"
+srm_netns_require --mpi mpicc mpirun
 
 MPI_TIMEOUT=${SRM_MPI_TIMEOUT:-180}
 IDLE=${SRM_HOL_IDLE:-3}
 LOAD=${SRM_HOL_LOAD:-5}
 
-unset LD_PRELOAD
-export UCX_WARN_UNUSED_ENV_VARS=n
-
 bin=$SRM_LOG/srm_hol
-if ! mpicc -O2 -Wall -o "$bin" "$src" >"$SRM_LOG/mpicc.log" 2>&1; then
-    srm_fail "mpicc $src failed"
-    srm_show_log "$SRM_LOG/mpicc.log"
-    srm_done
-fi
-srm_pass "built $bin"
+srm_mpicc "$SRM_SRCDIR/test/mpi/srm_hol.c" "$bin"
 
 # --------------------------------------------------------- the cluster --
-PFX=hl$$
-HOSTS=("${PFX}h1" "${PFX}h2")
+srm_netns_up 2 "hl$$"
+HOSTS=("${SRM_NETNS_HOSTS[@]}")
+srm_pass "cluster $SRM_NETNS_PREFIX up: ${HOSTS[*]}"
 
-netns_on_exit() {
-    local rc=$?
-    trap - EXIT
-    srm_cleanup
-    "$NC" down --prefix "$PFX" >>"$SRM_LOG/cluster.log" 2>&1 ||
-        srm_log "cleanup: netns-cluster down --prefix $PFX failed"
-    exit "$rc"
-}
-trap netns_on_exit EXIT
-
-if ! "$NC" up 2 --prefix "$PFX" >"$SRM_LOG/cluster.log" 2>&1; then
-    srm_fail "netns-cluster up 2 --prefix $PFX"
-    srm_show_log "$SRM_LOG/cluster.log"
-    srm_done
-fi
-srm_pass "cluster $PFX up: ${HOSTS[*]}"
-
-ctl() { local h=$1; shift; "$NC" exec "$h" "$SRM_SRMCTL" -s "$UCX_SRM_SOCKET" -t 3 "$@"; }
-
-declare -A AGENT_PID
 # agents_start RUN [VAR=VALUE...]: fresh srmd in every host
 agents_start() {
-    local run=$1 h i pid log
+    local run=$1
     shift
-    for h in "${HOSTS[@]}"; do
-        log=$SRM_LOG/srmd.$run.$h.log
-        env "$@" "$NC" exec "$h" "$SRM_SRMD" -s "$UCX_SRM_SOCKET" -l "$log" \
-            >"$log.out" 2>&1 &
-        pid=$!
-        srm_track "$pid"
-        AGENT_PID[$h]=$pid
-        for i in $(seq 1 50); do
-            ctl "$h" ping >/dev/null 2>&1 && break
-            srm_alive "$pid" || break
-            sleep 0.2
-        done
-        if ! ctl "$h" ping >/dev/null 2>&1; then
-            srm_fail "srmd did not come up in $h ($*)"
-            srm_show_log "$log"
-            return 1
-        fi
-    done
-    srm_log "agents for $run: $(for h in "${HOSTS[@]}"; do printf '%s=%s ' "$h" "${AGENT_PID[$h]}"; done)${*:+($*)}"
-}
-agents_stop() {
-    local h
-    for h in "${HOSTS[@]}"; do
-        [ -n "${AGENT_PID[$h]:-}" ] && srm_kill_pid "${AGENT_PID[$h]}" 5
-        AGENT_PID[$h]=""
-    done
+    srm_netns_start_agents "$SRM_LOG/srmd.$run.%h.log" "$@" || return 1
+    srm_log "agents for $run: $(srm_netns_agent_pids)${*:+($*)}"
 }
 
 # chan_tx HOST KIND: tx bytes of HOST's KIND channel to the other host
 chan_tx() {
-    ctl "$1" status 2>/dev/null | awk -v k="$2" '$1 == "node" && $5 == k {
+    srm_netns_status "$1" 2>/dev/null | awk -v k="$2" '$1 == "node" && $5 == k {
         for (i = 1; i < NF; i++) if ($i == "tx") { split($(i + 1), a, "/"); print a[2]; exit } }'
 }
 
@@ -114,12 +56,8 @@ run() {
     srm_log "--- $label: 2 hosts x 2 ranks, UCX_TLS=srm, agents: ${*:-defaults}"
     t0=$(date +%s)
     rc=0
-    UCX_SRM_AGENT=never UCX_TLS=srm \
-    "$NMPI" --hosts "$(IFS=,; echo "${HOSTS[*]}")" --ppn 2 \
-        --timeout "$MPI_TIMEOUT" -v \
-        -x LD_PRELOAD="$SRM_MODULE" -x UCX_SRM_AGENT_PATH -x UCX_SRM_SOCKET \
-        -x UCX_SRM_AGENT -x UCX_WARN_UNUSED_ENV_VARS -x UCX_TLS \
-        -- "$bin" -i "$IDLE" -t "$LOAD" -s 4194304 >"$out" 2>&1 || rc=$?
+    srm_netns_mpirun "$SRM_NETNS_HOST_LIST" 2 "$MPI_TIMEOUT" srm \
+        "$bin" -i "$IDLE" -t "$LOAD" -s 4194304 >"$out" 2>&1 || rc=$?
     secs=$(( $(date +%s) - t0 ))
     grep -aE '^(srm_hol|idle|loaded|stream)' "$out" | sed 's/^/    | /'
     if [ "$rc" = 0 ] && grep -aq '^srm_hol: ok' "$out"; then
@@ -139,8 +77,8 @@ run() {
     R[$label,bulk]=$(chan_tx "${HOSTS[0]}" bulk)
     R[$label,small]=$(chan_tx "${HOSTS[0]}" small)
     srm_log "    ${HOSTS[0]} channel tx bytes: small ${R[$label,small]:-?}, bulk ${R[$label,bulk]:-?}"
-    ctl "${HOSTS[0]}" status 2>&1 | grep -E '^(wire|node)' | sed 's/^/      /'
-    agents_stop
+    srm_netns_status "${HOSTS[0]}" 2>&1 | grep -E '^(wire|node)' | sed 's/^/      /'
+    srm_netns_stop_agents
 }
 
 run default

@@ -13,80 +13,27 @@
 #
 . "$(dirname "$0")/lib.sh"
 
-srm_require_cmd mpicc mpirun timeout ip nsenter ss
-NC=$SRM_SRCDIR/contrib/netns-cluster
-NMPI=$SRM_SRCDIR/contrib/netns-mpirun
-[ -x "$NC" ] || srm_skip "contrib/netns-cluster not found at $NC"
-[ -x "$NMPI" ] || srm_skip "contrib/netns-mpirun not found at $NMPI"
-[ "$(id -u)" = 0 ] || srm_skip "netns-cluster needs root (uid $(id -u))"
-src=$SRM_SRCDIR/test/mpi/srm_mpi_check.c
-[ -r "$src" ] || srm_skip "$src not found"
+srm_netns_require --mpi mpicc mpirun
 have_np=1
 command -v NPopenmpi >/dev/null 2>&1 || have_np=0
 
 MPI_TIMEOUT=${SRM_MPI_TIMEOUT:-300}
 NHOSTS=3 PPN=4
 
-unset LD_PRELOAD
-export UCX_WARN_UNUSED_ENV_VARS=n
-
 # --- build ----------------------------------------------------------------
 bin=$SRM_LOG/srm_mpi_check
-if ! mpicc -O2 -Wall -o "$bin" "$src" >"$SRM_LOG/mpicc.log" 2>&1; then
-    srm_fail "mpicc $src failed"
-    srm_show_log "$SRM_LOG/mpicc.log"
-    srm_done
-fi
-srm_pass "built $bin"
+srm_mpicc "$SRM_SRCDIR/test/mpi/srm_mpi_check.c" "$bin"
 
 # --------------------------------------------------------- the cluster --
-PFX=mp$$
-HOSTS=()
-for i in $(seq 1 $NHOSTS); do HOSTS+=("${PFX}h$i"); done
+srm_netns_up $NHOSTS "mp$$"
+HOSTS=("${SRM_NETNS_HOSTS[@]}")
+srm_pass "cluster $SRM_NETNS_PREFIX up: ${HOSTS[*]}"
 
-netns_on_exit() {
-    local rc=$?
-    trap - EXIT
-    srm_cleanup
-    "$NC" down --prefix "$PFX" >>"$SRM_LOG/cluster.log" 2>&1 ||
-        srm_log "cleanup: netns-cluster down --prefix $PFX failed"
-    exit "$rc"
-}
-trap netns_on_exit EXIT
+frames() { srm_netns_status_field "$1" counters: frames; }
 
-if ! "$NC" up $NHOSTS --prefix "$PFX" >"$SRM_LOG/cluster.log" 2>&1; then
-    srm_fail "netns-cluster up $NHOSTS --prefix $PFX"
-    srm_show_log "$SRM_LOG/cluster.log"
-    srm_done
-fi
-srm_pass "cluster $PFX up: ${HOSTS[*]}"
-
-in_host() { local h=$1; shift; "$NC" exec "$h" "$@"; }
-ctl()     { local h=$1; shift; in_host "$h" "$SRM_SRMCTL" -s "$UCX_SRM_SOCKET" -t 3 "$@"; }
-frames()  { ctl "$1" status 2>/dev/null | awk '/^counters:/ {
-                for (i = 1; i < NF; i++) if ($i == "frames") { print $(i + 1); exit } }'; }
-
-agent_start() {
-    local h=$1 i pid
-
-    "$NC" exec "$h" "$SRM_SRMD" -s "$UCX_SRM_SOCKET" -l "$SRM_LOG/srmd.$h.log" \
-        >"$SRM_LOG/srmd.$h.out" 2>&1 &
-    pid=$!
-    srm_track "$pid"
-    for i in $(seq 1 50); do
-        if ctl "$h" ping >/dev/null 2>&1; then
-            srm_pass "srmd pid $pid in $h on @$UCX_SRM_SOCKET"
-            return 0
-        fi
-        srm_alive "$pid" || break
-        sleep 0.2
-    done
-    srm_fail "srmd did not come up in $h"
-    srm_show_log "$SRM_LOG/srmd.$h.log"
-    return 1
-}
 for h in "${HOSTS[@]}"; do
-    agent_start "$h" || srm_done
+    srm_netns_agent_start "$h" "$SRM_LOG/srmd.$h.log" || srm_done
+    srm_pass "srmd pid ${SRM_NETNS_AGENT_PID[$h]} in $h on @$UCX_SRM_SOCKET"
 done
 
 # job LABEL HOSTS PPN TLS PROGRAM [ARGS...]: run through netns-mpirun.
@@ -101,11 +48,8 @@ job() {
     srm_log "--- $label: hosts $hosts, $ppn rank(s) per host, UCX_TLS=$tls: $*"
     t0=$(date +%s)
     JOB_RC=0
-    UCX_SRM_AGENT=never UCX_TLS=$tls \
-    "$NMPI" --hosts "$hosts" --ppn "$ppn" --timeout "$MPI_TIMEOUT" -v \
-        -x LD_PRELOAD="$SRM_MODULE" -x UCX_SRM_AGENT_PATH -x UCX_SRM_SOCKET \
-        -x UCX_SRM_AGENT -x UCX_WARN_UNUSED_ENV_VARS -x UCX_TLS \
-        -- "$@" >"$JOB_OUT" 2>&1 || JOB_RC=$?
+    srm_netns_mpirun "$hosts" "$ppn" "$MPI_TIMEOUT" "$tls" "$@" \
+        >"$JOB_OUT" 2>&1 || JOB_RC=$?
     JOB_SECS=$(( $(date +%s) - t0 ))
     [ "$JOB_RC" = 124 ] && srm_log "    $label: netns-mpirun timed out after $MPI_TIMEOUT s (a hang)"
     for h in ${hosts//,/ }; do
@@ -113,20 +57,18 @@ job() {
         moved="$moved $h:+$(( ${f1:-0} - ${f0:-0} ))"
         if [ -z "$f1" ] || [ $(( f1 - ${f0:-0} )) -le 0 ]; then
             srm_fail "$label: srmd in $h moved no frames (before '$f0', after '$f1')"
-            ctl "$h" ping >/dev/null 2>&1 ||
-                { srm_log "    srmd in $h no longer answers"; srm_show_log "$SRM_LOG/srmd.$h.log" 8; }
+            srm_netns_agent_answers "$h" "$SRM_LOG/srmd.$h.log"
         fi
     done
     srm_log "    $label: exit $JOB_RC after $JOB_SECS s; srmd frames:$moved"
 }
 
-all_hosts=$(IFS=,; echo "${HOSTS[*]}")
 results=()
 
 # --- 1, 2: srm_mpi_check ---------------------------------------------------
 for tls in srm,self srm; do
     label=check-${tls//,/-}
-    job "$label" "$all_hosts" $PPN "$tls" "$bin"
+    job "$label" "$SRM_NETNS_HOST_LIST" $PPN "$tls" "$bin"
     summary=$(grep -a '^srm_mpi_check: .* passed' "$JOB_OUT" | tail -n 1)
     grep -a -E '^(PASS|FAIL):' "$JOB_OUT" | sed 's/^/    | /'
     if [ "$JOB_RC" = 0 ] && printf '%s\n' "$summary" | grep -q ' 0 failed$'; then
@@ -162,7 +104,7 @@ srm_log "summary:"
 for r in "${results[@]}"; do srm_log "  $r"; done
 for h in "${HOSTS[@]}"; do
     srm_log "srmctl status in $h:"
-    ctl "$h" status 2>&1 | grep -E '^(agent|clients|counters|wire|node)' | sed 's/^/  /'
+    srm_netns_status "$h" 2>&1 | grep -E '^(agent|clients|counters|wire|node)' | sed 's/^/  /'
 done
 
 if [ "$have_np" = 0 ]; then

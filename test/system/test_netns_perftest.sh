@@ -11,65 +11,20 @@
 #
 . "$(dirname "$0")/lib.sh"
 
-srm_require_cmd ucx_perftest timeout ip nsenter ss
-NC=$SRM_SRCDIR/contrib/netns-cluster
-[ -x "$NC" ] || srm_skip "contrib/netns-cluster not found at $NC"
-[ "$(id -u)" = 0 ] || srm_skip "netns-cluster needs root (uid $(id -u))"
+srm_netns_require ucx_perftest
 
 PAIR_TIMEOUT=${SRM_PERFTEST_TIMEOUT:-120}
 
-# UCX commands get the module explicitly; nothing else (netns-cluster, ss,
-# srmctl) needs it.
-unset LD_PRELOAD
-export UCX_WARN_UNUSED_ENV_VARS=n
-
 # --------------------------------------------------------- the cluster --
-PFX=pf$$
-H1=${PFX}h1 H2=${PFX}h2
-IP1=10.77.0.1
+srm_netns_up 2 "pf$$"
+H1=${SRM_NETNS_HOSTS[0]} H2=${SRM_NETNS_HOSTS[1]}
+srm_pass "cluster $SRM_NETNS_PREFIX up: $H1 (10.77.0.1), $H2 (10.77.0.2)"
 
-netns_on_exit() {
-    local rc=$?
-    trap - EXIT
-    srm_cleanup
-    "$NC" down --prefix "$PFX" >>"$SRM_LOG/cluster.log" 2>&1 ||
-        srm_log "cleanup: netns-cluster down --prefix $PFX failed"
-    exit "$rc"
-}
-trap netns_on_exit EXIT
-
-if ! "$NC" up 2 --prefix "$PFX" >"$SRM_LOG/cluster.log" 2>&1; then
-    srm_fail "netns-cluster up 2 --prefix $PFX"
-    srm_show_log "$SRM_LOG/cluster.log"
-    srm_done
-fi
-srm_pass "cluster $PFX up: $H1 ($IP1), $H2 (10.77.0.2)"
-
-in_host() { local h=$1; shift; "$NC" exec "$h" "$@"; }
-ctl()     { local h=$1; shift; in_host "$h" "$SRM_SRMCTL" -s "$UCX_SRM_SOCKET" -t 3 "$@"; }
-
-# agent_start HOST: our own srmd in HOST, logging to the test's log dir.
-agent_start() {
-    local h=$1 i pid
-
-    "$NC" exec "$h" "$SRM_SRMD" -s "$UCX_SRM_SOCKET" -l "$SRM_LOG/srmd.$h.log" \
-        >"$SRM_LOG/srmd.$h.out" 2>&1 &
-    pid=$!
-    srm_track "$pid"
-    for i in $(seq 1 50); do
-        if ctl "$h" ping >/dev/null 2>&1; then
-            srm_pass "srmd pid $pid in $h on @$UCX_SRM_SOCKET"
-            return 0
-        fi
-        srm_alive "$pid" || break
-        sleep 0.2
-    done
-    srm_fail "srmd did not come up in $h"
-    srm_show_log "$SRM_LOG/srmd.$h.log"
-    srm_show_log "$SRM_LOG/srmd.$h.out"
-    return 1
-}
-agent_start "$H1" && agent_start "$H2" || srm_done
+for h in "$H1" "$H2"; do
+    srm_netns_agent_start "$h" "$SRM_LOG/srmd.$h.log" ||
+        { srm_show_log "$SRM_LOG/srmd.$h.out"; srm_done; }
+    srm_pass "srmd pid ${SRM_NETNS_AGENT_PID[$h]} in $h on @$UCX_SRM_SOCKET"
+done
 export UCX_SRM_AGENT=never
 
 # ------------------------------------------------------------- pairs --
@@ -78,45 +33,22 @@ NEXT_PORT=13000
 # pair LABEL PERFTEST-ARGS...: server in h1, client in h2 on 10.77.0.1.
 # Sets PAIR_RESULT, PAIR_SECS, PAIR_FINAL.
 pair() {
-    local label=$1 port slog clog spid cpid crc=0 src=0 i t0
+    local label=$1 slog=$SRM_LOG/$1.server.log t0
     shift
 
-    port=$NEXT_PORT
-    NEXT_PORT=$((NEXT_PORT + 1))
-    slog=$SRM_LOG/$label.server.log clog=$SRM_LOG/$label.client.log
-    echo "# port $port: ucx_perftest $* (UCX_TLS=${UCX_TLS:-})" >"$slog"
-    cp "$slog" "$clog"
+    echo "# port $NEXT_PORT: ucx_perftest $* (UCX_TLS=${UCX_TLS:-})" >"$slog"
+    cp "$slog" "$SRM_LOG/$label.client.log"
     t0=$(srm_now_us)
-    "$NC" exec "$H1" env LD_PRELOAD="$SRM_MODULE" timeout -k 5 "$PAIR_TIMEOUT" \
-        ucx_perftest -p "$port" "$@" >>"$slog" 2>&1 &
-    spid=$!
-    srm_track "$spid"
-    for i in $(seq 1 100); do
-        [ -n "$(ip netns exec "$H1" ss -Hltn "( sport = :$port )" 2>/dev/null)" ] &&
-            break
-        srm_alive "$spid" || break
-        sleep 0.1
-    done
-    "$NC" exec "$H2" env LD_PRELOAD="$SRM_MODULE" timeout -k 5 "$PAIR_TIMEOUT" \
-        ucx_perftest -p "$port" "$@" "$IP1" >>"$clog" 2>&1 &
-    cpid=$!
-    srm_track "$cpid"
-    wait "$cpid" || crc=$?
-    srm_untrack "$cpid"
-    if srm_wait_pid "$spid" 15; then
-        src=$SRM_WAIT_RC
-    else
-        srm_kill_pid "$spid" 3
-        src=killed
-    fi
-    srm_untrack "$spid"
+    srm_netns_perftest_pair "$label" "$NEXT_PORT" "$PAIR_TIMEOUT" "$@"
+    NEXT_PORT=$((NEXT_PORT + 1))
     PAIR_SECS=$(( ($(srm_now_us) - t0) / 100000 ))
     PAIR_SECS="$((PAIR_SECS / 10)).$((PAIR_SECS % 10))"
-    PAIR_FINAL=$(grep '^Final:' "$clog" | tail -n 1)
-    if [ "$crc" = 0 ] && [ "$src" = 0 ] && [ -n "$PAIR_FINAL" ]; then
+    PAIR_FINAL=$(grep '^Final:' "$SRM_LOG/$label.client.log" | tail -n 1)
+    if [ "$SRM_CLIENT_RC" = 0 ] && [ "$SRM_SERVER_RC" = 0 ] &&
+       [ -n "$PAIR_FINAL" ]; then
         PAIR_RESULT=ok
     else
-        PAIR_RESULT="FAIL(client=$crc server=$src"
+        PAIR_RESULT="FAIL(client=$SRM_CLIENT_RC server=$SRM_SERVER_RC"
         [ -n "$PAIR_FINAL" ] || PAIR_RESULT="$PAIR_RESULT no-Final"
         PAIR_RESULT="$PAIR_RESULT)"
     fi
@@ -142,10 +74,8 @@ run_case() {
         srm_fail "$label: $PAIR_RESULT ($PAIR_SECS s)"
         srm_show_log "$SRM_LOG/$label.client.log" 8
         srm_show_log "$SRM_LOG/$label.server.log" 8
-        ctl "$H1" ping >/dev/null 2>&1 ||
-            { srm_log "    srmd in $H1 no longer answers"; srm_show_log "$SRM_LOG/srmd.$H1.log" 8; }
-        ctl "$H2" ping >/dev/null 2>&1 ||
-            { srm_log "    srmd in $H2 no longer answers"; srm_show_log "$SRM_LOG/srmd.$H2.log" 8; }
+        srm_netns_agent_answers "$H1" "$SRM_LOG/srmd.$H1.log"
+        srm_netns_agent_answers "$H2" "$SRM_LOG/srmd.$H2.log"
     fi
 }
 
@@ -178,11 +108,11 @@ sed 's/^/  /' "$table"
 
 # --- the node channels of h1 --------------------------------------------
 srm_log ""
-status=$(ctl "$H1" status 2>&1)
+status=$(srm_netns_status "$H1" 2>&1)
 srm_log "srmctl status in $H1:"
 printf '%s\n' "$status" | sed 's/^/  /'
 srm_log "srmctl status in $H2:"
-ctl "$H2" status 2>&1 | sed 's/^/  /'
+srm_netns_status "$H2" 2>&1 | sed 's/^/  /'
 
 # chan_check KIND: the h1 -> h2 channel of KIND is ready, tx/rx frames > 0.
 chan_check() {
@@ -207,7 +137,7 @@ chan_check small
 chan_check bulk
 
 for h in "$H1" "$H2"; do
-    ctl "$h" ping >/dev/null 2>&1 || srm_fail "srmd in $h no longer answers"
+    srm_netns_ping "$h" || srm_fail "srmd in $h no longer answers"
     if grep -qE ' (ERROR|WARN)' "$SRM_LOG/srmd.$h.log" 2>/dev/null; then
         srm_log "warnings/errors in the srmd log of $h:"
         grep -E ' (ERROR|WARN)' "$SRM_LOG/srmd.$h.log" | head -n 10 | sed 's/^/  | /'

@@ -28,14 +28,7 @@
 #
 . "$(dirname "$0")/lib.sh"
 
-srm_require_cmd mpicc mpirun timeout ip nsenter ss
-NC=$SRM_SRCDIR/contrib/netns-cluster
-NMPI=$SRM_SRCDIR/contrib/netns-mpirun
-[ -x "$NC" ] || srm_skip "contrib/netns-cluster not found at $NC"
-[ -x "$NMPI" ] || srm_skip "contrib/netns-mpirun not found at $NMPI"
-[ "$(id -u)" = 0 ] || srm_skip "netns-cluster needs root (uid $(id -u))"
-src=$SRM_SRCDIR/test/mpi/srm_slow_receiver.c
-[ -r "$src" ] || srm_skip "$src not found"
+srm_netns_require --mpi mpicc mpirun
 
 MPI_TIMEOUT=${SRM_MPI_TIMEOUT:-120}
 BACKLOG=${SRM_SLOW_BACKLOG:-256k}
@@ -43,83 +36,18 @@ MSG=${SRM_SLOW_MSG:-65536}
 WINDOW=${SRM_SLOW_WINDOW:-64}
 STALL=${SRM_SLOW_STALL:-2}
 
-unset LD_PRELOAD
-export UCX_WARN_UNUSED_ENV_VARS=n
-
 bin=$SRM_LOG/srm_slow_receiver
-if ! mpicc -O2 -Wall -o "$bin" "$src" >"$SRM_LOG/mpicc.log" 2>&1; then
-    srm_fail "mpicc $src failed"
-    srm_show_log "$SRM_LOG/mpicc.log"
-    srm_done
-fi
-srm_pass "built $bin"
+srm_mpicc "$SRM_SRCDIR/test/mpi/srm_slow_receiver.c" "$bin"
 
 # --------------------------------------------------------- the cluster --
-PFX=sr$$
-HOSTS=("${PFX}h1" "${PFX}h2")
-
-netns_on_exit() {
-    local rc=$?
-    trap - EXIT
-    srm_cleanup
-    "$NC" down --prefix "$PFX" >>"$SRM_LOG/cluster.log" 2>&1 ||
-        srm_log "cleanup: netns-cluster down --prefix $PFX failed"
-    exit "$rc"
-}
-trap netns_on_exit EXIT
-
-if ! "$NC" up 2 --prefix "$PFX" >"$SRM_LOG/cluster.log" 2>&1; then
-    srm_fail "netns-cluster up 2 --prefix $PFX"
-    srm_show_log "$SRM_LOG/cluster.log"
-    srm_done
-fi
-srm_pass "cluster $PFX up: ${HOSTS[*]}"
-
-ctl() { local h=$1; shift; "$NC" exec "$h" "$SRM_SRMCTL" -s "$UCX_SRM_SOCKET" -t 3 "$@"; }
-
-declare -A AGENT_PID
-# agents_start [VAR=VALUE...]: a fresh srmd in every host
-agents_start() {
-    local h pid log
-    for h in "${HOSTS[@]}"; do
-        log=$SRM_LOG/srmd.$h.log
-        env "$@" "$NC" exec "$h" "$SRM_SRMD" -s "$UCX_SRM_SOCKET" -l "$log" \
-            >"$log.out" 2>&1 &
-        pid=$!
-        srm_track "$pid"
-        AGENT_PID[$h]=$pid
-        for _ in $(seq 1 50); do
-            ctl "$h" ping >/dev/null 2>&1 && break
-            srm_alive "$pid" || break
-            sleep 0.2
-        done
-        if ! ctl "$h" ping >/dev/null 2>&1; then
-            srm_fail "srmd did not come up in $h ($*)"
-            srm_show_log "$log"
-            return 1
-        fi
-    done
-    srm_log "agents: $(for h in "${HOSTS[@]}"; do printf '%s=%s ' "$h" "${AGENT_PID[$h]}"; done)${*:+($*)}"
-}
-agents_stop() {
-    local h
-    for h in "${HOSTS[@]}"; do
-        [ -n "${AGENT_PID[$h]:-}" ] && srm_kill_pid "${AGENT_PID[$h]}" 5
-        AGENT_PID[$h]=""
-    done
-}
-
-# status_field HOST LINE-TYPE FIELD: the word after FIELD on HOST's first
-# status line that starts with LINE-TYPE
-status_field() {
-    ctl "$1" status 2>/dev/null | awk -v t="$2" -v f="$3" '$1 == t {
-        for (i = 1; i < NF; i++) if ($i == f) { print $(i + 1); exit } }'
-}
+srm_netns_up 2 "sr$$"
+HOSTS=("${SRM_NETNS_HOSTS[@]}")
+srm_pass "cluster $SRM_NETNS_PREFIX up: ${HOSTS[*]}"
 
 # node_field HOST NODE-ID FIELD: the largest value of FIELD over HOST's
 # "node" lines (one per channel kind) for the remote node NODE-ID
 node_field() {
-    ctl "$1" status 2>/dev/null | awk -v id="$2" -v f="$3" '
+    srm_netns_status "$1" 2>/dev/null | awk -v id="$2" -v f="$3" '
         $1 == "node" && $3 == id {
             for (i = 4; i < NF; i++)
                 if ($i == f && (m == "" || $(i + 1) + 0 > m)) m = $(i + 1) + 0
@@ -128,14 +56,16 @@ node_field() {
 }
 
 A=${HOSTS[0]} B=${HOSTS[1]}
-agents_start UCX_SRM_PORT_BACKLOG="$BACKLOG" || srm_done
+srm_netns_start_agents "$SRM_LOG/srmd.%h.log" UCX_SRM_PORT_BACKLOG="$BACKLOG" ||
+    srm_done
+srm_log "agents: $(srm_netns_agent_pids)(UCX_SRM_PORT_BACKLOG=$BACKLOG)"
 
 # the agents run with the backlog asked for
 for h in "$A" "$B"; do
-    got=$(ctl "$h" status 2>/dev/null | sed -n 's/^policy:.*port backlog \([0-9]*\) B.*/\1/p')
+    got=$(srm_netns_status "$h" 2>/dev/null | sed -n 's/^policy:.*port backlog \([0-9]*\) B.*/\1/p')
     srm_log "    $h: port backlog ${got:-?} B"
 done
-B_NODE=$(status_field "$B" agent: node)
+B_NODE=$(srm_netns_status_field "$B" agent: node)
 [ -n "$B_NODE" ] || srm_fail "no node id in $B's srmctl status"
 
 out=$SRM_LOG/srm_slow_receiver.log
@@ -143,11 +73,8 @@ srm_log ""
 srm_log "--- 2 hosts x 2 ranks, UCX_TLS=srm, agents UCX_SRM_PORT_BACKLOG=$BACKLOG;" \
         "$MSG B messages, window $WINDOW, rank 2 stalls $STALL s"
 t0=$(date +%s)
-UCX_SRM_AGENT=never UCX_TLS=srm \
-"$NMPI" --hosts "$A,$B" --ppn 2 --timeout "$MPI_TIMEOUT" -v \
-    -x LD_PRELOAD="$SRM_MODULE" -x UCX_SRM_AGENT_PATH -x UCX_SRM_SOCKET \
-    -x UCX_SRM_AGENT -x UCX_WARN_UNUSED_ENV_VARS -x UCX_TLS \
-    -- "$bin" -s "$MSG" -w "$WINDOW" -W 0.5 -S "$STALL" -A 1 -T 60 \
+srm_netns_mpirun_cmd "$A,$B" 2 "$MPI_TIMEOUT" srm
+"${SRM_MPIRUN[@]}" -- "$bin" -s "$MSG" -w "$WINDOW" -W 0.5 -S "$STALL" -A 1 -T 60 \
     >"$out" 2>&1 &
 mpi_pid=$!
 srm_track "$mpi_pid"
@@ -160,12 +87,12 @@ samples=$SRM_LOG/samples.log
 while srm_alive "$mpi_pid"; do
     {
         printf '%s ' "$(srm_now_us)"
-        ctl "$A" status 2>/dev/null | awk -v id="$B_NODE" '
+        srm_netns_status "$A" 2>/dev/null | awk -v id="$B_NODE" '
             $1 == "node" && $3 == id { for (i = 4; i < NF; i++) {
                 if ($i == "paused" && $(i + 1) > p) p = $(i + 1)
                 if ($i == "held" && $(i + 1) > h) h = $(i + 1) } }
             END { printf "paused %d held %d ", p, h }'
-        ctl "$B" status 2>/dev/null | awk '
+        srm_netns_status "$B" 2>/dev/null | awk '
             $1 ~ /^[0-9]+$/ && NF >= 13 { if ($6 > q) q = $6; if ($7 > b) b = $7 }
             END { printf "rx_queued %d backlog %d\n", q, b }'
     } >>"$samples"
@@ -215,9 +142,9 @@ srm_log "    sampled during the job ($NSAMPLES samples, $samples):" \
 
 # the flow control really was exercised, and let go
 srm_log "    $A status:"
-ctl "$A" status 2>&1 | grep -E '^(counters|wire|node)' | sed 's/^/      /'
+srm_netns_status "$A" 2>&1 | grep -E '^(counters|wire|node)' | sed 's/^/      /'
 srm_log "    $B status:"
-ctl "$B" status 2>&1 | grep -vE '^(agent|policy|clients)' | sed 's/^/      /'
+srm_netns_status "$B" 2>&1 | grep -vE '^(agent|policy|clients)' | sed 's/^/      /'
 PAUSES=$(node_field "$A" "$B_NODE" pauses)
 PAUSED=$(node_field "$A" "$B_NODE" paused)
 if [ "${PAUSES:-0}" -gt 0 ]; then
@@ -234,14 +161,14 @@ else
 fi
 
 for h in "$A" "$B"; do
-    if srm_alive "${AGENT_PID[$h]}" && ctl "$h" ping >/dev/null 2>&1; then
+    if srm_alive "${SRM_NETNS_AGENT_PID[$h]}" && srm_netns_ping "$h"; then
         srm_pass "srmd in $h still runs"
     else
         srm_fail "srmd in $h is gone"
         srm_show_log "$SRM_LOG/srmd.$h.log"
     fi
 done
-agents_stop
+srm_netns_stop_agents
 
 srm_log ""
 srm_log "slow receiver ($STALL s stall, backlog $BACKLOG): round trips during" \
