@@ -68,8 +68,9 @@ fi
 
 if [ "$system" = 1 ]; then
     echo "== system tests"
-    summary=$(SRM_TEST_LOG_DIR="$build/system-tests" \
-              "$top/test/system/run.sh" | tee /dev/stderr | tail -n 1)
+    SRM_TEST_LOG_DIR="$build/system-tests" "$top/test/system/run.sh" |
+        tee "$build/system-tests.out"
+    summary=$(tail -n 1 "$build/system-tests.out")
     n=$(echo "$summary" | sed -n 's/.* \([0-9]*\) passed.*/\1/p')
     f=$(echo "$summary" | sed -n 's/.* \([0-9]*\) failed.*/\1/p')
     s=$(echo "$summary" | sed -n 's/.* \([0-9]*\) skipped.*/\1/p')
@@ -83,8 +84,9 @@ if [ "$system" = 1 ]; then
 fi
 
 echo "== fuzzing the parsers (bounded)"
-summary=$("$top/test/fuzz/run.sh" --seconds "${SRM_FUZZ_SECONDS:-30}" \
-          --out "$build/fuzz" | tee /dev/stderr | tail -n 1)
+"$top/test/fuzz/run.sh" --seconds "${SRM_FUZZ_SECONDS:-30}" \
+    --out "$build/fuzz" | tee "$build/fuzz.out"
+summary=$(tail -n 1 "$build/fuzz.out")
 n=$(echo "$summary" | sed -n 's/.* \([0-9]*\) passed.*/\1/p')
 f=$(echo "$summary" | sed -n 's/.* \([0-9]*\) failed.*/\1/p')
 s=$(echo "$summary" | sed -n 's/.* \([0-9]*\) skipped.*/\1/p')

@@ -38,11 +38,14 @@ else
     srm_fail "the module exports: $(echo $exported | head -c 200)"
 fi
 
-env=$(env -u LD_PRELOAD -u SRM_MODULE -u UCX_SRM_AGENT_PATH \
+# Under DESTDIR the module is not at its configured path: name it, and check
+# that srm-run preloads it and starts the srmd of the configured bindir.
+module=$root/lib/ucx/libuct_srm.so.0
+env=$(env -u LD_PRELOAD -u UCX_SRM_AGENT_PATH SRM_MODULE="$module" \
       "$root/bin/srm-run" --print-env)
-if echo "$env" | grep -q "libuct_srm.so.0" &&
-   echo "$env" | grep -q "UCX_SRM_AGENT_PATH=$prefix/bin/srmd"; then
-    srm_pass "srm-run points at the installed module and srmd"
+if echo "$env" | grep -q "^LD_PRELOAD=$module" &&
+   echo "$env" | grep -q "^UCX_SRM_AGENT_PATH=$prefix/bin/srmd$"; then
+    srm_pass "srm-run preloads the module and points at the installed srmd"
 else
     srm_fail "srm-run --print-env: $env"
 fi
