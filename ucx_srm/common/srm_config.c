@@ -42,17 +42,22 @@ ucs_config_field_t srm_node_config_table[] = {
 };
 
 ucs_config_field_t srm_agent_config_table[] = {
-    {"POLL", "auto",
+    {"POLL", "hybrid",
      "How the node agent waits for work (read by srmd):\n"
-     " auto   - spin while some core is idle, otherwise sleep.\n"
-     " spin   - never sleep; only for an agent with a core of its own.\n"
-     " block  - sleep on its doorbell as soon as there is no work.\n"
-     " hybrid - spin for SPIN_TIME, then sleep.",
+     " hybrid - after work, spin for SPIN_TIME, then sleep: the next message\n"
+     "          of a conversation usually finds it awake (best latency and\n"
+     "          message rate when ranks busy-poll every core).\n"
+     " block  - sleep on its doorbell as soon as there is no work (least CPU;\n"
+     "          best large-message bandwidth on a full node).\n"
+     " auto   - like hybrid while some core is idle, otherwise block.\n"
+     " spin   - never sleep; only for an agent with a core of its own.",
      offsetof(srm_agent_config_t, poll_policy),
      UCS_CONFIG_TYPE_ENUM(srm_poll_policy_names)},
 
     {"SPIN_TIME", "20us",
-     "How long the agent spins on empty rings before it sleeps (hybrid, auto).",
+     "How long the agent spins on empty rings before it sleeps (hybrid, auto).\n"
+     "Keep it short: an agent spinning longer than a message's round trip\n"
+     "takes a core from the ranks.",
      offsetof(srm_agent_config_t, spin_time), UCS_CONFIG_TYPE_TIME},
 
     {"IDLE_TIMEOUT", "10s",
