@@ -119,6 +119,9 @@ raw_client::raw_client(const std::string &socket)
     }
     port_        = rep.port;
     key_         = rep.key;
+    node_id_     = rep.node_id;
+    wire_ipv4_   = rep.wire_ipv4;
+    wire_port_   = rep.wire_port;
     doorbell_fd_ = fds[1];
     event_fd_    = fds[2];
     EXPECT_EQ(0, srm_shm_layout_init(&layout_, 1, 1 << 20, 1 << 20));
@@ -153,8 +156,18 @@ void raw_client::ring_doorbell()
     }
 }
 
+void raw_client::name_node(uint32_t index, uint64_t node_id, uint32_t ipv4,
+                           uint16_t port)
+{
+    srm_shm_node_t *entry = &ctl_->nodes[index];
+    entry->node_id        = node_id;
+    entry->ipv4           = ipv4;
+    entry->tcp_port       = port;
+    srm_store_release(&entry->valid, (uint16_t)1);
+}
+
 bool raw_client::send(uint32_t dst_port, uint32_t dst_key, const void *data,
-                      uint32_t length, uint32_t seq)
+                      uint32_t length, uint32_t seq, uint32_t dst_node)
 {
     srm_frame_hdr_t *hdr;
     if (srm_ring_reserve(&tx_, srm_frame_record_size(length), &hdr) !=
@@ -169,6 +182,7 @@ bool raw_client::send(uint32_t dst_port, uint32_t dst_key, const void *data,
     hdr->src_port = 0xdead; /* the agent must overwrite this */
     hdr->dst_port = dst_port;
     hdr->dst_key  = dst_key;
+    hdr->dst_node = dst_node;
     hdr->seq      = seq;
     std::memcpy(srm_frame_payload(hdr), data, length);
     srm_ring_commit(&tx_, srm_frame_record_size(length));

@@ -48,11 +48,18 @@ public:
 
     uint32_t port() const { return port_; }
     uint32_t key() const { return key_; }
+    uint64_t node_id() const { return node_id_; }
+    uint32_t wire_ipv4() const { return wire_ipv4_; }
+    uint16_t wire_port() const { return wire_port_; }
+
+    /* Names another agent's node in our node table, as the module does. */
+    void name_node(uint32_t index, uint64_t node_id, uint32_t ipv4,
+                   uint16_t port);
     int sock_fd() const { return sock_fd_; }
 
     /* false if the TX ring is full */
     bool send(uint32_t dst_port, uint32_t dst_key, const void *data,
-              uint32_t length, uint32_t seq = 0);
+              uint32_t length, uint32_t seq = 0, uint32_t dst_node = 0);
     /* false if nothing arrived */
     bool recv(frame *out);
     /* Waits up to timeout_ms for a frame. */
@@ -68,6 +75,9 @@ public:
 private:
     int              sock_fd_ = -1, doorbell_fd_ = -1, event_fd_ = -1;
     uint32_t         port_ = 0, key_ = 0;
+    uint64_t         node_id_   = 0;
+    uint32_t         wire_ipv4_ = 0;
+    uint16_t         wire_port_ = 0;
     srm_shm_layout_t layout_;
     uint8_t          *base_ = nullptr;
     srm_shm_ctl_t    *ctl_  = nullptr;

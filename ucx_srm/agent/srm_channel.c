@@ -31,6 +31,7 @@
 #define SRM_LINK_IN_BUF    (2 * (sizeof(srm_frame_hdr_t) + SRM_FRAME_MAX_PAYLOAD))
 #define SRM_HELD_LIMIT     (8u * 1024u * 1024u)
 #define SRM_CHANNEL_MAX_DEPTH (64u * 1024u * 1024u)
+#define SRM_CHANNEL_RETRY     0.1 /* seconds between connects to a node */
 
 static const char *srm_channel_kind_names[] = {"small", "bulk"};
 
@@ -95,6 +96,7 @@ static void srm_link_close(srm_agent_t *agent, srm_link_t *link,
                            srm_log_level_t level, const char *fmt, ...)
 {
     char reason[160], peer[32] = "?";
+    srm_channel_t *chan;
     va_list ap;
 
     va_start(ap, fmt);
@@ -104,13 +106,26 @@ static void srm_link_close(srm_agent_t *agent, srm_link_t *link,
         srm_wire_tcp_str(link->node->ipv4, link->node->tcp_port, peer,
                          sizeof(peer));
     }
+    if ((link->node != NULL) && (link->kind >= 0) &&
+        (link->node->chan[link->kind].failures > 0) &&
+        (link->state != SRM_LINK_READY)) {
+        level = SRM_LOG_DEBUG; /* said once already; retries are quiet */
+    }
     srm_log(level, "%s channel link to %s closed: %s",
             (link->kind >= 0) ? srm_channel_kind_names[link->kind] : "new",
             peer, reason);
 
     if ((link->node != NULL) && (link->kind >= 0) &&
         (link->node->chan[link->kind].link == link)) {
-        link->node->chan[link->kind].link = NULL;
+        chan           = &link->node->chan[link->kind];
+        chan->link     = NULL;
+        chan->retry_at = srm_agent_now() + SRM_CHANNEL_RETRY;
+        if (link->state != SRM_LINK_READY) {
+            chan->failures++;
+        }
+        if (chan->out_tail != chan->out_head) {
+            link->node->dirty = 1; /* progress reconnects */
+        }
     }
     close(link->fd);
     agent->links[link->index] = NULL;
@@ -213,7 +228,14 @@ static void srm_channel_connect(srm_agent_t *agent, srm_node_t *node,
 {
     srm_link_t *link;
     char addr[32];
+    double now;
     int fd;
+
+    now = srm_agent_now();
+    if (now < node->chan[kind].retry_at) {
+        return;
+    }
+    node->chan[kind].retry_at = now + SRM_CHANNEL_RETRY;
 
     fd = srm_wire_tcp_connect(node->ipv4, node->tcp_port);
     if (fd < 0) {
@@ -524,9 +546,10 @@ static int srm_link_on_hello(srm_agent_t *agent, srm_link_t *link,
         srm_link_close(agent, old, SRM_LOG_DEBUG,
                        "replaced by the peer's connection");
     }
-    link->state = SRM_LINK_READY;
-    chan->link  = link;
-    node->dirty = 1;
+    link->state    = SRM_LINK_READY;
+    chan->link     = link;
+    chan->failures = 0;
+    node->dirty    = 1;
     return 0;
 }
 
@@ -545,8 +568,9 @@ static int srm_link_on_hello_ack(srm_agent_t *agent, srm_link_t *link,
                        "the peer's connection won the tie-break");
         return -1;
     }
-    link->state       = SRM_LINK_READY;
-    link->node->dirty = 1;
+    link->state                           = SRM_LINK_READY;
+    link->node->chan[link->kind].failures = 0;
+    link->node->dirty                     = 1;
     return 0;
 }
 
@@ -748,6 +772,10 @@ unsigned srm_channel_progress(srm_agent_t *agent)
         }
         node->dirty = 0;
         for (kind = 0; kind < SRM_CHANNEL_KINDS; ++kind) {
+            if ((node->chan[kind].link == NULL) &&
+                (node->chan[kind].out_tail != node->chan[kind].out_head)) {
+                srm_channel_connect(agent, node, kind);
+            }
             count += srm_channel_flush(agent, &node->chan[kind]);
             if (node->chan[kind].out_tail != node->chan[kind].out_head) {
                 node->dirty = 1;

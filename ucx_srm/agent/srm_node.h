@@ -43,6 +43,8 @@ typedef struct srm_channel {
     size_t     out_cap;
     uint64_t   tx_frames, tx_bytes, rx_frames, rx_bytes;
     uint64_t   connects;
+    double     retry_at;          /* no new connect before this time */
+    unsigned   failures;          /* connects failed in a row */
 } srm_channel_t;
 
 /* A frame from the network that arrived ahead of an earlier one. */
