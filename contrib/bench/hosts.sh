@@ -6,6 +6,9 @@ set -euo pipefail
 
 PROG=${0##*/}
 export LC_ALL=C
+INFO_CLOCK=1
+# shellcheck source-path=SCRIPTDIR source=lib.sh
+. "$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/lib.sh"
 SRCDIR=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 NC=$SRCDIR/contrib/netns-cluster
 
@@ -158,39 +161,17 @@ EXAMPLES
 USAGE
 }
 
-# With pipefail, never let the reader of a pipe stop early (awk exit, head):
-# the writer's SIGPIPE would fail the pipeline.
-
-die()  { printf '%s: error: %s\n' "$PROG" "$*" >&2; exit 1; }
-bad()  { printf '%s: %s\nTry "%s --help".\n' "$PROG" "$*" "$PROG" >&2; exit 2; }
-info() { printf '%s: [%3d s] %s\n' "$PROG" "$SECONDS" "$*" >&2; }
-
 # -------------------------------------------------------------- options --
 
 BUILD=${SRM_BUILD_DIR:-}
 REPS='' ITERS='' OUT='' PORT_BASE=13000 TIMEOUT='' KEEP_LOGS=0 QUICK=0 MR_SECS_TARGET=
 
-need_arg() { [[ $# -ge 2 && -n $2 ]] || bad "option $1 needs an argument"; }
-is_uint()  { [[ $1 =~ ^[0-9]+$ ]]; }
-
 while [[ $# -gt 0 ]]; do
+    common_option "$@"
+    if (( OPT_SHIFT > 0 )); then shift "$OPT_SHIFT"; continue; fi
     case $1 in
-    --build)     need_arg "$@"; BUILD=$2; shift 2 ;;
-    --build=*)   BUILD=${1#*=}; shift ;;
-    --reps)      need_arg "$@"; REPS=$2; shift 2 ;;
-    --reps=*)    REPS=${1#*=}; shift ;;
-    --iters)     need_arg "$@"; ITERS=$2; shift 2 ;;
-    --iters=*)   ITERS=${1#*=}; shift ;;
-    --out)       need_arg "$@"; OUT=$2; shift 2 ;;
-    --out=*)     OUT=${1#*=}; shift ;;
-    --port)      need_arg "$@"; PORT_BASE=$2; shift 2 ;;
-    --port=*)    PORT_BASE=${1#*=}; shift ;;
-    --timeout)   need_arg "$@"; TIMEOUT=$2; shift 2 ;;
-    --timeout=*) TIMEOUT=${1#*=}; shift ;;
-    --keep-logs) KEEP_LOGS=1; shift ;;
     --mr-secs)   need_arg "$@"; MR_SECS_TARGET=$2; shift 2 ;;
     --mr-secs=*) MR_SECS_TARGET=${1#*=}; shift ;;
-    --quick)     QUICK=1; shift ;;
     -h|--help)   usage; exit 0 ;;
     *)           bad "unknown argument: $1" ;;
     esac
@@ -201,22 +182,14 @@ if [[ $QUICK == 1 ]]; then
 else
     : "${REPS:=3}" "${ITERS:=5000}" "${TIMEOUT:=120}" "${MR_SECS_TARGET:=1}"
 fi
-if ! is_uint "$REPS" || (( REPS < 1 || REPS > 100 )); then
-    bad "--reps must be 1..100, not '$REPS'"
-fi
-if ! is_uint "$ITERS" || (( ITERS < 50 )); then
-    bad "--iters must be an integer >= 50, not '$ITERS'"
-fi
+check_reps
+check_iters 50
 if ! [[ $MR_SECS_TARGET =~ ^[0-9]+(\.[0-9]+)?$ ]] ||
    awk -v x="$MR_SECS_TARGET" 'BEGIN { exit !(x > 30) }'; then
     bad "--mr-secs must be a number of seconds from 0 to 30, not '$MR_SECS_TARGET'"
 fi
-if ! is_uint "$TIMEOUT" || (( TIMEOUT < 1 )); then
-    bad "--timeout must be a positive integer, not '$TIMEOUT'"
-fi
-if ! is_uint "$PORT_BASE" || (( PORT_BASE < 1024 || PORT_BASE > 64000 )); then
-    bad "--port must be 1024..64000, not '$PORT_BASE'"
-fi
+check_timeout
+check_port 64000
 
 # ---------------------------------------------------------- environment --
 
@@ -225,27 +198,12 @@ START_DATE=$(date -u '+%Y-%m-%d %H:%M:%S UTC')
 
 [[ $(id -u) == 0 ]] || die "must run as root (network namespaces)"
 [[ -x $NC ]] || die "$NC not found or not executable"
-for tool in ip nsenter ss timeout awk sort ps flock; do
-    command -v "$tool" >/dev/null || die "$tool not found in PATH"
-done
+require_tools " in PATH" ip nsenter ss timeout awk sort ps flock
 
 [[ -n $BUILD ]] || BUILD=$SRCDIR/build
 [[ -d $BUILD ]] || die "build directory '$BUILD' does not exist (use --build DIR or set SRM_BUILD_DIR)"
-BUILD=$(cd "$BUILD" && pwd)
-SRMD=$BUILD/srmd
-SRMCTL=$BUILD/srmctl
-SRM_MODULE=
-for m in "$BUILD/.libs/libuct_srm.so.0" "$BUILD/libuct_srm.so.0"; do
-    [[ -f $m ]] && { SRM_MODULE=$m; break; }
-done
-[[ -x $SRMD ]]       || die "$SRMD: not found or not executable (is '$BUILD' an srm build directory?)"
-[[ -x $SRMCTL ]]     || die "$SRMCTL: not found or not executable"
-[[ -n $SRM_MODULE ]] || die "no libuct_srm.so.0 in $BUILD/.libs or $BUILD"
-
-PERFTEST=${UCX_PERFTEST:-$(command -v ucx_perftest || true)}
-[[ -n $PERFTEST && -x $PERFTEST ]] || die "ucx_perftest not found (install ucx-utils or set UCX_PERFTEST)"
-UCX_INFO=$(command -v ucx_info || true)
-[[ -n $UCX_INFO ]] || die "ucx_info not found (install ucx-utils)"
+find_srm_build
+find_ucx_tools
 
 PFX=hb$$
 H1=${PFX}h1 H2=${PFX}h2
@@ -279,26 +237,11 @@ TCP_UCT=(-x tcp -d eth0)
 
 # -------------------------------------------------------------- cleanup --
 
-WORK=$(mktemp -d "${TMPDIR:-/tmp}/srm-hosts.XXXXXX")
+make_work_dir srm-hosts
 PIDS=()                 # background processes (timeout wrappers of ranks)
 declare -A AGENT=()     # host -> srmd PID
 CLUSTER_UP=0
 FAILED=1                # cleared once the report is complete
-
-kill_pids() {           # TERM, up to 2 s, KILL, reap; by PID only
-    local p i alive=() still=()
-    for p in "$@"; do [[ -n $p ]] && kill -0 "$p" 2>/dev/null && alive+=("$p"); done
-    [[ ${#alive[@]} -gt 0 ]] || return 0
-    kill -TERM "${alive[@]}" 2>/dev/null || true
-    for (( i = 0; i < 20; i++ )); do
-        still=()
-        for p in "${alive[@]}"; do kill -0 "$p" 2>/dev/null && still+=("$p"); done
-        [[ ${#still[@]} -gt 0 ]] || break
-        sleep 0.1
-    done
-    for p in "${still[@]}"; do kill -KILL "$p" 2>/dev/null || true; done
-    for p in "${alive[@]}"; do wait "$p" 2>/dev/null || true; done
-}
 
 cleanup() {
     local rc=$?
@@ -309,22 +252,10 @@ cleanup() {
         timeout -k 5 60 "$NC" down --prefix "$PFX" >>"$WORK/cluster.log" 2>&1 ||
             info "WARNING: 'netns-cluster down --prefix $PFX' failed (see $WORK/cluster.log)"
     fi
-    if [[ $FAILED == 0 && $KEEP_LOGS == 0 ]]; then
-        rm -rf "$WORK"
-    else
-        info "logs kept in $WORK"
-    fi
+    drop_work_dir
     exit "$rc"
 }
-trap cleanup EXIT
-trap 'info "interrupted"; exit 130' INT
-trap 'info "terminated"; exit 143' TERM
-
-forget_pid() {
-    local p keep=()
-    for p in "${PIDS[@]}"; do [[ $p == "$1" ]] || keep+=("$p"); done
-    PIDS=("${keep[@]}")
-}
+set_traps
 
 alive() {               # PID runs (a zombie does not count); no subprocess
     local line st
@@ -333,10 +264,6 @@ alive() {               # PID runs (a zombie does not count); no subprocess
     st=${st%% *}
     [[ -n $st && $st != Z && $st != X ]]
 }
-
-CMDS=$WORK/commands.sh
-: >"$CMDS"
-quote() { local a out=; for a in "$@"; do out+=" $(printf '%q' "$a")"; done; printf '%s' "${out# }"; }
 
 ctl() {                 # HOST SRMCTL-ARGS...: srmctl inside HOST
     local h=$1; shift
@@ -353,7 +280,7 @@ CLUSTER_UP=1
 timeout -k 5 120 "$NC" up 2 --prefix "$PFX" >"$WORK/cluster.log" 2>&1 || {
     cat "$WORK/cluster.log" >&2
     die "netns-cluster up 2 --prefix $PFX failed"; }
-printf '# cluster\n%s\n\n' "$(quote "$NC" up 2 --prefix "$PFX")" >>"$CMDS"
+record_cmd '# cluster' '' "$NC" up 2 --prefix "$PFX"
 
 # The devices the comparison relies on, as UCX sees them inside h1.
 devs=$(timeout -k 5 60 "$NC" exec "$H1" "${BASE_ENV[@]}" "${SRM_ENV[@]}" \
@@ -374,7 +301,7 @@ for h in "${HOSTS[@]}"; do
     acmd=("$NC" exec "$h" "${AGENT_ENV[@]}" "$SRMD" -q -s "$SOCK" -l "$WORK/srmd.$h.log")
     "${acmd[@]}" >"$WORK/srmd.$h.out" 2>&1 &
     AGENT[$h]=$!
-    printf '# agent in %s\n%s &\n\n' "$h" "$(quote "${acmd[@]}")" >>"$CMDS"
+    record_cmd "# agent in $h" ' &' "${acmd[@]}"
 done
 for h in "${HOSTS[@]}"; do
     for (( i = 0; i < 50; i++ )); do
@@ -390,7 +317,7 @@ for h in "${HOSTS[@]}"; do
     [[ $spid == "${AGENT[$h]}" ]] ||
         die "srmd in $h reports pid '$spid', but the started process is ${AGENT[$h]}"
 done
-AGENT_POLICY=$(ctl "$H1" status 2>/dev/null | awk '$1 == "policy:" && !d { sub(/^policy: */, ""); print; d = 1 }')
+AGENT_POLICY=$(ctl "$H1" status 2>/dev/null | status_field policy:)
 AGENT_NICE=$(ps -o ni= -p "${AGENT[$H1]}" | tr -d ' ')
 info "srmd pid ${AGENT[$H1]} in $H1, pid ${AGENT[$H2]} in $H2 on @$SOCK ($AGENT_POLICY, nice $AGENT_NICE)"
 
@@ -403,38 +330,8 @@ agents_alive() {
 
 # --------------------------------------------------------- disturbances --
 
-# Processes that run (state R) in two samples 50 ms apart and are not ours
-# (this shell, the agents) nor kernel threads, ps or awk.
-foreign_load() {
-    local a b mine=" $$ ${AGENT[*]} "
-    a=$(ps -eo pid=,ppid=,stat=,comm= | awk '$3 ~ /^R/ && $1 != 2 && $2 != 2 { print $1, $4 }')
-    sleep 0.05
-    b=$(ps -eo pid=,ppid=,stat=,comm= | awk '$3 ~ /^R/ && $1 != 2 && $2 != 2 { print $1, $4 }')
-    awk -v mine="$mine" 'NR == FNR { seen[$1] = 1; next }
-        ($1 in seen) && index(mine, " " $1 " ") == 0 && $2 != "ps" && $2 != "awk" { print $2 }' \
-        <(printf '%s\n' "$a") <(printf '%s\n' "$b") |
-        awk '!seen[$1]++ { printf "%s%s", sep, $1; sep = " " }'
-}
-
-# CPU_MARK="ALL OURS" (s): all CPU time the kernel accounted (/proc/stat)
-# and that of this shell, its reaped children (the ranks are reaped by
-# their timeout wrappers, which we reap) and the agents.  Must run in this
-# shell, not in $(...): "times" of a subshell would be the subshell's.
-HZ=$(getconf CLK_TCK 2>/dev/null || echo 100)
-cpu_mark() {
-    local all ours agents h
-    all=$(awk -v hz="$HZ" '$1 == "cpu" && !d { printf "%.3f", ($2 + $3 + $4 + $7 + $8 + $9) / hz; d = 1 }' /proc/stat)
-    times >"$WORK/times"
-    ours=$(awk '{ for (i = 1; i <= NF; i++) { split($i, t, /[ms]/); s += t[1] * 60 + t[2] } }
-                END { printf "%.3f", s }' "$WORK/times")
-    agents=0
-    for h in "${HOSTS[@]}"; do
-        [[ -r /proc/${AGENT[$h]}/stat ]] || continue
-        agents=$(awk -v hz="$HZ" -v a="$agents" '{ sub(/^.*\) /, ""); printf "%.3f", a + ($12 + $13) / hz }' \
-                 "/proc/${AGENT[$h]}/stat" 2>/dev/null || echo "$agents")
-    done
-    CPU_MARK="$all $(awk -v o="$ours" -v g="$agents" 'BEGIN { printf "%.3f", o + g }')"
-}
+# Running processes that are not ours (see foreign_load in lib.sh).
+other_load() { foreign_load "${AGENT[@]}"; }
 
 # ------------------------------------------------------------------ runs --
 
@@ -448,11 +345,7 @@ declare -A FOREIGN_NAMES=()
 
 # Is a socket in h1 listening on TCP port $1?  h1's table, read through
 # the /proc of its srmd (no subprocess in the namespace needed).
-listening_in_h1() {
-    awk -v hex="$(printf '%04X' "$1")" 'FNR > 1 { split($2, a, ":")
-            if (a[2] == hex && $4 == "0A") f = 1 } END { exit !f }' \
-        "/proc/${AGENT[$H1]}/net/tcp"
-}
+listening_in_h1() { port_in_state "$1" 0A "/proc/${AGENT[$H1]}/net/tcp"; }
 
 show_failure() {        # DIR: commands and logs of a failed run, agent logs
     local d=$1 f h
@@ -500,10 +393,7 @@ run_group() {
     done
 
     agents_alive || { show_failure "$d"; die "an srmd is gone before run $RUN_NO"; }
-    local mark0 t0
-    cpu_mark
-    mark0=$CPU_MARK
-    t0=$(date +%s.%N)
+    mark_start "${AGENT[@]}"
 
     for (( k = 0; k < pairs; k++ )); do
         scmd=(timeout -k 5 "$TIMEOUT" "$NC" exec "$H1" "${BASE_ENV[@]}" "${envs[@]}"
@@ -588,21 +478,11 @@ run_group() {
         fi
     done
 
-    local mark1 t1
-    cpu_mark
-    mark1=$CPU_MARK
-    t1=$(date +%s.%N)
-    RUN_SECS=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.1f", b - a }')
-    # Disturbed: other processes took > 5 % of a core (+ 30 ms for the tick
-    # granularity of /proc/stat) during the run, or still run right after it.
-    FOREIGN_CPU=$(awk -v m0="$mark0" -v m1="$mark1" -v t0="$t0" -v t1="$t1" 'BEGIN {
-        split(m0, a, " "); split(m1, b, " ")
-        f = (b[1] - a[1]) - (b[2] - a[2]); if (f < 0) f = 0
-        printf "%.2f %d\n", f, (f > 0.05 * (t1 - t0) + 0.03) }')
-    FOREIGN_SEEN=$(foreign_load)
-    DISTURBED=0
-    [[ -z $FOREIGN_SEEN && ${FOREIGN_CPU#* } == 0 ]] || DISTURBED=1
-    FOREIGN_CPU=${FOREIGN_CPU% *}
+    mark_end "${AGENT[@]}"
+    RUN_SECS=$(seconds_between "$T0" "$T1" %.1f)
+    # Disturbed: other processes took > 5 % of a core during the run, or
+    # still run right after it.
+    judge_run "$(other_load)"
 
     agents_alive || { show_failure "$d"; die "an srmd died during run $RUN_NO"; }
 
@@ -611,12 +491,7 @@ run_group() {
     local final n v sum=0 per=
     PAIR_SECS=
     for (( k = 0; k < pairs; k++ )); do
-        final=$(awk '$1 == "Final:" && NF == 9 {
-                         for (i = 2; i <= 9; i++)
-                             if ($i !~ /^([0-9]+(\.[0-9]+)?|-?(inf|nan))$/) next
-                         line = $2; for (i = 3; i <= 9; i++) line = line " " $i
-                     }
-                     END { if (line != "") print line }' "$d/client.$k.log")
+        final=$(final_line "$d/client.$k.log")
         if [[ -z $final ]]; then
             show_failure "$d"
             die "run $RUN_NO ($tl $test ${size} B): no parseable 'Final:' line in $d/client.$k.log"
@@ -626,13 +501,13 @@ run_group() {
             show_failure "$d"
             die "run $RUN_NO ($tl $test ${size} B): the client reports $n iterations, expected $iters"
         fi
-        v=$(awk -v f="$field" '{ print $f }' <<<"$final")
-        if ! [[ $v =~ ^[0-9]+(\.[0-9]+)?$ ]]; then
+        v=$(final_field "$final" "$field")
+        if ! is_number "$v"; then
             show_failure "$d"
             die "run $RUN_NO ($tl $test ${size} B): column $field of the 'Final:' line is '$v'"
         fi
         sum=$(awk -v a="$sum" -v b="$v" 'BEGIN { printf "%.6f", a + b }')
-        PAIR_SECS+="$(awk -v n="$iters" -v r="$(awk '{ print $8 }' <<<"$final")" \
+        PAIR_SECS+="$(awk -v n="$iters" -v r="$(final_field "$final" 8)" \
                       'BEGIN { if (r > 0) printf "%.3f ", n / r }')"
         per+="${per:+ + }$v"
     done
@@ -699,10 +574,8 @@ for (( rep = 1; rep <= REPS; rep++ )); do
             DONE_RUNS=$(( DONE_RUNS + 1 ))
             VALUES[$tl/$id]+="$RUN_VALUE "
             if (( DISTURBED )); then
-                DISTURBED_RUNS=$(( DISTURBED_RUNS + 1 ))
                 DISTURBED_IN[$tl/$id]=$(( ${DISTURBED_IN[$tl/$id]:-0} + 1 ))
-                FOREIGN_CPU_TOTAL=$(awk -v a="$FOREIGN_CPU_TOTAL" -v b="$FOREIGN_CPU" 'BEGIN { print a + b }')
-                for n in $FOREIGN_SEEN; do FOREIGN_NAMES[$n]=1; done
+                tally_disturbed
             fi
             info "[$DONE_RUNS/$TOTAL_RUNS] $tl $api $test ${size} B P=$pairs rep $rep: $SUMMARY"
         done
@@ -736,38 +609,19 @@ AGENT_PROBLEMS=$(for h in "${HOSTS[@]}"; do
                  done; true)
 
 T_END=$(date +%s.%N)
-ELAPSED=$(awk -v a="$T_START" -v b="$T_END" 'BEGIN { printf "%.0f", b - a }')
+ELAPSED=$(seconds_between "$T_START" "$T_END" %.0f)
 
 # ---------------------------------------------------------------- report --
 
-stats() {               # VALUES... -> "median min max"
-    printf '%s\n' "$@" | sort -g | awk '{ v[NR] = $1 }
-        END { m = (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2
-              printf "%.6f %.6f %.6f\n", m, v[1], v[NR] }'
-}
-fmt() {                 # KIND NUMBER
-    awk -v k="$1" -v x="$2" 'BEGIN {
-        if (k == "mr") {
-            if (x >= 1e6)      printf "%.2fM", x / 1e6
-            else if (x >= 1e3) printf "%.1fk", x / 1e3
-            else               printf "%.0f", x
-        } else if (k == "bw") printf "%.0f", x
-        else if (x < 1)       printf "%.3f", x
-        else if (x < 100)     printf "%.2f", x
-        else                  printf "%.1f", x }'
-}
-
 report() {
-    local spec id kind label tl med lo hi cell ratio h
-    local -A med_of=()
+    local spec id kind label tl med lo hi h
     printf '# srm vs UCX tcp between two simulated hosts (ucx_perftest)\n\n'
     printf -- '- machine: %s, nproc %d (%s), kernel %s %s; date %s\n' \
         "$(uname -n)" "$NCPU" \
-        "$(awk -F': ' '/^model name/ && !d { print $2; d = 1 }' /proc/cpuinfo)" \
+        "$(cpu_model)" \
         "$(uname -r)" "$(uname -m)" "$START_DATE"
     printf -- '- UCX %s; %s; module %s\n' \
-        "$("$UCX_INFO" -v | awk '/Version/ && !v { v = $3 } END { print v }')" \
-        "$("$SRMD" --version 2>/dev/null | awk 'NR == 1')" "$SRM_MODULE"
+        "$(ucx_version)" "$(srmd_version)" "$SRM_MODULE"
     printf -- '- hosts: %s (10.77.0.1, servers) and %s (10.77.0.2, clients), netns-cluster --prefix %s; one srmd per host on @%s (%s, nice %s)\n' \
         "$H1" "$H2" "$PFX" "$SOCK" "$AGENT_POLICY" "$AGENT_NICE"
     printf -- '- srm: UCX_TLS=srm, UCT -x srm -d node (rank -> srmd -> TCP node channel -> srmd -> rank); tcp: UCX_TLS=tcp UCX_NET_DEVICES=eth0, UCT -x tcp -d eth0\n'
@@ -785,15 +639,10 @@ report() {
     else
         printf -- '- ucx_perftest busy-polls: the ranks take cores (2 per pair, %d cores here), the agents must be woken per hop\n' "$NCPU"
     fi
-    local inherited
-    inherited=$(env | awk -F= '/^UCX_/ && $1 != "UCX_TLS" && $1 != "UCX_NET_DEVICES" { printf "%s%s", sep, $0; sep = " " }')
-    [[ -z $inherited ]] || printf -- '- inherited UCX settings: %s\n' "$inherited"
+    print_inherited_ucx
     if (( DISTURBED_RUNS > 0 )); then
-        local names=
-        (( ${#FOREIGN_NAMES[@]} == 0 )) ||
-            names="; seen running: $(printf '%s\n' "${!FOREIGN_NAMES[@]}" | sort | paste -sd ' ' -)"
         printf -- '- **WARNING: the machine was not idle**: other processes took %s s of CPU in %d of %d runs%s; cells with such runs are marked *\n' \
-            "$FOREIGN_CPU_TOTAL" "$DISTURBED_RUNS" "$TOTAL_RUNS" "$names"
+            "$FOREIGN_CPU_TOTAL" "$DISTURBED_RUNS" "$TOTAL_RUNS" "$(seen_running)"
     fi
     if (( REPS > 1 )); then
         printf '\nCells: median [min, max] of %d runs.' "$REPS"
@@ -802,22 +651,10 @@ report() {
     fi
     printf ' srm/tcp: ratio of the medians (latency: < 1 means srm is faster; MB/s, msg/s: > 1 means srm is faster).\n\n'
 
-    printf '| measurement | srm | tcp | srm/tcp |\n'
-    printf '|---|---:|---:|---:|\n'
+    table_head measurement srm tcp srm/tcp
     for spec in "${TESTS[@]}"; do
         IFS='|' read -r id _ _ _ _ _ _ _ kind label <<<"$spec"
-        printf '| %s ' "$label"
-        for tl in "${TRANSPORTS[@]}"; do
-            # shellcheck disable=SC2086  # a list of numbers
-            read -r med lo hi < <(stats ${VALUES[$tl/$id]})
-            med_of[$tl]=$med
-            cell=$(fmt "$kind" "$med")
-            (( REPS > 1 )) && cell+=" [$(fmt "$kind" "$lo"), $(fmt "$kind" "$hi")]"
-            (( ${DISTURBED_IN[$tl/$id]:-0} == 0 )) || cell+=" *"
-            printf '| %s ' "$cell"
-        done
-        ratio=$(awk -v a="${med_of[srm]}" -v b="${med_of[tcp]}" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "n/a" }')
-        printf '| %s |\n' "$ratio"
+        table_row "$label" "$kind" "$id"
     done
 
     printf '\nNotes:\n'
@@ -856,13 +693,12 @@ commands() {
     printf '```\n'
 }
 
+report_and_commands() { cat "$REPORT"; commands; }
+
 REPORT=$WORK/report.md
 report >"$REPORT"
 if [[ -n $OUT ]]; then
-    if ! { { cat "$REPORT"; commands; } >"$OUT.tmp.$$" && mv -f "$OUT.tmp.$$" "$OUT"; }; then
-        rm -f "$OUT.tmp.$$"
-        die "cannot write $OUT"
-    fi
+    write_out "$OUT" report_and_commands
 fi
 cat "$REPORT"
 [[ -z $OUT ]] || printf '\n(report and command lines written to %s)\n' "$OUT"

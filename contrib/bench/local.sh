@@ -5,6 +5,8 @@ set -euo pipefail
 
 PROG=${0##*/}
 export LC_ALL=C
+# shellcheck source-path=SCRIPTDIR source=lib.sh
+. "$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/lib.sh"
 
 # ---------------------------------------------------------------- usage --
 
@@ -144,43 +146,21 @@ EXAMPLES
 USAGE
 }
 
-# Note: with pipefail, never let a reader of a pipe stop early (awk exit,
-# head): the writer's SIGPIPE would fail the pipeline.
-
-die()  { printf '%s: error: %s\n' "$PROG" "$*" >&2; exit 1; }
-bad()  { printf '%s: %s\nTry "%s --help".\n' "$PROG" "$*" "$PROG" >&2; exit 2; }
-info() { printf '%s: %s\n' "$PROG" "$*" >&2; }
-
 # -------------------------------------------------------------- options --
 
 BUILD=${SRM_BUILD_DIR:-}
 REPS='' ITERS='' POLICY='' OUT='' PORT_BASE='' TIMEOUT='' KEEP_LOGS=0 QUICK=0 WAIT_IDLE=0 RETRY=0
 
-need_arg() { [[ $# -ge 2 && -n $2 ]] || bad "option $1 needs an argument"; }
-is_uint()  { [[ $1 =~ ^[0-9]+$ ]]; }
-
 while [[ $# -gt 0 ]]; do
+    common_option "$@"
+    if (( OPT_SHIFT > 0 )); then shift "$OPT_SHIFT"; continue; fi
     case $1 in
-    --build)     need_arg "$@"; BUILD=$2; shift 2 ;;
-    --build=*)   BUILD=${1#*=}; shift ;;
-    --reps)      need_arg "$@"; REPS=$2; shift 2 ;;
-    --reps=*)    REPS=${1#*=}; shift ;;
-    --iters)     need_arg "$@"; ITERS=$2; shift 2 ;;
-    --iters=*)   ITERS=${1#*=}; shift ;;
     --policy)    need_arg "$@"; POLICY=$2; shift 2 ;;
     --policy=*)  POLICY=${1#*=}; shift ;;
-    --out)       need_arg "$@"; OUT=$2; shift 2 ;;
-    --out=*)     OUT=${1#*=}; shift ;;
-    --port)      need_arg "$@"; PORT_BASE=$2; shift 2 ;;
-    --port=*)    PORT_BASE=${1#*=}; shift ;;
-    --timeout)   need_arg "$@"; TIMEOUT=$2; shift 2 ;;
-    --timeout=*) TIMEOUT=${1#*=}; shift ;;
     --wait-idle) need_arg "$@"; WAIT_IDLE=$2; shift 2 ;;
     --wait-idle=*) WAIT_IDLE=${1#*=}; shift ;;
     --retry-disturbed) need_arg "$@"; RETRY=$2; shift 2 ;;
     --retry-disturbed=*) RETRY=${1#*=}; shift ;;
-    --keep-logs) KEEP_LOGS=1; shift ;;
-    --quick)     QUICK=1; shift ;;
     -h|--help)   usage; exit 0 ;;
     --yield)     bad "--yield is not supported: ucx_perftest always busy-polls" ;;
     *)           bad "unknown argument: $1" ;;
@@ -192,28 +172,20 @@ if [[ $QUICK == 1 ]]; then
 else
     : "${REPS:=3}" "${ITERS:=10000}" "${TIMEOUT:=120}"
 fi
-if ! is_uint "$REPS" || (( REPS < 1 || REPS > 100 )); then
-    bad "--reps must be 1..100, not '$REPS'"
-fi
-if ! is_uint "$ITERS" || (( ITERS < 10 )); then
-    bad "--iters must be an integer >= 10, not '$ITERS'"
-fi
+check_reps
+check_iters 10
 if ! is_uint "$RETRY" || (( RETRY > 20 )); then
     bad "--retry-disturbed must be 0..20, not '$RETRY'"
 fi
 if ! is_uint "$WAIT_IDLE"; then
     bad "--wait-idle must be a number of seconds, not '$WAIT_IDLE'"
 fi
-if ! is_uint "$TIMEOUT" || (( TIMEOUT < 1 )); then
-    bad "--timeout must be a positive integer, not '$TIMEOUT'"
-fi
+check_timeout
 case $POLICY in ''|auto|spin|block|hybrid) ;; *) bad "--policy must be auto, spin, block or hybrid, not '$POLICY'" ;; esac
 if [[ -z $PORT_BASE ]]; then
     PORT_BASE=$(( 10000 + RANDOM % 18000 ))
 fi
-if ! is_uint "$PORT_BASE" || (( PORT_BASE < 1024 || PORT_BASE > 65000 )); then
-    bad "--port must be 1024..65000, not '$PORT_BASE'"
-fi
+check_port 65000
 
 if [[ -n $OUT ]]; then   # fail now, not after minutes of runs
     out_dir=$(dirname -- "$OUT")
@@ -233,24 +205,9 @@ if [[ -z $BUILD ]]; then
     BUILD=$top
 fi
 [[ -d $BUILD ]] || die "build directory '$BUILD' does not exist"
-BUILD=$(cd "$BUILD" && pwd)
-SRMD=$BUILD/srmd
-SRMCTL=$BUILD/srmctl
-SRM_MODULE=
-for m in "$BUILD/.libs/libuct_srm.so.0" "$BUILD/libuct_srm.so.0"; do
-    [[ -f $m ]] && { SRM_MODULE=$m; break; }
-done
-[[ -x $SRMD ]]       || die "$SRMD: not found or not executable (is '$BUILD' an srm build directory?)"
-[[ -x $SRMCTL ]]     || die "$SRMCTL: not found or not executable"
-[[ -n $SRM_MODULE ]] || die "no libuct_srm.so.0 in $BUILD/.libs or $BUILD"
-
-PERFTEST=${UCX_PERFTEST:-$(command -v ucx_perftest || true)}
-[[ -n $PERFTEST && -x $PERFTEST ]] || die "ucx_perftest not found (install ucx-utils or set UCX_PERFTEST)"
-UCX_INFO=$(command -v ucx_info || true)
-[[ -n $UCX_INFO ]] || die "ucx_info not found (install ucx-utils)"
-for tool in timeout awk sort paste ps getconf mktemp; do
-    command -v "$tool" >/dev/null || die "$tool not found"
-done
+find_srm_build
+find_ucx_tools
+require_tools "" timeout awk sort paste ps getconf mktemp
 
 # Environment every ucx_perftest starts from: the caller's, without the
 # variables this script sets per transport.
@@ -281,52 +238,21 @@ MR_WARMUP=$(( MR_ITERS / 10 ))
 
 # -------------------------------------------------------------- cleanup --
 
-WORK=$(mktemp -d "${TMPDIR:-/tmp}/srm-bench.XXXXXX")
+make_work_dir srm-bench
 PIDS=()          # every background process we started and have not reaped
 AGENT_PID=
 FAILED=1         # cleared when the report is complete
-
-kill_pids() {
-    local p alive=()
-    for p in "$@"; do kill -0 "$p" 2>/dev/null && alive+=("$p"); done
-    [[ ${#alive[@]} -gt 0 ]] || return 0
-    kill -TERM "${alive[@]}" 2>/dev/null || true
-    for _ in 1 2 3 4 5 6 7 8 9 10; do
-        local still=()
-        for p in "${alive[@]}"; do kill -0 "$p" 2>/dev/null && still+=("$p"); done
-        [[ ${#still[@]} -gt 0 ]] || break
-        sleep 0.2
-    done
-    for p in "${alive[@]}"; do kill -KILL "$p" 2>/dev/null || true; done
-    for p in "${alive[@]}"; do wait "$p" 2>/dev/null || true; done
-}
 
 cleanup() {
     local rc=$?
     trap - EXIT INT TERM
     kill_pids "${PIDS[@]}" ${AGENT_PID:+"$AGENT_PID"}
-    if [[ $FAILED == 0 && $KEEP_LOGS == 0 ]]; then
-        rm -rf "$WORK"
-    else
-        info "logs kept in $WORK"
-    fi
+    drop_work_dir
     exit "$rc"
 }
-trap cleanup EXIT
-trap 'info "interrupted"; exit 130' INT
-trap 'info "terminated"; exit 143' TERM
-
-forget_pid() {  # remove $1 from PIDS
-    local p keep=()
-    for p in "${PIDS[@]}"; do [[ $p == "$1" ]] || keep+=("$p"); done
-    PIDS=("${keep[@]}")
-}
+set_traps
 
 # --------------------------------------------------------------- helpers --
-
-CMDS=$WORK/commands.sh
-: >"$CMDS"
-quote() { local a out=; for a in "$@"; do out+=" $(printf '%q' "$a")"; done; printf '%s' "${out# }"; }
 
 # Socket tables of the kernel (tcp6 is absent when IPv6 is disabled).
 PROC_TCP=()
@@ -335,11 +261,7 @@ for f in /proc/net/tcp /proc/net/tcp6; do [[ -r $f ]] && PROC_TCP+=("$f"); done
 
 # Is there a socket on local TCP port $1 in state $2 (hex, e.g. 0A for
 # LISTEN; empty: any state)?
-port_state() {
-    awk -v hex="$(printf '%04X' "$1")" -v st="$2" '
-        FNR > 1 { split($2, a, ":"); if (a[2] == hex && (st == "" || $4 == st)) { found = 1; exit } }
-        END { exit !found }' "${PROC_TCP[@]}"
-}
+port_state() { port_in_state "$1" "$2" "${PROC_TCP[@]}"; }
 port_in_use()    { port_state "$1" ""; }
 port_listening() { port_state "$1" 0A; }
 NEXT_PORT=$PORT_BASE
@@ -352,44 +274,15 @@ take_port() {
     NEXT_PORT=$(( NEXT_PORT + 1 ))
 }
 
-# Running processes not started by this script (two samples, 50 ms apart;
-# only PIDs running in both count, so short-lived helpers are ignored).
-FOREIGN_RUNS=0        # runs in the table that were disturbed
+DISTURBED_RUNS=0        # runs in the table that were disturbed
 FOREIGN_CPU_TOTAL=0   # CPU time (s) of other processes during those
 DISCARDED=0           # disturbed runs repeated (--retry-disturbed)
 DONE_RUNS=0
 declare -A DISTURBED_IN=()   # "$tl/$metric" -> number of disturbed runs
 IDLE_WAIT_TOTAL=0
 declare -A FOREIGN_NAMES=()
-foreign_load() {
-    local a b mine=" $$ ${AGENT_PID:-} "
-    # kernel threads (children of kthreadd, pid 2) are not counted
-    a=$(ps -eo pid=,ppid=,stat=,comm= | awk '$3 ~ /^R/ && $1 != 2 && $2 != 2 { print $1, $4 }')
-    sleep 0.05
-    b=$(ps -eo pid=,ppid=,stat=,comm= | awk '$3 ~ /^R/ && $1 != 2 && $2 != 2 { print $1, $4 }')
-    awk -v mine="$mine" 'NR == FNR { seen[$1] = 1; next }
-        ($1 in seen) && index(mine, " " $1 " ") == 0 && $2 != "ps" && $2 != "awk" { print $2 }' \
-        <(printf '%s\n' "$a") <(printf '%s\n' "$b") |
-        awk '!seen[$1]++ { printf "%s%s", sep, $1; sep = " " }'
-}
-
-# CPU time (s) that other processes used while a run went on: all CPU
-# time the kernel accounts (/proc/stat: user, nice, system, irq, softirq,
-# steal) minus the CPU time of this shell, of its reaped children (the
-# ranks, via "times") and of the agent.  A ping-pong of busy-polling ranks
-# on two cores leaves no room: any foreign CPU time delays the ranks.
-HZ=$(getconf CLK_TCK 2>/dev/null || echo 100)
-cpu_mark() {  # sets CPU_MARK to "all ours" in seconds; call it without $(...)
-    local all ours agent=0
-    all=$(awk -v hz="$HZ" '$1 == "cpu" && !done { printf "%.3f", ($2 + $3 + $4 + $7 + $8 + $9) / hz; done = 1 }' /proc/stat)
-    times >"$WORK/times"   # in this shell: a subshell would report its own
-    ours=$(awk '{ for (i = 1; i <= NF; i++) { split($i, t, /[ms]/); s += t[1] * 60 + t[2] } }
-                END { printf "%.3f", s }' "$WORK/times")
-    if [[ -n ${AGENT_PID:-} && -r /proc/$AGENT_PID/stat ]]; then
-        agent=$(awk -v hz="$HZ" '{ sub(/^.*\) /, ""); printf "%.3f", ($12 + $13) / hz }' "/proc/$AGENT_PID/stat" 2>/dev/null || echo 0)
-    fi
-    CPU_MARK=$(awk -v a="$all" -v o="$ours" -v g="$agent" 'BEGIN { printf "%.3f %.3f\n", a, o + g }')
-}
+# Running processes not started by this script (see foreign_load in lib.sh).
+other_load() { foreign_load "${AGENT_PID:-}"; }
 
 # ----------------------------------------------------------------- agent --
 
@@ -410,11 +303,11 @@ start_agent() {
         sleep 0.05
     done
     (( i < 100 )) || die "srmd does not answer on @$SOCK after 5 s"
-    printf '# agent\n%s &\n\n' "$(quote "${AGENT_CMD[@]}")" >>"$CMDS"
+    record_cmd '# agent' ' &' "${AGENT_CMD[@]}"
 }
 
 agent_field() {  # line of "srmctl status" starting with $1
-    "$SRMCTL" -s "$SOCK" -t 2 status 2>/dev/null | awk -v k="$1" '$1 == k && !done { sub(/^[^ ]+ +/, ""); print; done = 1 }'
+    "$SRMCTL" -s "$SOCK" -t 2 status 2>/dev/null | status_field "$1"
 }
 
 # ------------------------------------------------------------------ runs --
@@ -468,20 +361,17 @@ run_one() {
     cat "$d/cmd" >>"$CMDS"
 
     local fl waited=0
-    fl=$(foreign_load)
+    fl=$(other_load)
     while [[ -n $fl ]] && (( waited < WAIT_IDLE )); do
         (( waited > 0 )) || info "waiting up to ${WAIT_IDLE} s for other processes to stop: $fl"
         sleep 1
         waited=$(( waited + 1 ))
-        fl=$(foreign_load)
+        fl=$(other_load)
     done
     IDLE_WAIT_TOTAL=$(( IDLE_WAIT_TOTAL + waited ))
     [[ $tl != srm ]] || kill -0 "$AGENT_PID" 2>/dev/null || {
         show_failure "$d"; die "srmd (pid $AGENT_PID) is gone before run $RUN_NO"; }
-    local mark0 t0
-    cpu_mark
-    mark0=$CPU_MARK
-    t0=$(date +%s.%N)
+    mark_start "${AGENT_PID:-}"
 
     timeout -k 5 "$TIMEOUT" "${scmd[@]}" >"$d/server.log" 2>&1 &
     srv=$!
@@ -524,23 +414,13 @@ run_one() {
     forget_pid "$srv"
 
     # The run is disturbed if other processes used more than 5 % of a core
-    # (plus 30 ms for the tick granularity of /proc/stat) during it, or were
-    # seen running right before or after it.
-    local mark1 t1 fl_after
-    cpu_mark
-    mark1=$CPU_MARK
-    t1=$(date +%s.%N)
-    FOREIGN_CPU=$(awk -v m0="$mark0" -v m1="$mark1" -v t0="$t0" -v t1="$t1" 'BEGIN {
-        split(m0, a, " "); split(m1, b, " ")
-        f = (b[1] - a[1]) - (b[2] - a[2]); if (f < 0) f = 0
-        printf "%.2f %d\n", f, (f > 0.05 * (t1 - t0) + 0.03) }')
-    fl_after=$(foreign_load)
+    # during it, or were seen running right before or after it.
+    local fl_after
+    mark_end "${AGENT_PID:-}"
+    fl_after=$(other_load)
     # shellcheck disable=SC2086  # word lists on purpose
     fl=$(printf '%s\n' $fl $fl_after | awk 'NF && !seen[$1]++ { printf "%s%s", sep, $1; sep = " " }')
-    DISTURBED=0
-    [[ -z $fl && ${FOREIGN_CPU#* } == 0 ]] || DISTURBED=1
-    FOREIGN_CPU=${FOREIGN_CPU% *}
-    FOREIGN_SEEN=$fl
+    judge_run "$fl"
 
     if (( rc_c != 0 || rc_s != 0 )); then
         show_failure "$d"
@@ -548,21 +428,14 @@ run_one() {
         (( rc_c == 124 || rc_s == 124 )) && why=" (timed out after ${TIMEOUT} s: hang?)"
         die "run $RUN_NO ($tl $test ${size} B rep $rep) failed: client exit $rc_c, server exit $rc_s$why"
     fi
-    # "inf"/"nan" occur in the last-interval columns when the last
-    # interval was empty; they are accepted here and rejected below only
-    # if a column the table uses has them.
-    FINAL=$(awk '$1 == "Final:" && NF == 9 {
-                     for (i = 2; i <= 9; i++)
-                         if ($i !~ /^([0-9]+(\.[0-9]+)?|-?(inf|nan))$/) next
-                     line = $2; for (i = 3; i <= 9; i++) line = line " " $i
-                 }
-                 END { if (line != "") print line }' "$d/client.log")
+    # "inf"/"nan" are rejected below only if a column the table uses has them.
+    FINAL=$(final_line "$d/client.log")
     if [[ -z $FINAL ]]; then
         show_failure "$d"
         die "run $RUN_NO ($tl $test ${size} B rep $rep): no parseable 'Final:' line in the client output"
     fi
     local n
-    n=$(awk '{ print $1 }' <<<"$FINAL")
+    n=$(final_field "$FINAL" 1)
     if [[ $n != "$iters" ]]; then
         show_failure "$d"
         die "run $RUN_NO: the client reports $n iterations, expected $iters"
@@ -576,8 +449,8 @@ run_one() {
     RUN_VALUES=()
     for mf in $metrics; do
         m=${mf%%:*} f=${mf##*:}
-        v=$(awk -v f="$f" '{ print $f }' <<<"$FINAL")
-        if ! [[ $v =~ ^[0-9]+(\.[0-9]+)?$ ]]; then
+        v=$(final_field "$FINAL" "$f")
+        if ! is_number "$v"; then
             show_failure "$d"
             die "run $RUN_NO ($tl $test ${size} B rep $rep): column $f of the 'Final:' line is '$v'"
         fi
@@ -642,11 +515,7 @@ for (( rep = 1; rep <= REPS; rep++ )); do
                 VALUES[$tl/$m]+="${RUN_VALUES[i + 1]} "
                 (( DISTURBED == 0 )) || DISTURBED_IN[$tl/$m]=$(( ${DISTURBED_IN[$tl/$m]:-0} + 1 ))
             done
-            if (( DISTURBED )); then
-                FOREIGN_RUNS=$(( FOREIGN_RUNS + 1 ))
-                FOREIGN_CPU_TOTAL=$(awk -v a="$FOREIGN_CPU_TOTAL" -v b="$FOREIGN_CPU" 'BEGIN { print a + b }')
-                for n in $FOREIGN_SEEN; do FOREIGN_NAMES[$n]=1; done
-            fi
+            (( DISTURBED == 0 )) || tally_disturbed
             info "[$DONE_RUNS/$TOTAL_RUNS] $tl $api $test ${size} B rep $rep:$SUMMARY"
         done
     done
@@ -656,7 +525,7 @@ AGENT_COUNTERS=$(agent_field counters:)
 kill_pids "$AGENT_PID"
 AGENT_PID=
 T_END=$(date +%s.%N)
-ELAPSED=$(awk -v a="$T_START" -v b="$T_END" 'BEGIN { printf "%.1f", b - a }')
+ELAPSED=$(seconds_between "$T_START" "$T_END" %.1f)
 if [[ -s $WORK/srmd.log ]]; then
     info "srmd logged warnings or errors:"
     sed 's/^/    /' "$WORK/srmd.log" >&2
@@ -664,33 +533,14 @@ fi
 
 # ---------------------------------------------------------------- report --
 
-# stats KIND VALUES... -> "median min max" (numbers)
-stats() {
-    printf '%s\n' "$@" | sort -g | awk '{ v[NR] = $1 }
-        END { m = (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2
-              printf "%.6f %.6f %.6f\n", m, v[1], v[NR] }'
-}
-fmt() {  # KIND NUMBER
-    awk -v k="$1" -v x="$2" 'BEGIN {
-        if (k == "mr") {
-            if (x >= 1e6)      printf "%.2fM", x / 1e6
-            else if (x >= 1e3) printf "%.1fk", x / 1e3
-            else               printf "%.0f", x
-        } else if (k == "bw") printf "%.0f", x
-        else if (x < 1)       printf "%.3f", x
-        else if (x < 100)     printf "%.2f", x
-        else                  printf "%.1f", x }'
-}
-
 report() {
-    local row metric label kind tl cell med lo hi ratio
+    local row metric label kind
     printf '# srm vs tcp vs posix on one host (ucx_perftest)\n\n'
     printf -- '- date: %s; host: %s, %s, %d cores (%s), kernel %s\n' \
         "$START_DATE" "$(uname -n)" "$(uname -m)" "$NCPU" \
-        "$(awk -F': ' '/^model name/ { print $2; exit }' /proc/cpuinfo)" "$(uname -r)"
+        "$(cpu_model)" "$(uname -r)"
     printf -- '- UCX %s; %s; srm module %s\n' \
-        "$("$UCX_INFO" -v | awk '/Version/ && !v { v = $3 } END { print v }')" \
-        "$("$SRMD" --version 2>/dev/null | awk 'NR == 1')" "$SRM_MODULE"
+        "$(ucx_version)" "$(srmd_version)" "$SRM_MODULE"
     printf -- '- srmd: %s, nice %s%s\n' "$AGENT_POLICY" "$AGENT_NICE" \
         "$([[ -n $POLICY ]] && printf ' (--policy %s)' "$POLICY" || printf ' (agent default policy)')"
     printf -- '- transports: srm = UCX_TLS=srm (UCT -x srm -d %s); tcp = UCX_TLS=tcp UCX_NET_DEVICES=lo (UCT -x tcp -d %s); posix = UCX_TLS=posix (UCT -x posix -d %s)\n' \
@@ -702,15 +552,10 @@ report() {
     else
         printf -- '- ucx_perftest busy-polls: two of the %d cores are taken by the ranks; the agent competes for the rest\n' "$NCPU"
     fi
-    local inherited
-    inherited=$(env | awk -F= '/^UCX_/ && $1 != "UCX_TLS" && $1 != "UCX_NET_DEVICES" { printf "%s%s", sep, $0; sep = " " }')
-    [[ -z $inherited ]] || printf -- '- inherited UCX settings: %s\n' "$inherited"
-    if (( FOREIGN_RUNS > 0 )); then
-        local names=
-        (( ${#FOREIGN_NAMES[@]} == 0 )) ||
-            names="; seen running: $(printf '%s\n' "${!FOREIGN_NAMES[@]}" | sort | paste -sd ' ' -)"
+    print_inherited_ucx
+    if (( DISTURBED_RUNS > 0 )); then
         printf -- '- **WARNING: the host was not idle**: other processes took %s s of CPU during %d of %d runs%s. Cells marked * contain such runs; their numbers are disturbed (rerun on a quiet host, or with --wait-idle and --retry-disturbed)\n' \
-            "$FOREIGN_CPU_TOTAL" "$FOREIGN_RUNS" "$TOTAL_RUNS" "$names"
+            "$FOREIGN_CPU_TOTAL" "$DISTURBED_RUNS" "$TOTAL_RUNS" "$(seen_running)"
     fi
     if (( REPS > 1 )); then
         printf '\nCells: median [min, max] of %d runs.' "$REPS"
@@ -719,24 +564,10 @@ report() {
     fi
     printf ' Last column: srm / tcp (latency: < 1 means srm is faster; bandwidth, message rate: > 1 means srm is faster).\n\n'
 
-    printf '| metric | srm | tcp (lo) | posix | srm/tcp |\n'
-    printf '|---|---:|---:|---:|---:|\n'
+    table_head metric srm 'tcp (lo)' posix srm/tcp
     for row in "${ROWS[@]}"; do
         IFS='|' read -r metric label kind <<<"$row"
-        printf '| %s ' "$label"
-        declare -A med_of=()
-        for tl in "${TRANSPORTS[@]}"; do
-            # shellcheck disable=SC2086  # a list of numbers
-            read -r med lo hi < <(stats ${VALUES[$tl/$metric]})
-            med_of[$tl]=$med
-            cell=$(fmt "$kind" "$med")
-            (( REPS > 1 )) && cell+=" [$(fmt "$kind" "$lo"), $(fmt "$kind" "$hi")]"
-            (( ${DISTURBED_IN[$tl/$metric]:-0} == 0 )) || cell+=" *"
-            printf '| %s ' "$cell"
-        done
-        ratio=$(awk -v a="${med_of[srm]}" -v b="${med_of[tcp]}" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "n/a" }')
-        printf '| %s |\n' "$ratio"
-        unset med_of
+        table_row "$label" "$kind" "$metric"
     done
 
     printf '\nNotes:\n'
@@ -762,10 +593,7 @@ report() {
 REPORT=$WORK/report.md
 report >"$REPORT"
 if [[ -n $OUT ]]; then
-    if ! { cp "$REPORT" "$OUT.tmp.$$" && mv -f "$OUT.tmp.$$" "$OUT"; }; then
-        rm -f "$OUT.tmp.$$"
-        die "cannot write $OUT"
-    fi
+    write_out "$OUT" cat "$REPORT"
 fi
 cat "$REPORT"
 FAILED=0

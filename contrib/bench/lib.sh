@@ -1,0 +1,371 @@
+# shellcheck shell=bash
+# lib.sh - functions shared by the ucx_perftest benchmarks local.sh and
+# hosts.sh; sourced by both, not run by itself.
+#
+# The caller sets PROG (its name for messages) and runs with set -euo
+# pipefail.  With pipefail, never let the reader of a pipe stop early (awk
+# exit, head): the writer's SIGPIPE would fail the pipeline.
+#
+# Globals the caller provides where a function needs them: PROG, WORK,
+# CMDS, PIDS, REPS, TRANSPORTS, VALUES, DISTURBED_IN, FOREIGN_CPU,
+# FOREIGN_SEEN, FOREIGN_NAMES, DISTURBED_RUNS, FOREIGN_CPU_TOTAL, FAILED,
+# KEEP_LOGS, INFO_CLOCK (1: info prints the seconds since the start).
+# shellcheck disable=SC2154,SC2034  # those globals belong to the caller
+
+# ------------------------------------------------------------- messages --
+
+# die MESSAGE: print an error and exit 1.
+die()  { printf '%s: error: %s\n' "$PROG" "$*" >&2; exit 1; }
+# bad MESSAGE: print a usage error and exit 2.
+bad()  { printf '%s: %s\nTry "%s --help".\n' "$PROG" "$*" "$PROG" >&2; exit 2; }
+# info MESSAGE: progress message on stderr (with [seconds] if INFO_CLOCK=1).
+info() {
+    if [[ ${INFO_CLOCK:-0} == 1 ]]; then
+        printf '%s: [%3d s] %s\n' "$PROG" "$SECONDS" "$*" >&2
+    else
+        printf '%s: %s\n' "$PROG" "$*" >&2
+    fi
+}
+
+# -------------------------------------------------------------- options --
+
+# need_arg OPTION ARGS...: fail unless OPTION is followed by a value.
+need_arg() { [[ $# -ge 2 && -n $2 ]] || bad "option $1 needs an argument"; }
+# is_uint WORD: is WORD a non-negative integer?
+is_uint()  { [[ $1 =~ ^[0-9]+$ ]]; }
+# is_number WORD: is WORD a non-negative decimal number?
+is_number() { [[ $1 =~ ^[0-9]+(\.[0-9]+)?$ ]]; }
+
+# common_option ARGS...: parse one option both scripts know; sets OPT_SHIFT
+# to the number of words it took (0: not a common option).
+common_option() {
+    OPT_SHIFT=1
+    case $1 in
+    --build)     need_arg "$@"; BUILD=$2; OPT_SHIFT=2 ;;
+    --build=*)   BUILD=${1#*=} ;;
+    --reps)      need_arg "$@"; REPS=$2; OPT_SHIFT=2 ;;
+    --reps=*)    REPS=${1#*=} ;;
+    --iters)     need_arg "$@"; ITERS=$2; OPT_SHIFT=2 ;;
+    --iters=*)   ITERS=${1#*=} ;;
+    --out)       need_arg "$@"; OUT=$2; OPT_SHIFT=2 ;;
+    --out=*)     OUT=${1#*=} ;;
+    --port)      need_arg "$@"; PORT_BASE=$2; OPT_SHIFT=2 ;;
+    --port=*)    PORT_BASE=${1#*=} ;;
+    --timeout)   need_arg "$@"; TIMEOUT=$2; OPT_SHIFT=2 ;;
+    --timeout=*) TIMEOUT=${1#*=} ;;
+    --keep-logs) KEEP_LOGS=1 ;;
+    --quick)     QUICK=1 ;;
+    *)           OPT_SHIFT=0 ;;
+    esac
+}
+
+# check_reps: --reps must be 1..100.
+check_reps() {
+    if ! is_uint "$REPS" || (( REPS < 1 || REPS > 100 )); then
+        bad "--reps must be 1..100, not '$REPS'"
+    fi
+}
+# check_iters MIN: --iters must be an integer >= MIN.
+check_iters() {
+    if ! is_uint "$ITERS" || (( ITERS < $1 )); then
+        bad "--iters must be an integer >= $1, not '$ITERS'"
+    fi
+}
+# check_timeout: --timeout must be a positive integer.
+check_timeout() {
+    if ! is_uint "$TIMEOUT" || (( TIMEOUT < 1 )); then
+        bad "--timeout must be a positive integer, not '$TIMEOUT'"
+    fi
+}
+# check_port MAX: --port must be 1024..MAX.
+check_port() {
+    if ! is_uint "$PORT_BASE" || (( PORT_BASE < 1024 || PORT_BASE > $1 )); then
+        bad "--port must be 1024..$1, not '$PORT_BASE'"
+    fi
+}
+
+# ---------------------------------------------------------- environment --
+
+# find_srm_build: check the build directory BUILD (made absolute); sets
+# SRMD, SRMCTL and SRM_MODULE.
+find_srm_build() {
+    local m
+    BUILD=$(cd "$BUILD" && pwd)
+    SRMD=$BUILD/srmd
+    SRMCTL=$BUILD/srmctl
+    SRM_MODULE=
+    for m in "$BUILD/.libs/libuct_srm.so.0" "$BUILD/libuct_srm.so.0"; do
+        [[ -f $m ]] && { SRM_MODULE=$m; break; }
+    done
+    [[ -x $SRMD ]]       || die "$SRMD: not found or not executable (is '$BUILD' an srm build directory?)"
+    [[ -x $SRMCTL ]]     || die "$SRMCTL: not found or not executable"
+    [[ -n $SRM_MODULE ]] || die "no libuct_srm.so.0 in $BUILD/.libs or $BUILD"
+}
+
+# find_ucx_tools: sets PERFTEST ($UCX_PERFTEST or from PATH) and UCX_INFO.
+find_ucx_tools() {
+    PERFTEST=${UCX_PERFTEST:-$(command -v ucx_perftest || true)}
+    [[ -n $PERFTEST && -x $PERFTEST ]] || die "ucx_perftest not found (install ucx-utils or set UCX_PERFTEST)"
+    UCX_INFO=$(command -v ucx_info || true)
+    [[ -n $UCX_INFO ]] || die "ucx_info not found (install ucx-utils)"
+}
+
+# require_tools SUFFIX TOOL...: die "TOOL not found SUFFIX" for a missing one.
+require_tools() {
+    local suffix=$1 tool
+    shift
+    for tool in "$@"; do
+        command -v "$tool" >/dev/null || die "$tool not found$suffix"
+    done
+}
+
+# ------------------------------------------------------ processes, logs --
+
+# kill_pids PID...: TERM, up to 2 s, KILL, reap; by PID only.
+kill_pids() {
+    local p i alive=() still=()
+    for p in "$@"; do [[ -n $p ]] && kill -0 "$p" 2>/dev/null && alive+=("$p"); done
+    [[ ${#alive[@]} -gt 0 ]] || return 0
+    kill -TERM "${alive[@]}" 2>/dev/null || true
+    for (( i = 0; i < 20; i++ )); do
+        still=()
+        for p in "${alive[@]}"; do kill -0 "$p" 2>/dev/null && still+=("$p"); done
+        [[ ${#still[@]} -gt 0 ]] || break
+        sleep 0.1
+    done
+    for p in "${still[@]}"; do kill -KILL "$p" 2>/dev/null || true; done
+    for p in "${alive[@]}"; do wait "$p" 2>/dev/null || true; done
+}
+
+# forget_pid PID: remove PID from PIDS.
+forget_pid() {
+    local p keep=()
+    for p in "${PIDS[@]}"; do [[ $p == "$1" ]] || keep+=("$p"); done
+    PIDS=("${keep[@]}")
+}
+
+# make_work_dir NAME: sets WORK to a new $TMPDIR/NAME.XXXXXX and CMDS to
+# its empty command list.
+make_work_dir() {
+    WORK=$(mktemp -d "${TMPDIR:-/tmp}/$1.XXXXXX")
+    CMDS=$WORK/commands.sh
+    : >"$CMDS"
+}
+
+# set_traps: run cleanup (the caller's) on exit, exit 130/143 on INT/TERM.
+set_traps() {
+    trap cleanup EXIT
+    trap 'info "interrupted"; exit 130' INT
+    trap 'info "terminated"; exit 143' TERM
+}
+
+# drop_work_dir: remove WORK after a complete run, else say where it is.
+drop_work_dir() {
+    if [[ $FAILED == 0 && $KEEP_LOGS == 0 ]]; then
+        rm -rf "$WORK"
+    else
+        info "logs kept in $WORK"
+    fi
+}
+
+# quote WORD...: the words as one shell-quoted line.
+quote() { local a out=; for a in "$@"; do out+=" $(printf '%q' "$a")"; done; printf '%s' "${out# }"; }
+
+# record_cmd TITLE SUFFIX WORD...: append "TITLE", the quoted command with
+# SUFFIX (e.g. " &") and an empty line to CMDS.
+record_cmd() {
+    local title=$1 suffix=$2
+    shift 2
+    printf '%s\n%s%s\n\n' "$title" "$(quote "$@")" "$suffix" >>"$CMDS"
+}
+
+# status_field KEY: from "srmctl status" on stdin, the rest of the first
+# line whose first word is KEY.
+status_field() {
+    awk -v k="$1" '$1 == k && !done { sub(/^[^ ]+ */, ""); print; done = 1 }'
+}
+
+# port_in_state PORT STATE FILE...: is there a socket on local TCP port
+# PORT in STATE (hex, 0A: LISTEN; empty: any) in the /proc/net/tcp FILEs?
+port_in_state() {
+    local port=$1 st=$2
+    shift 2
+    awk -v hex="$(printf '%04X' "$port")" -v st="$st" '
+        FNR > 1 { split($2, a, ":"); if (a[2] == hex && (st == "" || $4 == st)) found = 1 }
+        END { exit !found }' "$@"
+}
+
+# write_out FILE COMMAND...: write the output of COMMAND to FILE
+# atomically, or die.
+write_out() {
+    local file=$1
+    shift
+    if ! { "$@" >"$file.tmp.$$" && mv -f "$file.tmp.$$" "$file"; }; then
+        rm -f "$file.tmp.$$"
+        die "cannot write $file"
+    fi
+}
+
+# --------------------------------------------------------- disturbances --
+
+# foreign_load OWN-PID...: names of processes that run (state R) in two
+# samples 50 ms apart and are neither this shell, OWN-PIDs, kernel threads
+# (children of kthreadd, pid 2), ps nor awk; short-lived helpers are thus
+# ignored.
+foreign_load() {
+    local a b mine=" $$ $* "
+    a=$(running_processes)
+    sleep 0.05
+    b=$(running_processes)
+    awk -v mine="$mine" 'NR == FNR { seen[$1] = 1; next }
+        ($1 in seen) && index(mine, " " $1 " ") == 0 && $2 != "ps" && $2 != "awk" { print $2 }' \
+        <(printf '%s\n' "$a") <(printf '%s\n' "$b") |
+        awk '!seen[$1]++ { printf "%s%s", sep, $1; sep = " " }'
+}
+
+# running_processes: "PID COMM" of the running processes but kernel threads.
+running_processes() {
+    ps -eo pid=,ppid=,stat=,comm= | awk '$3 ~ /^R/ && $1 != 2 && $2 != 2 { print $1, $4 }'
+}
+
+# Clock ticks per second of /proc/stat and /proc/PID/stat.
+HZ=$(getconf CLK_TCK 2>/dev/null || echo 100)
+
+# cpu_mark OWN-PID...: sets CPU_MARK="ALL OURS" (s): all CPU time the
+# kernel accounted (/proc/stat: user, nice, system, irq, softirq, steal)
+# and that of this shell, its reaped children (via "times") and the
+# OWN-PIDs (the agents).  Call it in this shell, not in $(...): "times" of
+# a subshell would be the subshell's.
+cpu_mark() {
+    local all ours agents=0 p
+    all=$(awk -v hz="$HZ" '$1 == "cpu" && !d { printf "%.3f", ($2 + $3 + $4 + $7 + $8 + $9) / hz; d = 1 }' /proc/stat)
+    times >"$WORK/times"
+    ours=$(awk '{ for (i = 1; i <= NF; i++) { split($i, t, /[ms]/); s += t[1] * 60 + t[2] } }
+                END { printf "%.3f", s }' "$WORK/times")
+    for p in "$@"; do
+        [[ -n $p && -r /proc/$p/stat ]] || continue
+        agents=$(awk -v hz="$HZ" -v a="$agents" '{ sub(/^.*\) /, ""); printf "%.3f", a + ($12 + $13) / hz }' \
+                 "/proc/$p/stat" 2>/dev/null || echo "$agents")
+    done
+    CPU_MARK="$all $(awk -v o="$ours" -v g="$agents" 'BEGIN { printf "%.3f", o + g }')"
+}
+
+# mark_start OWN-PID...: sets MARK0 (cpu_mark) and T0 (time) of a run.
+mark_start() { cpu_mark "$@"; MARK0=$CPU_MARK; T0=$(date +%s.%N); }
+# mark_end OWN-PID...: sets MARK1 (cpu_mark) and T1 (time) of a run.
+mark_end()   { cpu_mark "$@"; MARK1=$CPU_MARK; T1=$(date +%s.%N); }
+
+# judge_run SEEN: sets FOREIGN_CPU (s of other processes between MARK0 and
+# MARK1), FOREIGN_SEEN=SEEN and DISTURBED: 1 if that is more than 5 % of a
+# core (plus 30 ms for the tick granularity of /proc/stat) or SEEN (names
+# of other processes seen running) is not empty.
+judge_run() {
+    FOREIGN_CPU=$(awk -v m0="$MARK0" -v m1="$MARK1" -v t0="$T0" -v t1="$T1" 'BEGIN {
+        split(m0, a, " "); split(m1, b, " ")
+        f = (b[1] - a[1]) - (b[2] - a[2]); if (f < 0) f = 0
+        printf "%.2f %d\n", f, (f > 0.05 * (t1 - t0) + 0.03) }')
+    FOREIGN_SEEN=$1
+    DISTURBED=0
+    [[ -z $FOREIGN_SEEN && ${FOREIGN_CPU#* } == 0 ]] || DISTURBED=1
+    FOREIGN_CPU=${FOREIGN_CPU% *}
+}
+
+# tally_disturbed: count a disturbed run in DISTURBED_RUNS,
+# FOREIGN_CPU_TOTAL and FOREIGN_NAMES.
+tally_disturbed() {
+    local n
+    DISTURBED_RUNS=$(( DISTURBED_RUNS + 1 ))
+    FOREIGN_CPU_TOTAL=$(awk -v a="$FOREIGN_CPU_TOTAL" -v b="$FOREIGN_CPU" 'BEGIN { print a + b }')
+    # shellcheck disable=SC2004  # FOREIGN_NAMES is the caller's associative array
+    for n in $FOREIGN_SEEN; do FOREIGN_NAMES[$n]=1; done
+}
+
+# seen_running: "; seen running: NAMES" of FOREIGN_NAMES, or nothing.
+seen_running() {
+    (( ${#FOREIGN_NAMES[@]} == 0 )) ||
+        printf '; seen running: %s' "$(printf '%s\n' "${!FOREIGN_NAMES[@]}" | sort | paste -sd ' ' -)"
+}
+
+# ------------------------------------------------------- ucx_perftest --
+
+# final_line FILE: the 8 numbers of the last valid "Final:" line of
+# ucx_perftest's client output ("inf"/"nan" allowed: they occur in the
+# last-interval columns when the last interval was empty), or nothing.
+final_line() {
+    awk '$1 == "Final:" && NF == 9 {
+             for (i = 2; i <= 9; i++)
+                 if ($i !~ /^([0-9]+(\.[0-9]+)?|-?(inf|nan))$/) next
+             line = $2; for (i = 3; i <= 9; i++) line = line " " $i
+         }
+         END { if (line != "") print line }' "$1"
+}
+
+# final_field FINAL FIELD: column FIELD (1-based) of a final_line.
+final_field() { awk -v f="$2" '{ print $f }' <<<"$1"; }
+
+# seconds_between T0 T1 FORMAT: T1 - T0 printed with the printf FORMAT.
+seconds_between() { awk -v a="$1" -v b="$2" -v f="$3" 'BEGIN { printf f, b - a }'; }
+
+# ---------------------------------------------------------------- report --
+
+# stats VALUES... -> "median min max"
+stats() {
+    printf '%s\n' "$@" | sort -g | awk '{ v[NR] = $1 }
+        END { m = (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2
+              printf "%.6f %.6f %.6f\n", m, v[1], v[NR] }'
+}
+
+# fmt KIND NUMBER: NUMBER for the table; KIND lat (us), bw (MB/s), mr (msg/s).
+fmt() {
+    awk -v k="$1" -v x="$2" 'BEGIN {
+        if (k == "mr") {
+            if (x >= 1e6)      printf "%.2fM", x / 1e6
+            else if (x >= 1e3) printf "%.1fk", x / 1e3
+            else               printf "%.0f", x
+        } else if (k == "bw") printf "%.0f", x
+        else if (x < 1)       printf "%.3f", x
+        else if (x < 100)     printf "%.2f", x
+        else                  printf "%.1f", x }'
+}
+
+# table_head COLUMN...: markdown table head, first column left aligned.
+table_head() {
+    local c sep='|---|'
+    printf '|'
+    for c in "$@"; do printf ' %s |' "$c"; done
+    printf '\n'
+    for (( c = 1; c < $#; c++ )); do sep+='---:|'; done
+    printf '%s\n' "$sep"
+}
+
+# table_row LABEL KIND KEY: a row: LABEL, per TRANSPORTS the median [min,
+# max] (REPS > 1) of VALUES[tl/KEY], "*" if DISTURBED_IN, and srm / tcp.
+table_row() {
+    local label=$1 kind=$2 key=$3 tl med lo hi cell
+    local -A med_of=()
+    printf '| %s ' "$label"
+    for tl in "${TRANSPORTS[@]}"; do
+        # shellcheck disable=SC2086  # a list of numbers
+        read -r med lo hi < <(stats ${VALUES[$tl/$key]})
+        med_of[$tl]=$med
+        cell=$(fmt "$kind" "$med")
+        (( REPS > 1 )) && cell+=" [$(fmt "$kind" "$lo"), $(fmt "$kind" "$hi")]"
+        (( ${DISTURBED_IN[$tl/$key]:-0} == 0 )) || cell+=" *"
+        printf '| %s ' "$cell"
+    done
+    printf '| %s |\n' "$(awk -v a="${med_of[srm]}" -v b="${med_of[tcp]}" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "n/a" }')"
+}
+
+# ucx_version: the UCX version ucx_info reports.
+ucx_version() { "$UCX_INFO" -v | awk '/Version/ && !v { v = $3 } END { print v }'; }
+# srmd_version: the first line of "srmd --version".
+srmd_version() { "$SRMD" --version 2>/dev/null | awk 'NR == 1'; }
+# cpu_model: the first "model name" of /proc/cpuinfo.
+cpu_model() { awk -F': ' '/^model name/ && !d { print $2; d = 1 }' /proc/cpuinfo; }
+
+# print_inherited_ucx: report line of the caller's UCX_* settings, if any.
+print_inherited_ucx() {
+    local inherited
+    inherited=$(env | awk -F= '/^UCX_/ && $1 != "UCX_TLS" && $1 != "UCX_NET_DEVICES" { printf "%s%s", sep, $0; sep = " " }')
+    [[ -z $inherited ]] || printf -- '- inherited UCX settings: %s\n' "$inherited"
+}
