@@ -24,6 +24,8 @@
  */
 #include <mpi.h>
 
+#include "srm_two_hosts.h"
+
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -120,8 +122,8 @@ int main(int argc, char **argv)
 {
     double idle = 3, load = 5, t0, t1;
     size_t stream = 4u << 20;
-    int rank, size, opt, len, i, bad = 0, any_bad = 0;
-    char name[MPI_MAX_PROCESSOR_NAME], names[4][MPI_MAX_PROCESSOR_NAME];
+    int rank, size, opt, i, bad = 0, any_bad = 0;
+    char names[4][MPI_MAX_PROCESSOR_NAME];
     double *rtt = NULL;
     unsigned char *buf = NULL;
     long n, msgs = 0;
@@ -151,18 +153,7 @@ int main(int argc, char **argv)
         return 1;
     }
 
-    /* placement: 0,1 on host A; 2,3 on host B */
-    memset(name, 0, sizeof(name));
-    MPI_Get_processor_name(name, &len);
-    MPI_Allgather(name, MPI_MAX_PROCESSOR_NAME, MPI_CHAR, names,
-                  MPI_MAX_PROCESSOR_NAME, MPI_CHAR, MPI_COMM_WORLD);
-    if (strcmp(names[0], names[1]) || strcmp(names[2], names[3]) ||
-        !strcmp(names[0], names[2])) {
-        if (rank == 0) {
-            printf("srm_hol: FAILED (placement %s %s %s %s: want ranks 0,1 "
-                   "on one host and 2,3 on another)\n", names[0], names[1],
-                   names[2], names[3]);
-        }
+    if (srm_two_hosts("srm_hol", rank, names) != 0) {
         MPI_Finalize();
         return 1;
     }

@@ -40,6 +40,8 @@
  */
 #include <mpi.h>
 
+#include "srm_two_hosts.h"
+
 #include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -388,8 +390,8 @@ int main(int argc, char **argv)
     double warm = 0.5, stall = 2, after = 1, limit = 60, t0, skew, times[2];
     double clocks[4], *done_at = NULL, all[4][RESULT_DOUBLES];
     size_t msg = 65536;
-    int window = 64, size, opt, len, i, fail;
-    char name[MPI_MAX_PROCESSOR_NAME], names[4][MPI_MAX_PROCESSOR_NAME];
+    int window = 64, size, opt, i, fail;
+    char names[4][MPI_MAX_PROCESSOR_NAME];
     char why[256];
     result_t res, *r0, *r1, *r2;
 
@@ -430,18 +432,7 @@ int main(int argc, char **argv)
         return 1;
     }
 
-    /* placement: 0,1 on host A; 2,3 on host B */
-    memset(name, 0, sizeof(name));
-    MPI_Get_processor_name(name, &len);
-    MPI_Allgather(name, MPI_MAX_PROCESSOR_NAME, MPI_CHAR, names,
-                  MPI_MAX_PROCESSOR_NAME, MPI_CHAR, MPI_COMM_WORLD);
-    if (strcmp(names[0], names[1]) || strcmp(names[2], names[3]) ||
-        !strcmp(names[0], names[2])) {
-        if (my_rank == 0) {
-            printf("srm_slow_receiver: FAILED (placement %s %s %s %s: want "
-                   "ranks 0,1 on one host and 2,3 on another)\n", names[0],
-                   names[1], names[2], names[3]);
-        }
+    if (srm_two_hosts("srm_slow_receiver", my_rank, names) != 0) {
         MPI_Finalize();
         return 1;
     }
