@@ -11,11 +11,9 @@
 #include <stddef.h>
 
 #define SRM_CONFIG_PREFIX    "SRM_"
-#define SRM_UNIT_SIZE        (8u * 1024u)   /* the paper's scheduling unit */
 #define SRM_CHANNEL_SMALL    0
 #define SRM_CHANNEL_BULK     1
 #define SRM_CHANNEL_KINDS    2
-#define SRM_CHANNEL_DEPTH    (256u * 1024u) /* per-channel queue limit */
 
 typedef enum {
     SRM_AGENT_MODE_AUTO,  /* start an agent when none answers */
