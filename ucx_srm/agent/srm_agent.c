@@ -35,7 +35,7 @@ double srm_agent_now(void)
 int srm_agent_init(srm_agent_t *agent)
 {
     struct epoll_event ev = {.events   = EPOLLIN,
-                             .data.u64 = (uint64_t)SRM_EPOLL_LISTEN << 32};
+                             .data.u64 = SRM_EPOLL_DATA(SRM_EPOLL_LISTEN, 0)};
     struct sockaddr_un addr;
     socklen_t addrlen;
 

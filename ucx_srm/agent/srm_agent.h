@@ -26,6 +26,8 @@ enum {
     SRM_EPOLL_LINK     = 4, /* a connection to another agent */
 };
 
+#define SRM_EPOLL_DATA(_kind, _slot) (((uint64_t)(_kind) << 32) | (_slot))
+
 /* A frame held by the agent because its destination's RX ring was full. */
 typedef struct srm_backlog_frame {
     struct srm_backlog_frame *next;
@@ -158,10 +160,10 @@ void srm_deliver_notify(srm_agent_t *agent);
 void srm_deliver_release_backlog(srm_client_t *client);
 
 /*
- * srm_deliver.c: 1 delivered (or dropped and counted), 0 no room. from is
- * the node a frame came from, or NULL for this node's own clients: a remote
- * sender that fills the port's backlog is told to PAUSE instead of blocking
- * the whole channel.
+ * srm_deliver.c: 1 delivered, 0 no room (retry later), -1 dropped and
+ * counted (no such port, or a wrong key). from is the node a frame came
+ * from, or NULL for this node's own clients: a remote sender that fills the
+ * port's backlog is told to PAUSE instead of blocking the whole channel.
  */
 int srm_deliver_to_port(srm_agent_t *agent, srm_node_t *from,
                         const srm_frame_hdr_t *hdr, const void *payload);

@@ -40,9 +40,46 @@ static void srm_link_set_events(srm_agent_t *agent, srm_link_t *link)
     struct epoll_event ev = {
         .events   = (link->in_blocked ? 0 : EPOLLIN) |
                     (link->want_write ? EPOLLOUT : 0),
-        .data.u64 = ((uint64_t)SRM_EPOLL_LINK << 32) | link->index
+        .data.u64 = SRM_EPOLL_DATA(SRM_EPOLL_LINK, link->index)
     };
     epoll_ctl(agent->epoll_fd, EPOLL_CTL_MOD, link->fd, &ev);
+}
+
+static size_t srm_channel_queued(const srm_channel_t *chan)
+{
+    return chan->out_tail - chan->out_head;
+}
+
+/*
+ * Room for a frame of `size` bytes at the tail of a channel's queue (the
+ * caller has applied the depth limit); progress sends it, connecting first
+ * if need be. Control frames bypass the limit, so the buffer grows if even
+ * a compacted queue has no room. NULL only when out of memory.
+ */
+static srm_frame_hdr_t *srm_channel_append(srm_node_t *node,
+                                           srm_channel_t *chan, size_t size)
+{
+    size_t queued = srm_channel_queued(chan);
+    srm_frame_hdr_t *out;
+    uint8_t *buf;
+
+    if ((chan->out_tail + size) > chan->out_cap) {
+        memmove(chan->out, chan->out + chan->out_head, queued);
+        chan->out_head = 0;
+        chan->out_tail = queued;
+    }
+    if ((queued + size) > chan->out_cap) {
+        buf = realloc(chan->out, queued + size);
+        if (buf == NULL) {
+            return NULL;
+        }
+        chan->out     = buf;
+        chan->out_cap = queued + size;
+    }
+    out             = (srm_frame_hdr_t*)(chan->out + chan->out_tail);
+    chan->out_tail += size;
+    node->dirty     = 1;
+    return out;
 }
 
 static srm_link_t *srm_link_new(srm_agent_t *agent, int fd, int initiator)
@@ -78,7 +115,7 @@ static srm_link_t *srm_link_new(srm_agent_t *agent, int fd, int initiator)
     link->kind       = -1;
     link->want_write = initiator;
     ev.events        = EPOLLIN | (initiator ? EPOLLOUT : 0);
-    ev.data.u64      = ((uint64_t)SRM_EPOLL_LINK << 32) | i;
+    ev.data.u64      = SRM_EPOLL_DATA(SRM_EPOLL_LINK, i);
     if (epoll_ctl(agent->epoll_fd, EPOLL_CTL_ADD, fd, &ev) != 0) {
         free(link->in_buf);
         free(link);
@@ -123,7 +160,7 @@ static void srm_link_close(srm_agent_t *agent, srm_link_t *link,
         if (link->state != SRM_LINK_READY) {
             chan->failures++;
         }
-        if (chan->out_tail != chan->out_head) {
+        if (srm_channel_queued(chan) > 0) {
             link->node->dirty = 1; /* progress reconnects */
         }
     }
@@ -321,29 +358,21 @@ srm_sched_result_t srm_channel_enqueue(srm_agent_t *agent, srm_client_t *src,
     kind   = (hdr->length > agent->config.large_thresh) ? SRM_CHANNEL_BULK :
                                                           SRM_CHANNEL_SMALL;
     chan   = &node->chan[kind];
-    queued = chan->out_tail - chan->out_head;
+    queued = srm_channel_queued(chan);
     if ((queued > 0) && ((queued + size) > srm_channel_depth(agent))) {
         return SRM_SCHED_BLOCKED;
     }
-    if ((chan->out_tail + size) > chan->out_cap) {
-        memmove(chan->out, chan->out + chan->out_head, queued);
-        chan->out_head = 0;
-        chan->out_tail = queued;
+    out = srm_channel_append(node, chan, size);
+    if (out == NULL) {
+        return SRM_SCHED_BLOCKED;
     }
 
-    out           = (srm_frame_hdr_t*)(chan->out + chan->out_tail);
     *out          = *hdr;
     out->dst_node = 0;
     out->seq      = src->node_seq[hdr->dst_node]++;
     memcpy(out + 1, payload, hdr->length);
-    chan->out_tail += size;
     chan->tx_frames++;
     chan->tx_bytes += hdr->length;
-    node->dirty     = 1;
-
-    if (chan->link == NULL) {
-        srm_channel_connect(agent, node, kind);
-    }
     return SRM_SCHED_DELIVERED;
 }
 
@@ -351,7 +380,7 @@ srm_sched_result_t srm_channel_enqueue(srm_agent_t *agent, srm_client_t *src,
 static int srm_channel_flush(srm_agent_t *agent, srm_channel_t *chan)
 {
     srm_link_t *link = chan->link;
-    size_t queued    = chan->out_tail - chan->out_head;
+    size_t queued    = srm_channel_queued(chan);
     ssize_t sent;
 
     if ((link == NULL) || (link->state != SRM_LINK_READY) || (queued == 0)) {
@@ -414,7 +443,8 @@ static unsigned srm_order_release(srm_agent_t *agent, srm_node_t *node,
 
     while (((held = order->held) != NULL) &&
            (held->hdr.seq == order->expected) &&
-           srm_deliver_to_port(agent, node, &held->hdr, held->payload)) {
+           (srm_deliver_to_port(agent, node, &held->hdr, held->payload) !=
+            0)) {
         order->held       = held->next;
         node->held_bytes -= held->hdr.length;
         order->expected++;
@@ -471,7 +501,7 @@ static int srm_channel_receive(srm_agent_t *agent, srm_link_t *link,
         return srm_order_hold(node, order, link->kind, hdr, payload);
     }
 
-    if (!srm_deliver_to_port(agent, node, hdr, payload)) {
+    if (srm_deliver_to_port(agent, node, hdr, payload) == 0) {
         return 0;
     }
     order->expected++;
@@ -718,29 +748,23 @@ void srm_channel_accept(srm_agent_t *agent)
 void srm_channel_send_flow(srm_agent_t *agent, unsigned node_index,
                            srm_frame_type_t type, uint32_t port)
 {
-    srm_node_t *node     = agent->nodes[node_index];
-    srm_channel_t *chan  = &node->chan[SRM_CHANNEL_SMALL];
-    size_t queued        = chan->out_tail - chan->out_head;
+    srm_node_t *node    = agent->nodes[node_index];
     srm_frame_hdr_t *out;
 
-    /* Control frames ignore the depth limit: the buffer has room for one
-     * more frame of the largest size, and they are 32 bytes. */
-    if ((chan->out_tail + sizeof(*out)) > chan->out_cap) {
-        memmove(chan->out, chan->out + chan->out_head, queued);
-        chan->out_head = 0;
-        chan->out_tail = queued;
+    /* Control frames ignore the depth limit: they are what lifts it. */
+    out = srm_channel_append(node, &node->chan[SRM_CHANNEL_SMALL],
+                             sizeof(*out));
+    if (out == NULL) {
+        srm_error("out of memory: %s for port %u to node %u not sent",
+                  (type == SRM_FRAME_PAUSE) ? "PAUSE" : "RESUME", port,
+                  node_index);
+        return;
     }
-    out = (srm_frame_hdr_t*)(chan->out + chan->out_tail);
     memset(out, 0, sizeof(*out));
-    out->magic      = SRM_FRAME_MAGIC;
-    out->version    = SRM_FRAME_VERSION;
-    out->type       = (uint8_t)type;
-    out->dst_port   = port;
-    chan->out_tail += sizeof(*out);
-    node->dirty     = 1;
-    if (chan->link == NULL) {
-        srm_channel_connect(agent, node, SRM_CHANNEL_SMALL);
-    }
+    out->magic    = SRM_FRAME_MAGIC;
+    out->version  = SRM_FRAME_VERSION;
+    out->type     = (uint8_t)type;
+    out->dst_port = port;
     srm_debug("sent %s for port %u to node %u",
               (type == SRM_FRAME_PAUSE) ? "PAUSE" : "RESUME", port,
               node_index);
@@ -749,6 +773,7 @@ void srm_channel_send_flow(srm_agent_t *agent, unsigned node_index,
 unsigned srm_channel_progress(srm_agent_t *agent)
 {
     unsigned count = 0, i, o;
+    srm_channel_t *chan;
     srm_node_t *node;
     srm_link_t *link;
     int kind;
@@ -772,12 +797,12 @@ unsigned srm_channel_progress(srm_agent_t *agent)
         }
         node->dirty = 0;
         for (kind = 0; kind < SRM_CHANNEL_KINDS; ++kind) {
-            if ((node->chan[kind].link == NULL) &&
-                (node->chan[kind].out_tail != node->chan[kind].out_head)) {
+            chan = &node->chan[kind];
+            if ((chan->link == NULL) && (srm_channel_queued(chan) > 0)) {
                 srm_channel_connect(agent, node, kind);
             }
-            count += srm_channel_flush(agent, &node->chan[kind]);
-            if (node->chan[kind].out_tail != node->chan[kind].out_head) {
+            count += srm_channel_flush(agent, chan);
+            if (srm_channel_queued(chan) > 0) {
                 node->dirty = 1;
             }
         }
@@ -788,7 +813,7 @@ unsigned srm_channel_progress(srm_agent_t *agent)
 int srm_channel_init(srm_agent_t *agent)
 {
     struct epoll_event ev = {.events   = EPOLLIN,
-                             .data.u64 = (uint64_t)SRM_EPOLL_WIRE << 32};
+                             .data.u64 = SRM_EPOLL_DATA(SRM_EPOLL_WIRE, 0)};
     char addr[32];
 
     agent->wire_fd = -1;
@@ -890,7 +915,7 @@ void srm_channel_format(srm_agent_t *agent, char *buf, size_t size,
                             srm_channel_kind_names[kind],
                             (chan->link == NULL) ? "down" :
                                     state_names[chan->link->state],
-                            chan->out_tail - chan->out_head,
+                            srm_channel_queued(chan),
                             (unsigned long long)chan->tx_frames,
                             (unsigned long long)chan->tx_bytes,
                             (unsigned long long)chan->rx_frames,

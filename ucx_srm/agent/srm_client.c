@@ -22,8 +22,6 @@
 #define SRM_PORT_SLOT_MASK ((1u << SRM_PORT_SLOT_BITS) - 1)
 #define SRM_MAX_CLIENTS    (SRM_PORT_SLOT_MASK - 1)
 
-/* epoll data: which fd of which slot woke us. */
-#define SRM_EPOLL_DATA(_kind, _slot) (((uint64_t)(_kind) << 32) | (_slot))
 
 srm_client_t *srm_client_lookup(srm_agent_t *agent, uint32_t port)
 {

@@ -126,18 +126,13 @@ int srm_deliver_to_port(srm_agent_t *agent, srm_node_t *from,
         srm_debug("dropped frame from port %u to port %u (%s)",
                   hdr->src_port, hdr->dst_port,
                   (dst == NULL) ? "no such port" : "key mismatch");
-        return 1;
+        return -1;
     }
 
-    if (dst->backlog_head == NULL) {
-        switch (srm_deliver_to_ring(agent, dst, hdr, payload)) {
-        case 1:
-            return 1;
-        case -1:
-            return 1; /* destination is gone */
-        default:
-            break;
-        }
+    /* Written, or the destination broke its ring and is being dropped. */
+    if ((dst->backlog_head == NULL) &&
+        (srm_deliver_to_ring(agent, dst, hdr, payload) != 0)) {
+        return 1;
     }
     if (!srm_deliver_to_backlog(agent, dst, from, hdr, payload)) {
         srm_shm_flag_raise(&dst->ctl->rx_space_wanted);
@@ -154,7 +149,7 @@ srm_sched_result_t srm_deliver_frame(void *arg, srm_sched_queue_t *queue,
     srm_client_t *src  = queue->owner;
     srm_sched_result_t result;
     srm_frame_hdr_t frame;
-    uint64_t bad_dest;
+    int delivered;
 
     if (hdr->type != SRM_FRAME_AM) {
         return SRM_SCHED_FAILED;
@@ -170,12 +165,13 @@ srm_sched_result_t srm_deliver_frame(void *arg, srm_sched_queue_t *queue,
             return result;
         }
     } else {
-        bad_dest = agent->stats.bad_dest;
-        if (!srm_deliver_to_port(agent, NULL, &frame, payload)) {
+        delivered = srm_deliver_to_port(agent, NULL, &frame, payload);
+        if (delivered == 0) {
             src->stats.blocked++;
             return SRM_SCHED_BLOCKED;
+        } else if (delivered < 0) {
+            src->stats.bad_dest++;
         }
-        src->stats.bad_dest += agent->stats.bad_dest - bad_dest;
     }
 
     src->stats.tx_frames++;
