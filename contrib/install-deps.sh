@@ -7,7 +7,7 @@ PROG=${0##*/}
 
 PACKAGES=(
     build-essential autoconf automake libtool pkg-config dpkg-dev
-    libucx-dev ucx-utils
+    libucx-dev ucx-utils libssl-dev
     openmpi-bin libopenmpi-dev
     rdma-core libibverbs-dev ibverbs-providers
     libhwloc-dev

@@ -65,13 +65,28 @@ void agent::kill_now()
 
 std::string agent::status() const
 {
+    srm_status_req_t req = {};
+    srm_msg_hdr_init(&req.hdr, SRM_MSG_STATUS_REQ);
+    return ask(&req, sizeof(req));
+}
+
+std::string agent::fault(bool mute) const
+{
+    srm_fault_req_t req = {};
+    srm_msg_hdr_init(&req.hdr, SRM_MSG_FAULT_REQ);
+    req.node = SRM_FAULT_ALL_NODES;
+    req.kind = -1;
+    req.how  = mute ? SRM_FAULT_MUTE : SRM_FAULT_RESET;
+    return ask(&req, sizeof(req));
+}
+
+std::string agent::ask(const void *req, size_t size) const
+{
     int fd = srm_sock_connect(socket_.c_str());
     if (fd < 0) {
         return "";
     }
-    srm_status_req_t req = {};
-    srm_msg_hdr_init(&req.hdr, SRM_MSG_STATUS_REQ);
-    srm_sock_send(fd, &req, sizeof(req), nullptr, 0);
+    srm_sock_send(fd, req, size, nullptr, 0);
     std::vector<char> buf(sizeof(srm_status_rep_t));
     ssize_t len = srm_sock_recv(fd, buf.data(), buf.size(), nullptr, nullptr);
     close(fd);
@@ -120,8 +135,8 @@ raw_client::raw_client(const std::string &socket)
     port_        = rep.port;
     key_         = rep.key;
     node_id_     = rep.node_id;
-    wire_ipv4_   = rep.wire_ipv4;
-    wire_port_   = rep.wire_port;
+    wire_ipv4_   = rep.wire[0].ipv4;
+    wire_port_   = rep.wire[0].port;
     doorbell_fd_ = fds[1];
     event_fd_    = fds[2];
     EXPECT_EQ(0, srm_shm_layout_init(&layout_, 1, 1 << 20, 1 << 20));
@@ -161,8 +176,8 @@ void raw_client::name_node(uint32_t index, uint64_t node_id, uint32_t ipv4,
 {
     srm_shm_node_t *entry = &ctl_->nodes[index];
     entry->node_id        = node_id;
-    entry->ipv4           = ipv4;
-    entry->tcp_port       = port;
+    entry->wire[0].ipv4   = ipv4;
+    entry->wire[0].port   = port;
     srm_store_release(&entry->valid, (uint16_t)1);
 }
 

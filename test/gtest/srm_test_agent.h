@@ -28,10 +28,13 @@ public:
     const std::string &socket() const { return socket_; }
     pid_t pid() const { return pid_; }
     std::string status() const;          /* srmctl status text */
+    std::string fault(bool mute) const;  /* srmctl fault [--mute] */
     unsigned long long counter(const std::string &name) const;
     void kill_now();
 
 private:
+    std::string ask(const void *req, size_t size) const;
+
     std::string socket_;
     pid_t       pid_ = -1;
 };

@@ -1,13 +1,22 @@
 /*
  * Two agents on one machine talking over the tcp wire (loopback): frames
  * from a client of one reach a client of the other, in order, on the small
- * and the bulk channel; a vanished peer agent costs nothing else.
+ * and the bulk channel; connections broken mid-stream (reset, or silent)
+ * lose, duplicate and reorder nothing; a vanished peer agent is reported to
+ * the clients that named it and costs nothing else; a wrong cluster secret
+ * is refused.
  */
 #include "srm_test_agent.h"
 
 #include <gtest/gtest.h>
 
+#include <chrono>
+#include <cstdio>
+#include <fstream>
 #include <string>
+#include <sys/stat.h>
+#include <thread>
+#include <unistd.h>
 #include <vector>
 
 using srm_test::agent;
@@ -16,7 +25,7 @@ using srm_test::raw_client;
 
 namespace {
 
-const std::vector<std::string> kLoopbackWire = {"UCX_SRM_NET_DEVICE=lo"};
+const std::vector<std::string> kLoopbackWire = {"UCX_SRM_DEVICES=lo"};
 
 std::vector<uint8_t> payload(uint32_t seq, uint32_t length)
 {
@@ -27,43 +36,177 @@ std::vector<uint8_t> payload(uint32_t seq, uint32_t length)
     return data;
 }
 
-} // namespace
-
-TEST(wire, frames_cross_to_another_agent_in_order_on_both_channels)
+uint32_t frame_length(uint32_t seq)
 {
-    agent node_a(kLoopbackWire), node_b(kLoopbackWire);
-    raw_client a(node_a.socket()), b(node_b.socket());
-    ASSERT_NE(0u, b.wire_port()) << "agent B has no wire";
-    ASSERT_NE(a.node_id(), b.node_id());
-    a.name_node(1, b.node_id(), b.wire_ipv4(), b.wire_port());
+    return (seq % 3 == 0) ? 40000 : 16;
+}
 
-    /* Alternate small and bulk frames: order must survive two channels. */
-    const uint32_t count = 600;
+size_t count_of(const std::string &text, const std::string &what)
+{
+    size_t n = 0;
+    for (size_t pos = text.find(what); pos != std::string::npos;
+         pos = text.find(what, pos + 1)) {
+        ++n;
+    }
+    return n;
+}
+
+/*
+ * Streams `count` frames from a to b, alternating small and bulk, calling
+ * `midway` once when half have arrived; every frame must arrive once, in
+ * order, intact.
+ */
+template <typename F>
+void stream_and_check(agent &node_a, raw_client &a, raw_client &b,
+                      uint32_t count, F midway)
+{
     uint32_t sent = 0, received = 0;
+    bool midway_done = false;
     frame f;
+
     while (received < count) {
         if (sent < count) {
-            uint32_t length = (sent % 3 == 0) ? 40000 : 16;
-            std::vector<uint8_t> data = payload(sent, length);
-            if (a.send(b.port(), b.key(), data.data(), length, sent, 1)) {
+            std::vector<uint8_t> data = payload(sent, frame_length(sent));
+            if (a.send(b.port(), b.key(), data.data(), frame_length(sent),
+                       sent, 1)) {
                 ++sent;
             }
         }
-        if (b.recv(&f) || ((sent == count) && b.recv_wait(&f, 5000))) {
-            uint32_t length = (received % 3 == 0) ? 40000 : 16;
-            ASSERT_EQ(length, f.hdr.length) << "frame " << received;
-            ASSERT_EQ(payload(received, length), f.payload) << received;
+        if (b.recv(&f) || ((sent == count) && b.recv_wait(&f, 10000))) {
+            ASSERT_EQ(frame_length(received), f.hdr.length)
+                    << "frame " << received;
+            ASSERT_EQ(payload(received, frame_length(received)), f.payload)
+                    << "frame " << received << " lost, duplicated or "
+                    << "reordered";
             ASSERT_EQ(a.port(), f.hdr.src_port);
             ++received;
         } else if (sent == count) {
             FAIL() << "stuck at " << received << " of " << count << "\n"
                    << node_a.status();
         }
+        if (!midway_done && (received == count / 2)) {
+            midway_done = true;
+            midway();
+        }
     }
+    frame extra;
+    EXPECT_FALSE(b.recv_wait(&extra, 200)) << "a frame arrived twice";
+}
 
+void connect_clients(raw_client &a, raw_client &b)
+{
+    ASSERT_NE(0u, b.wire_port()) << "agent B has no wire";
+    ASSERT_NE(a.node_id(), b.node_id());
+    a.name_node(1, b.node_id(), b.wire_ipv4(), b.wire_port());
+}
+
+std::string write_secret(const std::string &text)
+{
+    static int counter;
+    std::string path = "/tmp/srm-gtest-secret-" + std::to_string(getpid()) +
+                       "-" + std::to_string(counter++);
+    std::ofstream(path) << text << "\n";
+    chmod(path.c_str(), 0600);
+    return path;
+}
+
+} // namespace
+
+TEST(wire, frames_cross_to_another_agent_in_order_on_both_channels)
+{
+    agent node_a(kLoopbackWire), node_b(kLoopbackWire);
+    raw_client a(node_a.socket()), b(node_b.socket());
+    connect_clients(a, b);
+
+    stream_and_check(node_a, a, b, 600, [] {});
+
+    /* Both kinds, each on an active and a standby connection. */
     std::string status = node_a.status();
-    EXPECT_NE(std::string::npos, status.find("small ready")) << status;
-    EXPECT_NE(std::string::npos, status.find("bulk  ready")) << status;
+    EXPECT_NE(std::string::npos, status.find("normal    small")) << status;
+    EXPECT_NE(std::string::npos, status.find("normal    bulk")) << status;
+    EXPECT_EQ(4u, count_of(status, ":ready")) << status;
+}
+
+TEST(wire, reset_connections_lose_nothing)
+{
+    agent node_a(kLoopbackWire), node_b(kLoopbackWire);
+    raw_client a(node_a.socket()), b(node_b.socket());
+    connect_clients(a, b);
+
+    stream_and_check(node_a, a, b, 3000, [&] {
+        EXPECT_EQ("reset 2 link(s)\n", node_a.fault(false));
+    });
+    std::string status = node_a.status();
+    EXPECT_EQ(2u, count_of(status, "failovers 1 ")) << status;
+}
+
+TEST(wire, silent_connections_are_replaced_within_the_failover_timeout)
+{
+    const std::vector<std::string> env = {"UCX_SRM_DEVICES=lo",
+                                          "UCX_SRM_FAILOVER_TIMEOUT=100ms"};
+    agent node_a(env), node_b(env);
+    raw_client a(node_a.socket()), b(node_b.socket());
+    connect_clients(a, b);
+
+    auto start = std::chrono::steady_clock::now();
+    stream_and_check(node_a, a, b, 3000, [&] {
+        start = std::chrono::steady_clock::now();
+        EXPECT_EQ("muted 2 link(s)\n", node_a.fault(true));
+    });
+    double seconds = std::chrono::duration<double>(
+                             std::chrono::steady_clock::now() - start).count();
+    EXPECT_LT(seconds, 5.0) << node_a.status();
+    std::string status = node_a.status();
+    EXPECT_EQ(2u, count_of(status, "failovers 1 ")) << status;
+}
+
+TEST(wire, same_secret_connects_and_wrong_secret_is_refused)
+{
+    std::string good = write_secret("correct horse battery staple");
+    std::string bad  = write_secret("some other cluster's secret!");
+    {
+        agent node_a({"UCX_SRM_DEVICES=lo", "UCX_SRM_SECRET_FILE=" + good});
+        agent node_b({"UCX_SRM_DEVICES=lo", "UCX_SRM_SECRET_FILE=" + good});
+        raw_client a(node_a.socket()), b(node_b.socket());
+        connect_clients(a, b);
+        stream_and_check(node_a, a, b, 300, [] {});
+        EXPECT_NE(std::string::npos, node_a.status().find("secret required"));
+    }
+    {
+        const std::vector<std::string> common = {"UCX_SRM_DEVICES=lo",
+                                                 "UCX_SRM_PEER_TIMEOUT=1s"};
+        std::vector<std::string> env_a = common, env_b = common;
+        env_a.push_back("UCX_SRM_SECRET_FILE=" + good);
+        env_b.push_back("UCX_SRM_SECRET_FILE=" + bad);
+        agent node_a(env_a), node_b(env_b);
+        raw_client a(node_a.socket()), b(node_b.socket());
+        connect_clients(a, b);
+        ASSERT_TRUE(a.send(b.port(), b.key(), "secret?", 7, 0, 1));
+
+        /* Never delivered; the node fails and the client is told. */
+        frame f;
+        EXPECT_FALSE(b.recv_wait(&f, 500));
+        for (int i = 0; (i < 400) && (a.ctl()->nodes[1].state == 0); ++i) {
+            usleep(10000);
+        }
+        EXPECT_EQ(SRM_SHM_NODE_FAILED, a.ctl()->nodes[1].state)
+                << node_a.status();
+        EXPECT_FALSE(b.recv_wait(&f, 100));
+        EXPECT_NE(std::string::npos, node_a.status().find("invalid"));
+    }
+    {
+        /* A file others may read is refused at start. */
+        std::string loose = write_secret("readable by everybody, alas");
+        chmod(loose.c_str(), 0644);
+        int status = system(("UCX_SRM_SECRET_FILE=" + loose + " " +
+                             srm_test::srmd_path() +
+                             " -s srm-gtest-loose-secret -q 2>/dev/null")
+                                    .c_str());
+        EXPECT_NE(0, status);
+        unlink(loose.c_str());
+    }
+    unlink(good.c_str());
+    unlink(bad.c_str());
 }
 
 TEST(wire, unknown_or_unreachable_node_costs_only_its_own_frames)
@@ -95,6 +238,14 @@ TEST(wire, unknown_or_unreachable_node_costs_only_its_own_frames)
         ASSERT_TRUE(local.recv_wait(&f, 5000)) << i;
     }
     EXPECT_GE(node_a.counter("bad_dest"), 1u);
+
+    /* Nothing listens at its address: the client is told it failed. */
+    for (int i = 0; (i < 300) && (a.ctl()->nodes[1].state == 0); ++i) {
+        usleep(10000);
+    }
+    EXPECT_EQ(SRM_SHM_NODE_FAILED, a.ctl()->nodes[1].state);
+    EXPECT_NE(0u, a.ctl()->nodes_changed.value);
     std::string status = node_a.status();
-    EXPECT_NE(std::string::npos, status.find("small down")) << status;
+    EXPECT_NE(std::string::npos, status.find("invalid   small")) << status;
+    EXPECT_NE(std::string::npos, status.find(" dropped 50\n")) << status;
 }

@@ -86,7 +86,7 @@ int srm_agent_init(srm_agent_t *agent)
         srm_error("epoll setup failed: %m");
         return -1;
     }
-    if (srm_channel_init(agent) != 0) {
+    if (srm_link_init(agent) != 0) {
         return -1;
     }
 
@@ -113,7 +113,7 @@ void srm_agent_cleanup(srm_agent_t *agent)
         }
     }
     free(agent->slots);
-    srm_channel_cleanup(agent);
+    srm_node_cleanup(agent);
     srm_sched_cleanup(&agent->sched);
     if (agent->epoll_fd >= 0) {
         close(agent->epoll_fd);
@@ -141,7 +141,7 @@ static unsigned srm_agent_progress(srm_agent_t *agent)
         }
     } while (failed != NULL);
 
-    count += srm_channel_progress(agent);
+    count += srm_node_progress(agent);
     srm_deliver_notify(agent);
     if (agent->num_failed > 0) {
         srm_client_reap(agent);
@@ -161,10 +161,10 @@ static void srm_agent_handle_event(srm_agent_t *agent,
         srm_client_accept(agent);
         return;
     } else if (kind == SRM_EPOLL_WIRE) {
-        srm_channel_accept(agent);
+        srm_link_accept(agent, slot);
         return;
     } else if (kind == SRM_EPOLL_LINK) {
-        srm_channel_link_event(agent, slot, ev->events);
+        srm_link_event(agent, slot, ev->events);
         return;
     }
     client = (slot < agent->num_slots) ? agent->slots[slot] : NULL;
@@ -246,21 +246,35 @@ static int srm_agent_should_spin(srm_agent_t *agent, double idle_for,
     }
 }
 
+static int srm_agent_ms_until(double deadline, double now, int limit_ms)
+{
+    double left_ms = (deadline - now) * 1e3;
+
+    return (left_ms <= 0) ? 0 : (left_ms < limit_ms) ? (int)left_ms + 1 :
+                                                       limit_ms;
+}
+
+/* How long a sleep may last; decides the idle exit, too. */
 static int srm_agent_sleep_timeout_ms(srm_agent_t *agent, double now)
 {
-    double left;
+    int timeout_ms = SRM_AGENT_SAFETY_WAKEUP_MS;
+    double idle_end;
 
-    if (!agent->exit_when_idle || (agent->num_clients > 0)) {
-        return SRM_AGENT_SAFETY_WAKEUP_MS;
+    if (agent->exit_when_idle && (agent->num_clients == 0)) {
+        idle_end = agent->idle_since + agent->config.idle_timeout;
+        if (now >= idle_end) {
+            srm_info("no clients for %.1f s: exiting",
+                     agent->config.idle_timeout);
+            agent->stop = 1;
+            return 0;
+        }
+        timeout_ms = srm_agent_ms_until(idle_end, now, timeout_ms);
     }
-    left = agent->idle_since + agent->config.idle_timeout - now;
-    if (left <= 0) {
-        srm_info("no clients for %.1f s: exiting", agent->config.idle_timeout);
-        agent->stop = 1;
-        return 0;
+    if ((agent->num_nodes > 0) || (agent->num_links > 0)) {
+        /* Channel timers: acks owed, heartbeats, reconnects. */
+        timeout_ms = srm_agent_ms_until(agent->next_timer, now, timeout_ms);
     }
-    return (left * 1e3 < SRM_AGENT_SAFETY_WAKEUP_MS) ? (int)(left * 1e3) + 1 :
-                                                       SRM_AGENT_SAFETY_WAKEUP_MS;
+    return timeout_ms;
 }
 
 /* Sleep without losing a wakeup: flag, fence, look once more, then wait. */

@@ -5,10 +5,12 @@
 #ifndef SRM_AGENT_H
 #define SRM_AGENT_H
 
+#include "srm_auth.h"
 #include "srm_node.h"
 #include "srm_sched.h"
 
 #include <ucx_srm/common/srm_config.h>
+#include <ucx_srm/common/srm_log.h>
 #include <ucx_srm/common/srm_proto.h>
 #include <ucx_srm/common/srm_shm.h>
 
@@ -22,7 +24,7 @@ enum {
     SRM_EPOLL_LISTEN   = 0,
     SRM_EPOLL_SOCKET   = 1,
     SRM_EPOLL_DOORBELL = 2,
-    SRM_EPOLL_WIRE     = 3, /* the tcp wire's listening socket */
+    SRM_EPOLL_WIRE     = 3, /* the tcp wire's listening socket (slot: path) */
     SRM_EPOLL_LINK     = 4, /* a connection to another agent */
 };
 
@@ -120,15 +122,17 @@ typedef struct srm_agent {
 
     srm_sched_t        sched;
 
-    /* The wire: other nodes' agents. */
-    int                wire_fd;
-    uint32_t           wire_ipv4;       /* network order; 0: no wire */
-    uint16_t           wire_port;       /* network order */
-    char               wire_device[32];
+    /* The wire: other nodes' agents, on one or two interfaces (paths). */
+    int                wire_fd[SRM_WIRE_PATHS];
+    srm_wire_addr_t    wire[SRM_WIRE_PATHS]; /* [0].ipv4 0: no wire */
+    char               wire_device[SRM_WIRE_PATHS][32];
+    unsigned           num_devices;
+    srm_auth_t         auth;
     srm_node_t         **nodes;
     unsigned           num_nodes;
     srm_link_t         **links;         /* index = epoll slot */
     unsigned           num_links;
+    double             next_timer;      /* when channel timers are due */
     srm_client_t       *notify_list;
     int                spinning;        /* auto policy's current choice */
     unsigned           num_failed;      /* clients waiting for srm_client_reap */
@@ -158,6 +162,7 @@ srm_sched_result_t srm_deliver_frame(void *arg, srm_sched_queue_t *queue,
 unsigned srm_deliver_backlogs(srm_agent_t *agent);
 void srm_deliver_notify(srm_agent_t *agent);
 void srm_deliver_release_backlog(srm_client_t *client);
+void srm_deliver_mark_notify(srm_agent_t *agent, srm_client_t *client);
 
 /*
  * srm_deliver.c: 1 delivered, 0 no room (retry later), -1 dropped and
@@ -168,20 +173,58 @@ void srm_deliver_release_backlog(srm_client_t *client);
 int srm_deliver_to_port(srm_agent_t *agent, srm_node_t *from,
                         const srm_frame_hdr_t *hdr, const void *payload);
 
-/* srm_channel.c */
-int srm_channel_init(srm_agent_t *agent);
-void srm_channel_cleanup(srm_agent_t *agent);
+/* srm_channel.c: the numbered, acknowledged frame stream of a channel */
+int srm_channel_init(srm_agent_t *agent, srm_channel_t *chan);
+void srm_channel_cleanup(srm_channel_t *chan);
 srm_sched_result_t srm_channel_enqueue(srm_agent_t *agent, srm_client_t *src,
                                        const srm_frame_hdr_t *hdr,
                                        const void *payload);
-unsigned srm_channel_progress(srm_agent_t *agent);
-void srm_channel_accept(srm_agent_t *agent);
-void srm_channel_link_event(srm_agent_t *agent, unsigned index,
-                            uint32_t events);
-void srm_channel_format(srm_agent_t *agent, char *buf, size_t size,
-                        size_t *len);
 void srm_channel_send_flow(srm_agent_t *agent, unsigned node_index,
                            srm_frame_type_t type, uint32_t port);
+int srm_channel_flush(srm_agent_t *agent, srm_node_t *node, int kind);
+int srm_channel_write_link(srm_agent_t *agent, srm_link_t *link, int ack);
+int srm_channel_at_boundary(const srm_link_t *link);
+int srm_channel_ack_owed(const srm_channel_t *chan);
+int srm_channel_receive(srm_agent_t *agent, srm_link_t *link,
+                        const srm_frame_hdr_t *hdr, const void *payload);
+int srm_channel_on_ack(srm_agent_t *agent, srm_link_t *link, uint32_t ack);
+void srm_channel_link_ready(srm_agent_t *agent, srm_link_t *link);
+void srm_channel_link_lost(srm_agent_t *agent, srm_link_t *link);
+void srm_channel_drop_all(srm_channel_t *chan);
+unsigned srm_channel_release_held(srm_agent_t *agent, srm_node_t *node);
+void srm_channel_free_held(srm_node_t *node);
+size_t srm_channel_queued(const srm_channel_t *chan);
+
+/* srm_link.c: connections to other agents and their handshake */
+int srm_link_init(srm_agent_t *agent);
+void srm_link_cleanup(srm_agent_t *agent);
+void srm_link_accept(srm_agent_t *agent, unsigned path);
+void srm_link_connect(srm_agent_t *agent, srm_node_t *node, int kind,
+                      int path);
+void srm_link_event(srm_agent_t *agent, unsigned index, uint32_t events);
+unsigned srm_link_progress(srm_agent_t *agent);
+void srm_link_timers(srm_agent_t *agent, double now);
+void srm_link_close(srm_agent_t *agent, srm_link_t *link,
+                    srm_log_level_t level, const char *fmt, ...)
+        __attribute__((format(printf, 4, 5)));
+void srm_link_set_events(srm_agent_t *agent, srm_link_t *link);
+void srm_link_say_bye(srm_agent_t *agent);
+unsigned srm_link_inject_fault(srm_agent_t *agent, uint32_t node, int kind,
+                               srm_fault_how_t how);
+
+/* srm_node.c: remote nodes, their states and timers */
+srm_node_t *srm_node_find(srm_agent_t *agent, uint64_t node_id);
+srm_node_t *srm_node_create(srm_agent_t *agent, uint64_t node_id,
+                            const srm_wire_addr_t wire[SRM_WIRE_PATHS]);
+srm_node_t *srm_node_resolve(srm_agent_t *agent, srm_client_t *client,
+                             uint32_t idx);
+void srm_node_invalidate(srm_agent_t *agent, srm_node_t *node, int failed,
+                         const char *why);
+unsigned srm_node_progress(srm_agent_t *agent);
+void srm_node_cleanup(srm_agent_t *agent);
+void srm_node_format(srm_agent_t *agent, char *buf, size_t size,
+                     size_t *len);
+const char *srm_node_kind_name(int kind);
 
 /* srm_status.c */
 size_t srm_status_format(srm_agent_t *agent, char *buf, size_t size);

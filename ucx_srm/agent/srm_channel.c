@@ -1,17 +1,20 @@
 /*
- * Node channels: per remote node a small and a bulk channel, each carried by
- * one connection of the wire, shared by every process of this node.
+ * The channel: the stream of frames of one kind between this node and
+ * another, which outlives the connections (links) that carry it.
  *
- * - Frames queue per channel (at most CHANNEL_DEPTH bytes); everything
- *   queued goes out in one send per wakeup, so small frames of many
- *   processes to one node are coalesced into one system call.
- * - Messages above LARGE_THRESH take the bulk channel: a 4 MB transfer never
- *   sits in front of an 8-byte message of another process.
- * - Order per (source port, destination node) is kept across the two
- *   channels: frames carry a sequence number and one that arrives early is
+ * - Frames queue per channel (at most CHANNEL_DEPTH bytes, counting those
+ *   sent but not yet acknowledged); everything queued goes out in one
+ *   system call per wakeup, so small frames of many processes to one node
+ *   are coalesced, and an owed ack rides in front of them.
+ * - Every frame carries chan_seq. The receiver accepts exactly the next
+ *   one, drops older ones (resent duplicates) and acknowledges cumulatively
+ *   (after ACK_DELAY, after a quarter of the depth, or with data going the
+ *   other way). Acknowledged frames free their space.
+ * - When the active link changes (failover, or a first connection), the
+ *   new link starts again at the oldest unacknowledged frame.
+ * - Order per (source port, destination node) is kept across the small and
+ *   bulk channels: frames carry a per-port seq and one that arrives early is
  *   held back until its predecessors are in.
- * - Both agents may connect at once; the connection initiated by the lower
- *   node id wins, so each pair of nodes ends with one connection per kind.
  */
 #define _GNU_SOURCE
 #include "srm_agent.h"
@@ -19,278 +22,100 @@
 #include <ucx_srm/common/srm_log.h>
 #include <ucx_srm/wire/srm_wire_tcp.h>
 
-#include <arpa/inet.h>
-#include <errno.h>
-#include <stdarg.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/epoll.h>
-#include <unistd.h>
 
-#define SRM_LINK_IN_BUF    (2 * (sizeof(srm_frame_hdr_t) + SRM_FRAME_MAX_PAYLOAD))
-#define SRM_HELD_LIMIT     (8u * 1024u * 1024u)
+#define SRM_HELD_LIMIT        (8u * 1024u * 1024u)
 #define SRM_CHANNEL_MAX_DEPTH (64u * 1024u * 1024u)
-#define SRM_CHANNEL_RETRY     0.1 /* seconds between connects to a node */
+#define SRM_ACK_DELAY         0.0005 /* seconds an ack waits for a ride */
 
-static const char *srm_channel_kind_names[] = {"small", "bulk"};
-
-static void srm_link_set_events(srm_agent_t *agent, srm_link_t *link)
+static inline int srm_seq_before(uint32_t a, uint32_t b)
 {
-    struct epoll_event ev = {
-        .events   = (link->in_blocked ? 0 : EPOLLIN) |
-                    (link->want_write ? EPOLLOUT : 0),
-        .data.u64 = SRM_EPOLL_DATA(SRM_EPOLL_LINK, link->index)
-    };
-    epoll_ctl(agent->epoll_fd, EPOLL_CTL_MOD, link->fd, &ev);
+    return (int32_t)(a - b) < 0;
 }
 
-static size_t srm_channel_queued(const srm_channel_t *chan)
-{
-    return chan->out_tail - chan->out_head;
-}
-
-/*
- * Room for a frame of `size` bytes at the tail of a channel's queue (the
- * caller has applied the depth limit); progress sends it, connecting first
- * if need be. Control frames bypass the limit, so the buffer grows if even
- * a compacted queue has no room. NULL only when out of memory.
- */
-static srm_frame_hdr_t *srm_channel_append(srm_node_t *node,
-                                           srm_channel_t *chan, size_t size)
-{
-    size_t queued = srm_channel_queued(chan);
-    srm_frame_hdr_t *out;
-    uint8_t *buf;
-
-    if ((chan->out_tail + size) > chan->out_cap) {
-        memmove(chan->out, chan->out + chan->out_head, queued);
-        chan->out_head = 0;
-        chan->out_tail = queued;
-    }
-    if ((queued + size) > chan->out_cap) {
-        buf = realloc(chan->out, queued + size);
-        if (buf == NULL) {
-            return NULL;
-        }
-        chan->out     = buf;
-        chan->out_cap = queued + size;
-    }
-    out             = (srm_frame_hdr_t*)(chan->out + chan->out_tail);
-    chan->out_tail += size;
-    node->dirty     = 1;
-    return out;
-}
-
-static srm_link_t *srm_link_new(srm_agent_t *agent, int fd, int initiator)
-{
-    struct epoll_event ev;
-    srm_link_t **links, *link;
-    unsigned i, num;
-
-    for (i = 0; (i < agent->num_links) && (agent->links[i] != NULL); ++i) {
-    }
-    if (i == agent->num_links) {
-        num   = (agent->num_links == 0) ? 16 : 2 * agent->num_links;
-        links = realloc(agent->links, num * sizeof(*links));
-        if (links == NULL) {
-            return NULL;
-        }
-        memset(links + agent->num_links, 0,
-               (num - agent->num_links) * sizeof(*links));
-        agent->links     = links;
-        agent->num_links = num;
-    }
-
-    link = calloc(1, sizeof(*link));
-    if ((link == NULL) ||
-        ((link->in_buf = malloc(SRM_LINK_IN_BUF)) == NULL)) {
-        free(link);
-        return NULL;
-    }
-    link->fd         = fd;
-    link->index      = i;
-    link->initiator  = initiator;
-    link->state      = initiator ? SRM_LINK_CONNECTING : SRM_LINK_HELLO_WAIT;
-    link->kind       = -1;
-    link->want_write = initiator;
-    ev.events        = EPOLLIN | (initiator ? EPOLLOUT : 0);
-    ev.data.u64      = SRM_EPOLL_DATA(SRM_EPOLL_LINK, i);
-    if (epoll_ctl(agent->epoll_fd, EPOLL_CTL_ADD, fd, &ev) != 0) {
-        free(link->in_buf);
-        free(link);
-        return NULL;
-    }
-    agent->links[i] = link;
-    return link;
-}
-
-static void srm_link_close(srm_agent_t *agent, srm_link_t *link,
-                           srm_log_level_t level, const char *fmt, ...)
-        __attribute__((format(printf, 4, 5)));
-
-static void srm_link_close(srm_agent_t *agent, srm_link_t *link,
-                           srm_log_level_t level, const char *fmt, ...)
-{
-    char reason[160], peer[32] = "?";
-    srm_channel_t *chan;
-    va_list ap;
-
-    va_start(ap, fmt);
-    vsnprintf(reason, sizeof(reason), fmt, ap);
-    va_end(ap);
-    if (link->node != NULL) {
-        srm_wire_tcp_str(link->node->ipv4, link->node->tcp_port, peer,
-                         sizeof(peer));
-    }
-    if ((link->node != NULL) && (link->kind >= 0) &&
-        (link->node->chan[link->kind].failures > 0) &&
-        (link->state != SRM_LINK_READY)) {
-        level = SRM_LOG_DEBUG; /* said once already; retries are quiet */
-    }
-    srm_log(level, "%s channel link to %s closed: %s",
-            (link->kind >= 0) ? srm_channel_kind_names[link->kind] : "new",
-            peer, reason);
-
-    if ((link->node != NULL) && (link->kind >= 0) &&
-        (link->node->chan[link->kind].link == link)) {
-        chan           = &link->node->chan[link->kind];
-        chan->link     = NULL;
-        chan->retry_at = srm_agent_now() + SRM_CHANNEL_RETRY;
-        if (link->state != SRM_LINK_READY) {
-            chan->failures++;
-        }
-        if (srm_channel_queued(chan) > 0) {
-            link->node->dirty = 1; /* progress reconnects */
-        }
-    }
-    close(link->fd);
-    agent->links[link->index] = NULL;
-    free(link->in_buf);
-    free(link);
-}
-
-static srm_node_t *srm_node_find(srm_agent_t *agent, uint64_t node_id)
-{
-    unsigned i;
-
-    for (i = 0; i < agent->num_nodes; ++i) {
-        if (agent->nodes[i]->node_id == node_id) {
-            return agent->nodes[i];
-        }
-    }
-    return NULL;
-}
-
-static size_t srm_channel_depth(srm_agent_t *agent)
+static size_t srm_channel_depth(const srm_agent_t *agent)
 {
     return (agent->config.channel_depth > SRM_CHANNEL_MAX_DEPTH) ?
                    SRM_CHANNEL_MAX_DEPTH : agent->config.channel_depth;
 }
 
-static srm_node_t *srm_node_create(srm_agent_t *agent, uint64_t node_id,
-                                   uint32_t ipv4, uint16_t tcp_port)
+size_t srm_channel_queued(const srm_channel_t *chan)
 {
-    srm_node_t **nodes, *node;
-    char addr[32];
-    int kind;
-
-    if (agent->num_nodes >= UINT16_MAX - 1) {
-        return NULL;
-    }
-    nodes = realloc(agent->nodes, (agent->num_nodes + 1) * sizeof(*nodes));
-    if (nodes == NULL) {
-        return NULL;
-    }
-    agent->nodes = nodes;
-    node         = calloc(1, sizeof(*node));
-    if (node == NULL) {
-        return NULL;
-    }
-    node->node_id  = node_id;
-    node->ipv4     = ipv4;
-    node->tcp_port = tcp_port;
-    node->index    = agent->num_nodes;
-    for (kind = 0; kind < SRM_CHANNEL_KINDS; ++kind) {
-        node->chan[kind].out_cap = srm_channel_depth(agent) +
-                                   sizeof(srm_frame_hdr_t) +
-                                   SRM_FRAME_MAX_PAYLOAD;
-        node->chan[kind].out     = malloc(node->chan[kind].out_cap);
-        if (node->chan[kind].out == NULL) {
-            free(node->chan[0].out);
-            free(node);
-            return NULL;
-        }
-    }
-    agent->nodes[agent->num_nodes++] = node;
-    srm_info("node 0x%016llx at %s is node %u", (unsigned long long)node_id,
-             srm_wire_tcp_str(ipv4, tcp_port, addr, sizeof(addr)),
-             node->index);
-    return node;
+    return chan->tail - chan->head;
 }
 
-/* The agent node a client means by its node table entry idx. */
-static srm_node_t *srm_node_resolve(srm_agent_t *agent, srm_client_t *client,
-                                    uint32_t idx)
+/* Frames in the stream are not aligned: headers are copied out. */
+static size_t srm_channel_peek(const srm_channel_t *chan, uint64_t offset,
+                               srm_frame_hdr_t *hdr)
 {
-    srm_shm_node_t entry;
-    srm_node_t *node;
-
-    if ((idx == 0) || (idx >= SRM_SHM_MAX_NODES)) {
-        return NULL;
-    }
-    if (client->node_map[idx] != 0) {
-        return agent->nodes[client->node_map[idx] - 1];
-    }
-
-    memcpy(&entry, &client->ctl->nodes[idx], sizeof(entry));
-    if (!entry.valid || (entry.ipv4 == 0) || (entry.tcp_port == 0) ||
-        (entry.node_id == agent->node_id) || (agent->wire_ipv4 == 0)) {
-        return NULL;
-    }
-    node = srm_node_find(agent, entry.node_id);
-    if (node == NULL) {
-        node = srm_node_create(agent, entry.node_id, entry.ipv4,
-                               entry.tcp_port);
-        if (node == NULL) {
-            return NULL;
-        }
-    }
-    client->node_map[idx] = (uint16_t)(node->index + 1);
-    return node;
+    memcpy(hdr, chan->out + (offset - chan->out_base), sizeof(*hdr));
+    return sizeof(*hdr) + hdr->length;
 }
 
-static void srm_channel_connect(srm_agent_t *agent, srm_node_t *node,
-                                int kind)
+int srm_channel_init(srm_agent_t *agent, srm_channel_t *chan)
 {
-    srm_link_t *link;
-    char addr[32];
-    double now;
-    int fd;
+    memset(chan, 0, sizeof(*chan));
+    chan->out_cap = srm_channel_depth(agent) + sizeof(srm_frame_hdr_t) +
+                    SRM_FRAME_MAX_PAYLOAD;
+    chan->out     = malloc(chan->out_cap);
+    return (chan->out == NULL) ? -1 : 0;
+}
 
-    now = srm_agent_now();
-    if (now < node->chan[kind].retry_at) {
-        return;
-    }
-    node->chan[kind].retry_at = now + SRM_CHANNEL_RETRY;
+void srm_channel_cleanup(srm_channel_t *chan)
+{
+    free(chan->out);
+    chan->out = NULL;
+}
 
-    fd = srm_wire_tcp_connect(node->ipv4, node->tcp_port);
-    if (fd < 0) {
-        srm_warn("cannot connect %s channel to %s: %m",
-                 srm_channel_kind_names[kind],
-                 srm_wire_tcp_str(node->ipv4, node->tcp_port, addr,
-                                  sizeof(addr)));
-        return;
+/* Forgets every queued frame (the node is gone); returns nothing. */
+void srm_channel_drop_all(srm_channel_t *chan)
+{
+    chan->head = chan->sent = chan->tail = chan->frame_end = chan->out_base;
+    chan->ack_due = 0;
+}
+
+/*
+ * Room for `size` bytes at the tail (the caller has applied the depth
+ * limit). Control frames bypass the limit, so the buffer grows if even a
+ * compacted one has no room. NULL only when out of memory.
+ */
+static uint8_t *srm_channel_append(srm_node_t *node, srm_channel_t *chan,
+                                   size_t size)
+{
+    size_t needed = (size_t)(chan->tail - chan->head);
+    uint8_t *buf;
+
+    if ((size_t)(chan->tail - chan->out_base) + size > chan->out_cap) {
+        memmove(chan->out, chan->out + (chan->head - chan->out_base), needed);
+        chan->out_base = chan->head;
     }
-    link = srm_link_new(agent, fd, 1);
-    if (link == NULL) {
-        close(fd);
-        return;
+    if (needed + size > chan->out_cap) {
+        buf = realloc(chan->out, needed + size);
+        if (buf == NULL) {
+            return NULL;
+        }
+        chan->out     = buf;
+        chan->out_cap = needed + size;
     }
-    link->node             = node;
-    link->kind             = kind;
-    node->chan[kind].link  = link;
-    node->chan[kind].connects++;
+    buf         = chan->out + (chan->tail - chan->out_base);
+    chan->tail += size;
+    node->dirty = 1;
+    return buf;
+}
+
+static int srm_channel_put(srm_node_t *node, srm_channel_t *chan,
+                           srm_frame_hdr_t *hdr, const void *payload)
+{
+    uint8_t *out = srm_channel_append(node, chan, sizeof(*hdr) + hdr->length);
+
+    if (out == NULL) {
+        return -1;
+    }
+    hdr->chan_seq = chan->next_seq++;
+    memcpy(out, hdr, sizeof(*hdr));
+    memcpy(out + sizeof(*hdr), payload, hdr->length);
+    return 0;
 }
 
 static int srm_node_port_paused(const srm_node_t *node, uint32_t port)
@@ -336,10 +161,9 @@ srm_sched_result_t srm_channel_enqueue(srm_agent_t *agent, srm_client_t *src,
                                        const void *payload)
 {
     size_t size = sizeof(*hdr) + hdr->length;
+    srm_frame_hdr_t frame;
     srm_channel_t *chan;
-    srm_frame_hdr_t *out;
     srm_node_t *node;
-    size_t queued;
     int kind;
 
     node = srm_node_resolve(agent, src, hdr->dst_node);
@@ -350,56 +174,336 @@ srm_sched_result_t srm_channel_enqueue(srm_agent_t *agent, srm_client_t *src,
                   hdr->dst_node);
         return SRM_SCHED_DELIVERED;
     }
-
+    if (node->state == SRM_NODE_INVALID) {
+        node->dropped++; /* the client's eps to it are told (node table) */
+        return SRM_SCHED_DELIVERED;
+    }
     if ((node->num_paused > 0) && srm_node_port_paused(node, hdr->dst_port)) {
         return SRM_SCHED_BLOCKED; /* that receiver is full: only we wait */
     }
 
-    kind   = (hdr->length > agent->config.large_thresh) ? SRM_CHANNEL_BULK :
-                                                          SRM_CHANNEL_SMALL;
-    chan   = &node->chan[kind];
-    queued = srm_channel_queued(chan);
-    if ((queued > 0) && ((queued + size) > srm_channel_depth(agent))) {
-        return SRM_SCHED_BLOCKED;
-    }
-    out = srm_channel_append(node, chan, size);
-    if (out == NULL) {
+    kind = (hdr->length > agent->config.large_thresh) ? SRM_CHANNEL_BULK :
+                                                        SRM_CHANNEL_SMALL;
+    chan = &node->chan[kind];
+    if ((srm_channel_queued(chan) > 0) &&
+        ((srm_channel_queued(chan) + size) > srm_channel_depth(agent))) {
         return SRM_SCHED_BLOCKED;
     }
 
-    *out          = *hdr;
-    out->dst_node = 0;
-    out->seq      = src->node_seq[hdr->dst_node]++;
-    memcpy(out + 1, payload, hdr->length);
+    frame     = *hdr;
+    frame.seq = src->node_seq[hdr->dst_node];
+    if (srm_channel_put(node, chan, &frame, payload) != 0) {
+        return SRM_SCHED_BLOCKED;
+    }
+    src->node_seq[hdr->dst_node]++;
     chan->tx_frames++;
     chan->tx_bytes += hdr->length;
     return SRM_SCHED_DELIVERED;
 }
 
-/* 1 if bytes went out. */
-static int srm_channel_flush(srm_agent_t *agent, srm_channel_t *chan)
+void srm_channel_send_flow(srm_agent_t *agent, unsigned node_index,
+                           srm_frame_type_t type, uint32_t port)
 {
-    srm_link_t *link = chan->link;
-    size_t queued    = srm_channel_queued(chan);
-    ssize_t sent;
+    srm_node_t *node = agent->nodes[node_index];
+    srm_frame_hdr_t frame;
 
-    if ((link == NULL) || (link->state != SRM_LINK_READY) || (queued == 0)) {
+    memset(&frame, 0, sizeof(frame));
+    frame.magic    = SRM_FRAME_MAGIC;
+    frame.version  = SRM_FRAME_VERSION;
+    frame.type     = (uint8_t)type;
+    frame.dst_port = port;
+    /* Control frames ignore the depth limit: they are what lifts it. */
+    if (srm_channel_put(node, &node->chan[SRM_CHANNEL_SMALL], &frame,
+                        NULL) != 0) {
+        srm_error("out of memory: %s for port %u to node %u not sent",
+                  (type == SRM_FRAME_PAUSE) ? "PAUSE" : "RESUME", port,
+                  node_index);
+        return;
+    }
+    srm_debug("sent %s for port %u to node %u",
+              (type == SRM_FRAME_PAUSE) ? "PAUSE" : "RESUME", port,
+              node_index);
+}
+
+/* Frees the acknowledged frames that the active link has written whole. */
+static void srm_channel_release(srm_channel_t *chan)
+{
+    srm_frame_hdr_t hdr;
+    size_t size;
+
+    while (chan->head < chan->frame_end) {
+        size = srm_channel_peek(chan, chan->head, &hdr);
+        if (!srm_seq_before(hdr.chan_seq, chan->acked_seq)) {
+            break;
+        }
+        chan->head += size;
+    }
+}
+
+/*
+ * After a change of link, frames the peer acknowledged (it got them on the
+ * old link) need not be written again; only at a frame boundary may the
+ * stream skip.
+ */
+static void srm_channel_skip_acked(srm_channel_t *chan)
+{
+    srm_frame_hdr_t hdr;
+    size_t size;
+
+    while ((chan->sent == chan->frame_end) && (chan->sent < chan->tail)) {
+        size = srm_channel_peek(chan, chan->sent, &hdr);
+        if (!srm_seq_before(hdr.chan_seq, chan->acked_seq)) {
+            break;
+        }
+        chan->sent     += size;
+        chan->frame_end = chan->sent;
+    }
+    srm_channel_release(chan);
+}
+
+/* Bookkeeping after `bytes` more of the stream were written. */
+static void srm_channel_advance(srm_agent_t *agent, srm_channel_t *chan,
+                                size_t bytes)
+{
+    srm_frame_hdr_t hdr;
+    size_t size;
+
+    chan->sent += bytes;
+    while (chan->frame_end < chan->tail) {
+        size = srm_channel_peek(chan, chan->frame_end, &hdr);
+        if (chan->frame_end + size > chan->sent) {
+            break; /* partly written */
+        }
+        chan->frame_end += size;
+        if (srm_seq_before(hdr.chan_seq, chan->sent_seq_hi)) {
+            chan->resent++;
+        } else {
+            chan->sent_seq_hi = hdr.chan_seq + 1;
+        }
+    }
+    if (!agent->config.failover) {
+        chan->head = chan->frame_end; /* nothing is ever written again */
+    }
+}
+
+/*
+ * Writes to link: an owed ack first (only at a frame boundary of the data
+ * stream, and only with `ack` or data to ride along), then, on the active
+ * link, the unsent frames. Returns 1 if bytes went out, -1 if the link
+ * died (closed here).
+ */
+static int srm_channel_write(srm_agent_t *agent, srm_node_t *node, int kind,
+                             srm_link_t *link, int ack)
+{
+    srm_channel_t *chan = &node->chan[kind];
+    int data            = (link == chan->links[chan->active]) &&
+                          (chan->sent < chan->tail);
+    struct iovec iov[2];
+    size_t ctl_sent;
+    ssize_t sent;
+    int iovcnt = 0;
+
+    if (link->muted) {
+        return 0; /* fault injected: a dead path */
+    }
+    if (data && (chan->sent == chan->frame_end)) {
+        srm_channel_skip_acked(chan);
+        data = chan->sent < chan->tail;
+    }
+    if ((link->ctl_left == 0) && agent->config.failover &&
+        (ack || (data && (chan->rx_expected != chan->rx_acked))) &&
+        (!data || (chan->sent == chan->frame_end))) {
+        memset(&link->ctl, 0, sizeof(link->ctl));
+        link->ctl.magic   = SRM_FRAME_MAGIC;
+        link->ctl.version = SRM_FRAME_VERSION;
+        link->ctl.type    = SRM_FRAME_ACK;
+        link->ctl.seq     = chan->rx_expected;
+        link->ctl_left    = sizeof(link->ctl);
+        chan->rx_acked    = chan->rx_expected;
+        chan->rx_unacked  = 0;
+        chan->ack_due     = 0;
+    }
+    if (link->ctl_left > 0) {
+        iov[iovcnt].iov_base = (uint8_t*)&link->ctl +
+                               (sizeof(link->ctl) - link->ctl_left);
+        iov[iovcnt].iov_len  = link->ctl_left;
+        ++iovcnt;
+    }
+    if (data) {
+        iov[iovcnt].iov_base = chan->out + (chan->sent - chan->out_base);
+        iov[iovcnt].iov_len  = (size_t)(chan->tail - chan->sent);
+        ++iovcnt;
+    }
+    if (iovcnt == 0) {
         return 0;
     }
-    sent = srm_wire_tcp_send(link->fd, chan->out + chan->out_head, queued);
+
+    sent = srm_wire_tcp_sendv(link->fd, iov, iovcnt);
     if (sent < 0) {
         srm_link_close(agent, link, SRM_LOG_WARN, "send failed: %m");
-        return 0;
+        return -1;
     }
-    chan->out_head += (size_t)sent;
-    if (chan->out_head == chan->out_tail) {
-        chan->out_head = chan->out_tail = 0;
+    ctl_sent        = ((size_t)sent < link->ctl_left) ? (size_t)sent :
+                                                         link->ctl_left;
+    link->ctl_left -= ctl_sent;
+    if ((size_t)sent > ctl_sent) {
+        srm_channel_advance(agent, chan, (size_t)sent - ctl_sent);
     }
-    if (link->want_write != ((size_t)sent < queued)) {
-        link->want_write = ((size_t)sent < queued);
+    if (sent > 0) {
+        link->last_tx = srm_agent_now();
+    }
+    if (link->want_write != ((link->ctl_left > 0) ||
+                             (data && (chan->sent < chan->tail)))) {
+        link->want_write = !link->want_write;
         srm_link_set_events(agent, link);
     }
     return sent > 0;
+}
+
+static srm_link_t *srm_channel_ready_link(srm_channel_t *chan)
+{
+    srm_link_t *link = chan->links[chan->active];
+    int path;
+
+    if ((link != NULL) && (link->state == SRM_LINK_READY)) {
+        return link;
+    }
+    for (path = 0; path < SRM_WIRE_PATHS; ++path) {
+        link = chan->links[path];
+        if ((link != NULL) && (link->state == SRM_LINK_READY)) {
+            return link;
+        }
+    }
+    return NULL;
+}
+
+/* 1 if bytes went out. Acks owed go on any ready link of the channel. */
+int srm_channel_flush(srm_agent_t *agent, srm_node_t *node, int kind)
+{
+    srm_channel_t *chan = &node->chan[kind];
+    srm_link_t *link    = chan->links[chan->active];
+    double now;
+    int ack;
+
+    if ((chan->rx_expected != chan->rx_acked) && (chan->ack_due != 0)) {
+        now = srm_agent_now();
+        ack = (now >= chan->ack_due) ||
+              (chan->rx_unacked >= srm_channel_depth(agent) / 4);
+        if (ack && ((link == NULL) || (link->state != SRM_LINK_READY))) {
+            link = srm_channel_ready_link(chan);
+        }
+    } else {
+        ack = 0;
+    }
+    if ((link == NULL) || (link->state != SRM_LINK_READY)) {
+        return 0;
+    }
+    return srm_channel_write(agent, node, kind, link, ack) > 0;
+}
+
+/* More bytes for a ready link; with `ack`, an ack even if none is owed
+ * (the heartbeat). 1 if bytes went out, -1 if the link died. */
+int srm_channel_write_link(srm_agent_t *agent, srm_link_t *link, int ack)
+{
+    return srm_channel_write(agent, link->node, link->kind, link, ack);
+}
+
+/* Whether a frame of our own may be written to link now. */
+int srm_channel_at_boundary(const srm_link_t *link)
+{
+    const srm_channel_t *chan = &link->node->chan[link->kind];
+
+    return (link != chan->links[chan->active]) ||
+           (chan->sent == chan->frame_end);
+}
+
+int srm_channel_ack_owed(const srm_channel_t *chan)
+{
+    return chan->rx_expected != chan->rx_acked;
+}
+
+/* Makes `path` the active one; its link starts at the oldest unacked frame. */
+static void srm_channel_activate(srm_agent_t *agent, srm_node_t *node,
+                                 int kind, int path)
+{
+    srm_channel_t *chan = &node->chan[kind];
+
+    chan->active    = path;
+    chan->sent      = chan->head;
+    chan->frame_end = chan->head;
+    node->dirty     = 1;
+}
+
+void srm_channel_link_ready(srm_agent_t *agent, srm_link_t *link)
+{
+    srm_channel_t *chan = &link->node->chan[link->kind];
+    srm_link_t *active  = chan->links[chan->active];
+    char addr[32];
+
+    if ((active == NULL) || (active->state != SRM_LINK_READY) ||
+        (active == link)) {
+        if (chan->sent > chan->head) {
+            srm_info("node %u %s channel: resending %llu unacknowledged "
+                     "bytes on path %d (%s)", link->node->index,
+                     srm_node_kind_name(link->kind),
+                     (unsigned long long)(chan->sent - chan->head),
+                     link->path,
+                     srm_wire_tcp_str(link->node->wire[link->path].ipv4,
+                                      link->node->wire[link->path].port,
+                                      addr, sizeof(addr)));
+        }
+        srm_channel_activate(agent, link->node, link->kind, link->path);
+    }
+    chan->failures[link->path] = 0;
+    link->node->dirty          = 1;
+}
+
+void srm_channel_link_lost(srm_agent_t *agent, srm_link_t *link)
+{
+    srm_node_t *node    = link->node;
+    srm_channel_t *chan = &node->chan[link->kind];
+    int was_ready       = (link->state == SRM_LINK_READY);
+    int other           = 1 - link->path;
+
+    chan->links[link->path] = NULL;
+    if (!was_ready || (chan->active != link->path)) {
+        return;
+    }
+    chan->failovers++;
+    if (!agent->config.failover) {
+        srm_node_invalidate(agent, node, 1,
+                            "its channel connection was lost and "
+                            "UCX_SRM_FAILOVER=n keeps nothing to resend");
+        return;
+    }
+    if ((chan->links[other] != NULL) &&
+        (chan->links[other]->state == SRM_LINK_READY)) {
+        if (chan->sent > chan->head) {
+            srm_info("node %u %s channel: failover to path %d, resending "
+                     "%llu unacknowledged bytes", node->index,
+                     srm_node_kind_name(link->kind), other,
+                     (unsigned long long)(chan->sent - chan->head));
+        }
+        srm_channel_activate(agent, node, link->kind, other);
+    } else {
+        srm_channel_activate(agent, node, link->kind, link->path);
+    }
+}
+
+int srm_channel_on_ack(srm_agent_t *agent, srm_link_t *link, uint32_t ack)
+{
+    srm_channel_t *chan = &link->node->chan[link->kind];
+
+    if (!srm_seq_before(chan->acked_seq, ack)) {
+        return 0; /* old news, or a heartbeat */
+    }
+    if (srm_seq_before(chan->sent_seq_hi, ack)) {
+        return -1; /* acknowledges frames never sent */
+    }
+    chan->acked_seq = ack;
+    srm_channel_release(chan);
+    link->node->dirty = 1; /* space for blocked senders */
+    return 0;
 }
 
 static srm_order_t *srm_order_get(srm_node_t *node, uint32_t src_port)
@@ -455,6 +559,30 @@ static unsigned srm_order_release(srm_agent_t *agent, srm_node_t *node,
     return count;
 }
 
+unsigned srm_channel_release_held(srm_agent_t *agent, srm_node_t *node)
+{
+    unsigned count = 0, o;
+
+    for (o = 0; o < node->num_orders; ++o) {
+        count += srm_order_release(agent, node, &node->orders[o]);
+    }
+    return count;
+}
+
+void srm_channel_free_held(srm_node_t *node)
+{
+    srm_held_frame_t *held;
+    unsigned o;
+
+    for (o = 0; o < node->num_orders; ++o) {
+        while ((held = node->orders[o].held) != NULL) {
+            node->orders[o].held = held->next;
+            free(held);
+        }
+    }
+    node->held_bytes = 0;
+}
+
 static int srm_order_hold(srm_node_t *node, srm_order_t *order, int kind,
                           const srm_frame_hdr_t *hdr, const void *payload)
 {
@@ -471,7 +599,7 @@ static int srm_order_hold(srm_node_t *node, srm_order_t *order, int kind,
     held->kind = kind;
     memcpy(held->payload, payload, hdr->length);
     for (pos = &order->held;
-         (*pos != NULL) && ((int32_t)((*pos)->hdr.seq - hdr->seq) < 0);
+         (*pos != NULL) && srm_seq_before((*pos)->hdr.seq, hdr->seq);
          pos = &(*pos)->next) {
     }
     held->next        = *pos;
@@ -481,13 +609,13 @@ static int srm_order_hold(srm_node_t *node, srm_order_t *order, int kind,
     return 1;
 }
 
-/* A frame from the network: 1 consumed, 0 no room (retry later). */
-static int srm_channel_receive(srm_agent_t *agent, srm_link_t *link,
+/* An AM in channel order: 1 consumed, 0 no room (retry later). */
+static int srm_channel_deliver(srm_agent_t *agent, srm_link_t *link,
                                const srm_frame_hdr_t *hdr,
                                const void *payload)
 {
-    srm_node_t *node    = link->node;
-    srm_order_t *order  = srm_order_get(node, hdr->src_port);
+    srm_node_t *node   = link->node;
+    srm_order_t *order = srm_order_get(node, hdr->src_port);
     int32_t ahead;
 
     if (order == NULL) {
@@ -495,7 +623,7 @@ static int srm_channel_receive(srm_agent_t *agent, srm_link_t *link,
     }
     ahead = (int32_t)(hdr->seq - order->expected);
     if (ahead < 0) {
-        node->bad_frames++; /* a duplicate: never deliver twice */
+        node->bad_frames++; /* the sender numbered twice: never deliver twice */
         return 1;
     } else if (ahead > 0) {
         return srm_order_hold(node, order, link->kind, hdr, payload);
@@ -510,426 +638,40 @@ static int srm_channel_receive(srm_agent_t *agent, srm_link_t *link,
     return 1;
 }
 
-static int srm_link_send_hello(srm_agent_t *agent, srm_link_t *link,
-                               srm_frame_type_t type, int accepted)
+/*
+ * A numbered frame (AM, PAUSE, RESUME) from a ready link: 1 consumed, 0 no
+ * room (retry later), -1 a gap in the numbering (the link lies).
+ */
+int srm_channel_receive(srm_agent_t *agent, srm_link_t *link,
+                        const srm_frame_hdr_t *hdr, const void *payload)
 {
-    struct {
-        srm_frame_hdr_t hdr;
-        srm_hello_t     hello;
-    } msg;
+    srm_node_t *node    = link->node;
+    srm_channel_t *chan = &node->chan[link->kind];
+    int32_t ahead       = (int32_t)(hdr->chan_seq - chan->rx_expected);
 
-    memset(&msg, 0, sizeof(msg));
-    msg.hdr.magic        = SRM_FRAME_MAGIC;
-    msg.hdr.version      = SRM_FRAME_VERSION;
-    msg.hdr.type         = (uint8_t)type;
-    msg.hdr.length       = sizeof(msg.hello);
-    msg.hello.node_id    = agent->node_id;
-    msg.hello.ipv4       = agent->wire_ipv4;
-    msg.hello.tcp_port   = agent->wire_port;
-    msg.hello.kind       = (uint8_t)link->kind;
-    msg.hello.accepted   = (uint8_t)accepted;
-    /* A fresh socket always has room for 56 bytes. */
-    return (srm_wire_tcp_send(link->fd, &msg, sizeof(msg)) ==
-            (ssize_t)sizeof(msg)) ? 0 : -1;
-}
-
-/* Acceptor: who is calling, and does this connection carry the kind? */
-static int srm_link_on_hello(srm_agent_t *agent, srm_link_t *link,
-                             const srm_hello_t *hello)
-{
-    srm_channel_t *chan;
-    srm_link_t *old;
-    srm_node_t *node;
-    int accepted;
-
-    if ((hello->kind >= SRM_CHANNEL_KINDS) || (hello->node_id == 0) ||
-        (hello->node_id == agent->node_id)) {
-        srm_link_close(agent, link, SRM_LOG_WARN, "bad HELLO");
+    if (ahead < 0) {
+        chan->duplicates++;
+        if (chan->ack_due == 0) {
+            chan->ack_due = srm_agent_now(); /* the peer resends: tell it */
+        }
+        return 1;
+    } else if (ahead > 0) {
         return -1;
     }
-    node = srm_node_find(agent, hello->node_id);
-    if (node == NULL) {
-        node = srm_node_create(agent, hello->node_id, hello->ipv4,
-                               hello->tcp_port);
-        if (node == NULL) {
-            srm_link_close(agent, link, SRM_LOG_ERROR, "out of memory");
-            return -1;
-        }
-    }
-    link->node = node;
-    link->kind = hello->kind;
-    chan       = &node->chan[link->kind];
-    old        = chan->link;
-    accepted   = (old == NULL) || (hello->node_id < agent->node_id);
 
-    if (srm_link_send_hello(agent, link, SRM_FRAME_HELLO_ACK, accepted) != 0) {
-        srm_link_close(agent, link, SRM_LOG_WARN, "cannot answer HELLO: %m");
-        return -1;
-    }
-    if (!accepted) {
-        /* Our own connection to that node wins; the peer closes this one. */
-        link->node = NULL;
-        srm_link_close(agent, link, SRM_LOG_DEBUG, "lost the tie-break");
-        return -1;
-    }
-    if (old != NULL) {
-        srm_link_close(agent, old, SRM_LOG_DEBUG,
-                       "replaced by the peer's connection");
-    }
-    link->state    = SRM_LINK_READY;
-    chan->link     = link;
-    chan->failures = 0;
-    node->dirty    = 1;
-    return 0;
-}
-
-static int srm_link_on_hello_ack(srm_agent_t *agent, srm_link_t *link,
-                                 const srm_hello_t *ack)
-{
-    if ((ack->node_id != link->node->node_id) ||
-        (ack->kind != (uint8_t)link->kind)) {
-        srm_link_close(agent, link, SRM_LOG_WARN,
-                       "HELLO_ACK from an unexpected node 0x%016llx",
-                       (unsigned long long)ack->node_id);
-        return -1;
-    }
-    if (!ack->accepted) {
-        srm_link_close(agent, link, SRM_LOG_DEBUG,
-                       "the peer's connection won the tie-break");
-        return -1;
-    }
-    link->state                           = SRM_LINK_READY;
-    link->node->chan[link->kind].failures = 0;
-    link->node->dirty                     = 1;
-    return 0;
-}
-
-/* Handles the complete frames in the input buffer; -1 if the link died. */
-static int srm_link_parse(srm_agent_t *agent, srm_link_t *link)
-{
-    size_t offset = 0, size;
-    srm_frame_status_t status;
-    srm_frame_hdr_t hdr;
-    const uint8_t *payload;
-    int ret = 0;
-
-    link->in_blocked = 0;
-    for (;;) {
-        status = srm_frame_next(link->in_buf + offset, link->in_len - offset,
-                                &hdr, &size);
-        if (status != SRM_FRAME_OK) {
-            if (link->node != NULL) {
-                link->node->bad_frames++;
-            }
-            agent->stats.bad_frames++;
-            srm_link_close(agent, link, SRM_LOG_WARN,
-                           "malformed frame: %s (type %u)",
-                           srm_frame_status_str(status), hdr.type);
-            return -1;
-        }
-        if (size == 0) {
-            break; /* the rest of the frame is still on its way */
-        }
-        payload = link->in_buf + offset + sizeof(hdr);
-
-        if ((hdr.type == SRM_FRAME_AM) && (link->state == SRM_LINK_READY)) {
-            if (!srm_channel_receive(agent, link, &hdr, payload)) {
-                link->in_blocked = 1;
-                break;
-            }
-        } else if (((hdr.type == SRM_FRAME_PAUSE) ||
-                    (hdr.type == SRM_FRAME_RESUME)) &&
-                   (link->state == SRM_LINK_READY) && (hdr.length == 0)) {
-            srm_node_set_paused(link->node, hdr.dst_port,
-                                hdr.type == SRM_FRAME_PAUSE);
-            link->node->dirty = 1; /* RESUME: blocked senders may go */
-        } else if ((hdr.type == SRM_FRAME_HELLO) &&
-                   (link->state == SRM_LINK_HELLO_WAIT) &&
-                   (hdr.length == sizeof(srm_hello_t))) {
-            ret = srm_link_on_hello(agent, link, (const srm_hello_t*)payload);
-        } else if ((hdr.type == SRM_FRAME_HELLO_ACK) &&
-                   (link->state == SRM_LINK_HELLO_SENT) &&
-                   (hdr.length == sizeof(srm_hello_t))) {
-            ret = srm_link_on_hello_ack(agent, link,
-                                        (const srm_hello_t*)payload);
-        } else {
-            agent->stats.bad_frames++;
-            srm_link_close(agent, link, SRM_LOG_WARN,
-                           "frame type %u not expected in link state %d",
-                           hdr.type, link->state);
-            return -1;
-        }
-        if (ret != 0) {
-            return -1;
-        }
-        offset += size;
-    }
-
-    memmove(link->in_buf, link->in_buf + offset, link->in_len - offset);
-    link->in_len -= offset;
-    srm_link_set_events(agent, link);
-    return 0;
-}
-
-static void srm_link_read(srm_agent_t *agent, srm_link_t *link)
-{
-    ssize_t got;
-
-    if (link->in_blocked) {
-        return;
-    }
-    got = srm_wire_tcp_recv(link->fd, link->in_buf + link->in_len,
-                            SRM_LINK_IN_BUF - link->in_len);
-    if (got < 0) {
-        if (errno == 0) {
-            srm_link_close(agent, link, SRM_LOG_INFO, "the peer closed it");
-        } else {
-            srm_link_close(agent, link, SRM_LOG_WARN, "receive failed: %m");
-        }
-        return;
-    }
-    link->in_len += (size_t)got;
-    srm_link_parse(agent, link);
-}
-
-void srm_channel_link_event(srm_agent_t *agent, unsigned index,
-                            uint32_t events)
-{
-    srm_link_t *link = (index < agent->num_links) ? agent->links[index] : NULL;
-    int error;
-
-    if (link == NULL) {
-        return;
-    }
-    if (link->state == SRM_LINK_CONNECTING) {
-        if (!(events & (EPOLLOUT | EPOLLERR | EPOLLHUP))) {
-            return;
-        }
-        error = srm_wire_tcp_connect_result(link->fd);
-        if (error != 0) {
-            srm_link_close(agent, link, SRM_LOG_WARN, "connect failed: %s",
-                           strerror(error));
-            return;
-        }
-        link->want_write = 0;
-        link->state      = SRM_LINK_HELLO_SENT;
-        srm_link_set_events(agent, link);
-        if (srm_link_send_hello(agent, link, SRM_FRAME_HELLO, 0) != 0) {
-            srm_link_close(agent, link, SRM_LOG_WARN, "cannot send HELLO: %m");
-        }
-        return;
-    }
-    if (events & (EPOLLIN | EPOLLERR | EPOLLHUP)) {
-        srm_link_read(agent, link);
-        link = agent->links[index];
-    }
-    if ((link != NULL) && (events & EPOLLOUT) && (link->node != NULL) &&
-        (link->kind >= 0)) {
-        srm_channel_flush(agent, &link->node->chan[link->kind]);
-    }
-}
-
-void srm_channel_accept(srm_agent_t *agent)
-{
-    int fd = srm_wire_tcp_accept(agent->wire_fd);
-
-    if (fd < 0) {
-        if ((errno != EAGAIN) && (errno != EINTR)) {
-            srm_warn("accept on the wire failed: %m");
-        }
-        return;
-    }
-    if (srm_link_new(agent, fd, 0) == NULL) {
-        srm_error("no memory for a new channel connection");
-        close(fd);
-    }
-}
-
-void srm_channel_send_flow(srm_agent_t *agent, unsigned node_index,
-                           srm_frame_type_t type, uint32_t port)
-{
-    srm_node_t *node    = agent->nodes[node_index];
-    srm_frame_hdr_t *out;
-
-    /* Control frames ignore the depth limit: they are what lifts it. */
-    out = srm_channel_append(node, &node->chan[SRM_CHANNEL_SMALL],
-                             sizeof(*out));
-    if (out == NULL) {
-        srm_error("out of memory: %s for port %u to node %u not sent",
-                  (type == SRM_FRAME_PAUSE) ? "PAUSE" : "RESUME", port,
-                  node_index);
-        return;
-    }
-    memset(out, 0, sizeof(*out));
-    out->magic    = SRM_FRAME_MAGIC;
-    out->version  = SRM_FRAME_VERSION;
-    out->type     = (uint8_t)type;
-    out->dst_port = port;
-    srm_debug("sent %s for port %u to node %u",
-              (type == SRM_FRAME_PAUSE) ? "PAUSE" : "RESUME", port,
-              node_index);
-}
-
-unsigned srm_channel_progress(srm_agent_t *agent)
-{
-    unsigned count = 0, i, o;
-    srm_channel_t *chan;
-    srm_node_t *node;
-    srm_link_t *link;
-    int kind;
-
-    for (i = 0; i < agent->num_links; ++i) {
-        link = agent->links[i];
-        if ((link != NULL) && link->in_blocked) {
-            srm_link_parse(agent, link); /* room may have appeared */
-            count += (agent->links[i] != NULL) && !link->in_blocked;
-        }
-    }
-    for (i = 0; i < agent->num_nodes; ++i) {
-        node = agent->nodes[i];
-        if (node->held_bytes > 0) {
-            for (o = 0; o < node->num_orders; ++o) {
-                count += srm_order_release(agent, node, &node->orders[o]);
-            }
-        }
-        if (!node->dirty) {
-            continue;
-        }
-        node->dirty = 0;
-        for (kind = 0; kind < SRM_CHANNEL_KINDS; ++kind) {
-            chan = &node->chan[kind];
-            if ((chan->link == NULL) && (srm_channel_queued(chan) > 0)) {
-                srm_channel_connect(agent, node, kind);
-            }
-            count += srm_channel_flush(agent, chan);
-            if (srm_channel_queued(chan) > 0) {
-                node->dirty = 1;
-            }
-        }
-    }
-    return count;
-}
-
-int srm_channel_init(srm_agent_t *agent)
-{
-    struct epoll_event ev = {.events   = EPOLLIN,
-                             .data.u64 = SRM_EPOLL_DATA(SRM_EPOLL_WIRE, 0)};
-    char addr[32];
-
-    agent->wire_fd = -1;
-    if (strcmp(agent->config.net_device, "none") == 0) {
-        srm_info("UCX_SRM_NET_DEVICE=none: no channels to other nodes");
-        return 0;
-    }
-    if (srm_wire_tcp_iface_addr(agent->config.net_device, &agent->wire_ipv4,
-                                agent->wire_device,
-                                sizeof(agent->wire_device)) != 0) {
-        if (strcmp(agent->config.net_device, "auto") == 0) {
-            srm_info("no network interface with IPv4: this agent serves "
-                     "its own node only");
-            agent->wire_ipv4 = 0;
+    if (hdr->type == SRM_FRAME_AM) {
+        if (!srm_channel_deliver(agent, link, hdr, payload)) {
             return 0;
         }
-        srm_error("UCX_SRM_NET_DEVICE=%s: no such interface with an IPv4 "
-                  "address that is up", agent->config.net_device);
-        return -1;
+    } else {
+        srm_node_set_paused(node, hdr->dst_port, hdr->type == SRM_FRAME_PAUSE);
+        node->dirty = 1; /* RESUME: blocked senders may go */
     }
-
-    agent->wire_fd = srm_wire_tcp_listen(agent->wire_ipv4,
-                                         htons((uint16_t)agent->config.tcp_port),
-                                         &agent->wire_port);
-    if ((agent->wire_fd < 0) ||
-        (epoll_ctl(agent->epoll_fd, EPOLL_CTL_ADD, agent->wire_fd, &ev) != 0)) {
-        srm_error("cannot listen for other agents on %s (%s): %m",
-                  srm_wire_tcp_str(agent->wire_ipv4,
-                                   htons((uint16_t)agent->config.tcp_port),
-                                   addr, sizeof(addr)),
-                  agent->wire_device);
-        return -1;
+    chan->rx_expected++;
+    chan->rx_unacked += sizeof(*hdr) + hdr->length;
+    if (chan->ack_due == 0) {
+        chan->ack_due = srm_agent_now() + SRM_ACK_DELAY;
     }
-    srm_info("channels to other nodes on %s (%s)",
-             srm_wire_tcp_str(agent->wire_ipv4, agent->wire_port, addr,
-                              sizeof(addr)),
-             agent->wire_device);
-    return 0;
-}
-
-void srm_channel_cleanup(srm_agent_t *agent)
-{
-    srm_held_frame_t *held;
-    srm_node_t *node;
-    unsigned i, o;
-    int kind;
-
-    for (i = 0; i < agent->num_links; ++i) {
-        if (agent->links[i] != NULL) {
-            srm_link_close(agent, agent->links[i], SRM_LOG_DEBUG,
-                           "agent stopping");
-        }
-    }
-    free(agent->links);
-    for (i = 0; i < agent->num_nodes; ++i) {
-        node = agent->nodes[i];
-        for (o = 0; o < node->num_orders; ++o) {
-            while ((held = node->orders[o].held) != NULL) {
-                node->orders[o].held = held->next;
-                free(held);
-            }
-        }
-        for (kind = 0; kind < SRM_CHANNEL_KINDS; ++kind) {
-            free(node->chan[kind].out);
-        }
-        free(node->orders);
-        free(node->paused_ports);
-        free(node);
-    }
-    free(agent->nodes);
-    if (agent->wire_fd >= 0) {
-        close(agent->wire_fd);
-    }
-}
-
-void srm_channel_format(srm_agent_t *agent, char *buf, size_t size,
-                        size_t *len)
-{
-    const char *state_names[] = {"connecting", "hello-sent", "hello-wait",
-                                 "ready"};
-    srm_channel_t *chan;
-    srm_node_t *node;
-    char addr[32];
-    unsigned i;
-    int kind, n;
-
-    for (i = 0; i < agent->num_nodes; ++i) {
-        node = agent->nodes[i];
-        for (kind = 0; kind < SRM_CHANNEL_KINDS; ++kind) {
-            chan = &node->chan[kind];
-            n    = snprintf(buf + *len, size - *len,
-                            "node %-3u 0x%016llx %-21s %-5s %-10s "
-                            "queued %zu tx %llu/%llu rx %llu/%llu "
-                            "connects %llu held %zu reordered %llu "
-                            "paused %u pauses %llu bad %llu\n",
-                            node->index, (unsigned long long)node->node_id,
-                            srm_wire_tcp_str(node->ipv4, node->tcp_port,
-                                             addr, sizeof(addr)),
-                            srm_channel_kind_names[kind],
-                            (chan->link == NULL) ? "down" :
-                                    state_names[chan->link->state],
-                            srm_channel_queued(chan),
-                            (unsigned long long)chan->tx_frames,
-                            (unsigned long long)chan->tx_bytes,
-                            (unsigned long long)chan->rx_frames,
-                            (unsigned long long)chan->rx_bytes,
-                            (unsigned long long)chan->connects,
-                            node->held_bytes,
-                            (unsigned long long)node->reordered,
-                            node->num_paused,
-                            (unsigned long long)node->pauses,
-                            (unsigned long long)node->bad_frames);
-            if ((n < 0) || ((size_t)n >= size - *len)) {
-                return;
-            }
-            *len += (size_t)n;
-        }
-    }
+    node->dirty = 1;
+    return 1;
 }

@@ -147,8 +147,7 @@ static void srm_client_attach_reply(srm_agent_t *agent, srm_client_t *client,
         rep.node_id     = agent->node_id;
         rep.max_payload = SRM_FRAME_MAX_PAYLOAD;
         rep.shm_size    = client->layout.total_size;
-        rep.wire_ipv4   = agent->wire_ipv4;
-        rep.wire_port   = agent->wire_port;
+        memcpy(rep.wire, agent->wire, sizeof(rep.wire));
     }
     if (error != NULL) {
         snprintf(rep.error, sizeof(rep.error), "%s", error);
@@ -241,6 +240,17 @@ static int srm_client_attach(srm_agent_t *agent, srm_client_t *client,
     return 0;
 }
 
+static void srm_client_reply_text(srm_client_t *client,
+                                  srm_status_rep_t *rep)
+{
+    srm_msg_hdr_init(&rep->hdr, SRM_MSG_STATUS_REP);
+    if (srm_sock_send(client->sock_fd, rep,
+                      offsetof(srm_status_rep_t, text) + rep->length, NULL,
+                      0) < 0) {
+        srm_debug("could not answer pid %d: %m", (int)client->pid);
+    }
+}
+
 static void srm_client_status(srm_agent_t *agent, srm_client_t *client)
 {
     srm_status_rep_t *rep = malloc(sizeof(*rep));
@@ -248,14 +258,40 @@ static void srm_client_status(srm_agent_t *agent, srm_client_t *client)
     if (rep == NULL) {
         return;
     }
-    srm_msg_hdr_init(&rep->hdr, SRM_MSG_STATUS_REP);
     rep->length = (uint32_t)srm_status_format(agent, rep->text,
                                               sizeof(rep->text));
-    if (srm_sock_send(client->sock_fd, rep,
-                      offsetof(srm_status_rep_t, text) + rep->length, NULL,
-                      0) < 0) {
-        srm_debug("could not send status to pid %d: %m", (int)client->pid);
+    srm_client_reply_text(client, rep);
+    free(rep);
+}
+
+/* Testing aid; only the agent's own user (or root) may break its links. */
+static void srm_client_fault(srm_agent_t *agent, srm_client_t *client,
+                             const srm_fault_req_t *req)
+{
+    srm_status_rep_t *rep;
+    unsigned count;
+
+    if ((client->uid != agent->uid) && (client->uid != 0)) {
+        srm_client_drop(agent, client, "fault request from another user");
+        return;
     }
+    if ((req->how > SRM_FAULT_MUTE) || (req->kind >= SRM_CHANNEL_KINDS) ||
+        (req->kind < -1)) {
+        srm_client_drop(agent, client, "malformed fault request");
+        return;
+    }
+    rep = malloc(sizeof(*rep));
+    if (rep == NULL) {
+        return;
+    }
+    count       = srm_link_inject_fault(agent, req->node, req->kind,
+                                        (srm_fault_how_t)req->how);
+    rep->length = (uint32_t)snprintf(rep->text, sizeof(rep->text),
+                                     "%s %u link(s)\n",
+                                     (req->how == SRM_FAULT_MUTE) ? "muted" :
+                                                                    "reset",
+                                     count);
+    srm_client_reply_text(client, rep);
     free(rep);
 }
 
@@ -265,6 +301,7 @@ void srm_client_handle_socket(srm_agent_t *agent, srm_client_t *client)
         srm_msg_hdr_t    hdr;
         srm_attach_req_t attach;
         srm_status_req_t status;
+        srm_fault_req_t  fault;
     } msg;
     int fds[SRM_PROTO_MAX_FDS];
     int nfds = 0; /* a client has no business sending fds: close them */
@@ -293,6 +330,9 @@ void srm_client_handle_socket(srm_agent_t *agent, srm_client_t *client)
     } else if (srm_msg_hdr_check(&msg.hdr, (size_t)len, SRM_MSG_STATUS_REQ,
                                  sizeof(msg.status)) == 0) {
         srm_client_status(agent, client);
+    } else if (srm_msg_hdr_check(&msg.hdr, (size_t)len, SRM_MSG_FAULT_REQ,
+                                 sizeof(msg.fault)) == 0) {
+        srm_client_fault(agent, client, &msg.fault);
     } else if (errno == EPROTONOSUPPORT) {
         srm_client_drop(agent, client, "unsupported protocol version");
     } else {

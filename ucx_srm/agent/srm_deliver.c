@@ -12,7 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 
-static void srm_deliver_mark_notify(srm_agent_t *agent, srm_client_t *client)
+void srm_deliver_mark_notify(srm_agent_t *agent, srm_client_t *client)
 {
     if (!client->notify) {
         client->notify      = 1;

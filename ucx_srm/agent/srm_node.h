@@ -1,12 +1,19 @@
 /*
  * Remote nodes and the node-level channels to them (the point of SRM: one
  * small and one bulk channel per remote node, shared by every process of
- * this node). A *link* is one connection of the wire; a *channel* is what
- * outlives links: the queue of frames to send and the per-kind counters.
+ * this node).
+ *
+ * A *link* is one connection of the wire. A *channel* is what outlives
+ * links: the stream of frames of one kind to one node, numbered, kept until
+ * the peer acknowledges them, carried by the link of its active path; the
+ * link of the other path stands by (srm_channel.c). A *node* ties its
+ * channels together and moves through Init -> Normal -> Restoring ->
+ * Normal | Invalid (srm_node.c).
  */
 #ifndef SRM_NODE_H
 #define SRM_NODE_H
 
+#include <ucx_srm/common/srm_address.h>
 #include <ucx_srm/common/srm_config.h>
 #include <ucx_srm/common/srm_frame.h>
 
@@ -17,9 +24,11 @@ typedef struct srm_node srm_node_t;
 
 typedef enum {
     SRM_LINK_CONNECTING, /* our connect in progress */
-    SRM_LINK_HELLO_SENT, /* we wait for HELLO_ACK */
-    SRM_LINK_HELLO_WAIT, /* accepted; we wait for HELLO */
+    SRM_LINK_HELLO_SENT, /* initiator: we wait for HELLO_ACK */
+    SRM_LINK_HELLO_WAIT, /* acceptor: we wait for HELLO */
+    SRM_LINK_AUTH_WAIT,  /* acceptor: we wait for the initiator's AUTH */
     SRM_LINK_READY,
+    SRM_LINK_STATES
 } srm_link_state_t;
 
 typedef struct srm_link {
@@ -28,23 +37,63 @@ typedef struct srm_link {
     srm_link_state_t state;
     int              initiator;
     int              kind;        /* SRM_CHANNEL_SMALL/BULK, once known */
+    int              path;        /* 0 or 1, once known */
     srm_node_t       *node;       /* once known */
     int              want_write;  /* EPOLLOUT armed */
     uint8_t          *in_buf;
     size_t           in_len;
     int              in_blocked;  /* a received frame waits for room */
+    int              muted;       /* fault injected: neither side hears */
+    double           last_rx;     /* when bytes last arrived (or creation) */
+    double           last_tx;     /* when bytes last left */
+    /* A control frame (ACK) being written ahead of the channel's data. */
+    srm_frame_hdr_t  ctl;
+    size_t           ctl_left;
+    /* Handshake: the peer's claims, trusted only once it is authenticated. */
+    uint8_t          nonce[SRM_AUTH_NONCE_LEN];      /* ours */
+    uint8_t          peer_nonce[SRM_AUTH_NONCE_LEN];
+    uint64_t         peer_id;
+    srm_wire_addr_t  peer_wire[SRM_WIRE_PATHS];
+    int              accepted;    /* acceptor: it won the tie-break */
 } srm_link_t;
 
+/*
+ * One direction-pair of a kind to one node. The frames we send live in
+ * `out` as a stream, by absolute byte offsets:
+ *
+ *   out_base <= head <= sent <= tail
+ *   [head, sent)  written to the active link, not yet acknowledged
+ *   [sent, tail)  not yet written
+ *
+ * A new or changed active link starts again at head (the receiver drops
+ * what it has already seen by chan_seq), which is what failover is.
+ */
 typedef struct srm_channel {
-    srm_link_t *link;             /* the connection carrying it, if any */
-    uint8_t    *out;              /* queued frames, whole */
-    size_t     out_head;
-    size_t     out_tail;
+    srm_link_t *links[SRM_WIRE_PATHS];
+    int        active;            /* the path our frames go on */
+    uint8_t    *out;
     size_t     out_cap;
+    uint64_t   out_base;          /* stream offset of out[0] */
+    uint64_t   head, sent, tail;
+    uint64_t   frame_end;         /* start of the first frame not yet
+                                     written whole (== sent at a frame
+                                     boundary); [head, frame_end) may go */
+    uint32_t   next_seq;          /* chan_seq of the next frame queued */
+    uint32_t   acked_seq;         /* the peer has every frame before it */
+    uint32_t   sent_seq_hi;       /* every frame before it was written once */
+
+    uint32_t   rx_expected;       /* the next chan_seq we accept */
+    uint32_t   rx_acked;          /* rx_expected as last told to the peer */
+    size_t     rx_unacked;        /* bytes consumed since that ack */
+    double     ack_due;           /* 0: no ack owed */
+
     uint64_t   tx_frames, tx_bytes, rx_frames, rx_bytes;
     uint64_t   connects;
-    double     retry_at;          /* no new connect before this time */
-    unsigned   failures;          /* connects failed in a row */
+    uint64_t   failovers;         /* times the active link was lost */
+    uint64_t   resent;            /* frames written more than once */
+    uint64_t   duplicates;        /* frames received twice and dropped */
+    double     retry_at[SRM_WIRE_PATHS];
+    unsigned   failures[SRM_WIRE_PATHS]; /* connects failed in a row */
 } srm_channel_t;
 
 /* A frame from the network that arrived ahead of an earlier one. */
@@ -62,22 +111,34 @@ typedef struct srm_order {
     srm_held_frame_t *held;       /* sorted by seq */
 } srm_order_t;
 
+typedef enum {
+    SRM_NODE_INIT,      /* no channel has been ready yet */
+    SRM_NODE_NORMAL,    /* every kind has a ready link */
+    SRM_NODE_RESTORING, /* a kind lost its links; reconnecting */
+    SRM_NODE_INVALID,   /* unreachable for PEER_TIMEOUT, or it said BYE */
+    SRM_NODE_STATES
+} srm_node_state_t;
+
 struct srm_node {
-    uint64_t      node_id;
-    uint32_t      ipv4;           /* network order */
-    uint16_t      tcp_port;       /* network order */
-    unsigned      index;
-    srm_channel_t chan[SRM_CHANNEL_KINDS];
-    int           dirty;          /* has frames to flush */
-    srm_order_t   *orders;
-    unsigned      num_orders;
-    unsigned      cap_orders;
-    size_t        held_bytes;
-    uint32_t      *paused_ports;  /* its ports that told us to PAUSE */
-    unsigned      num_paused;
-    uint64_t      pauses;         /* PAUSE frames received */
-    uint64_t      bad_frames;     /* malformed frames from this node */
-    uint64_t      reordered;      /* frames held back for order */
+    uint64_t         node_id;
+    srm_wire_addr_t  wire[SRM_WIRE_PATHS];
+    unsigned         index;
+    srm_node_state_t state;
+    double           state_since;
+    double           down_since;  /* no ready link of some kind since */
+    const char       *why_invalid;
+    srm_channel_t    chan[SRM_CHANNEL_KINDS];
+    int              dirty;       /* has frames to flush */
+    srm_order_t      *orders;
+    unsigned         num_orders;
+    unsigned         cap_orders;
+    size_t           held_bytes;
+    uint32_t         *paused_ports; /* its ports that told us to PAUSE */
+    unsigned         num_paused;
+    uint64_t         pauses;      /* PAUSE frames received */
+    uint64_t         bad_frames;  /* malformed frames from this node */
+    uint64_t         reordered;   /* frames held back for order */
+    uint64_t         dropped;     /* frames for it dropped (node invalid) */
 };
 
 #endif

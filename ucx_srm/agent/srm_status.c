@@ -62,14 +62,27 @@ size_t srm_status_format(srm_agent_t *agent, char *buf, size_t size)
                  (unsigned long long)agent->stats.sleeps,
                  (unsigned long long)agent->stats.wakeups);
 
-    if (agent->wire_ipv4 != 0) {
-        srm_text_add(&text, "wire: tcp %s on %s, %u remote nodes, "
-                     "bad_frames %llu\n",
-                     srm_wire_tcp_str(agent->wire_ipv4, agent->wire_port,
+    if (agent->wire[0].ipv4 != 0) {
+        srm_text_add(&text, "wire: tcp %s on %s",
+                     srm_wire_tcp_str(agent->wire[0].ipv4, agent->wire[0].port,
                                       addr, sizeof(addr)),
-                     agent->wire_device, agent->num_nodes,
-                     (unsigned long long)agent->stats.bad_frames);
-        srm_channel_format(agent, text.buf, text.size, &text.len);
+                     agent->wire_device[0]);
+        if (agent->num_devices > 1) {
+            srm_text_add(&text, " and %s on %s",
+                         srm_wire_tcp_str(agent->wire[1].ipv4,
+                                          agent->wire[1].port, addr,
+                                          sizeof(addr)),
+                         agent->wire_device[1]);
+        }
+        srm_text_add(&text, ", %u remote nodes, bad_frames %llu, failover "
+                     "%s (timeout %.0f ms, peer timeout %.1f s), secret %s\n",
+                     agent->num_nodes,
+                     (unsigned long long)agent->stats.bad_frames,
+                     agent->config.failover ? "on" : "off",
+                     agent->config.failover_timeout * 1e3,
+                     agent->config.peer_timeout,
+                     (agent->auth.len > 0) ? "required" : "none");
+        srm_node_format(agent, text.buf, text.size, &text.len);
     } else {
         srm_text_add(&text, "wire: none (this node only)\n");
     }

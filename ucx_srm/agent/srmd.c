@@ -228,9 +228,13 @@ int main(int argc, char **argv)
     if ((log_path == NULL) && daemonize) {
         gethostname(hostname, sizeof(hostname));
         hostname[sizeof(hostname) - 1] = '\0';
-        snprintf(default_log, sizeof(default_log), "%s/srmd-%s-%s.log",
-                 (getenv("TMPDIR") != NULL) ? getenv("TMPDIR") : "/tmp",
-                 agent->socket_name, hostname);
+        if (snprintf(default_log, sizeof(default_log), "%s/srmd-%s-%s.log",
+                     (getenv("TMPDIR") != NULL) ? getenv("TMPDIR") : "/tmp",
+                     agent->socket_name, hostname) >=
+            (int)sizeof(default_log)) {
+            fprintf(stderr, "srmd: $TMPDIR is too long for a log path\n");
+            return 1;
+        }
         log_path = default_log;
     }
     if (log_path != NULL) {

@@ -8,11 +8,19 @@
 
 #include <stdint.h>
 
+/* Paths between two agents: the active and the standby connection. */
+#define SRM_WIRE_PATHS 2
+
+/* Where an agent listens on one path's interface (0.0.0.0:0 = none). */
+typedef struct __attribute__((packed)) srm_wire_addr {
+    uint32_t ipv4;     /* network order */
+    uint16_t port;     /* network order */
+} srm_wire_addr_t;
+
 typedef struct __attribute__((packed)) srm_device_addr {
-    uint64_t node_id;  /* random per agent instance */
-    uint32_t ipv4;     /* agent's wire address, network order (0: none) */
-    uint16_t tcp_port; /* network order */
-    uint16_t flags;
+    uint64_t        node_id;  /* random per agent instance */
+    srm_wire_addr_t wire[SRM_WIRE_PATHS]; /* [1] zero: one interface */
+    uint16_t        flags;
 } srm_device_addr_t;
 
 typedef struct __attribute__((packed)) srm_iface_addr {
@@ -20,7 +28,9 @@ typedef struct __attribute__((packed)) srm_iface_addr {
     uint32_t key;
 } srm_iface_addr_t;
 
+#ifndef __cplusplus
 _Static_assert(sizeof(srm_device_addr_t) <= 31, "UCP device address limit");
 _Static_assert(sizeof(srm_iface_addr_t) <= 63, "UCP iface address limit");
+#endif
 
 #endif

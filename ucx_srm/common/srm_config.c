@@ -79,11 +79,13 @@ ucs_config_field_t srm_agent_config_table[] = {
      "kernel's EEVDF scheduler often lets the poller finish its slice first.",
      offsetof(srm_agent_config_t, nice), UCS_CONFIG_TYPE_INT},
 
-    {"NET_DEVICE", "auto",
-     "Network interface whose IPv4 address srmd listens on for channels from\n"
-     "other nodes' agents. auto: the first interface that is up, not loopback,\n"
-     "and has an IPv4 address.",
-     offsetof(srm_agent_config_t, net_device), UCS_CONFIG_TYPE_STRING},
+    {"DEVICES", "auto",
+     "Network interfaces whose IPv4 addresses srmd listens on for channels\n"
+     "from other nodes' agents: one, or two separated by a comma (the\n"
+     "standby connection to each node then takes the second, so a dead link\n"
+     "is survived, not just a dead socket). auto: the first interface that\n"
+     "is up, not loopback, and has an IPv4 address. none: no channels.",
+     offsetof(srm_agent_config_t, devices), UCS_CONFIG_TYPE_STRING},
 
     {"TCP_PORT", "0",
      "TCP port srmd listens on for other agents; 0 picks a free one (peers\n"
@@ -99,6 +101,33 @@ ucs_config_field_t srm_agent_config_table[] = {
      "that they never delay small ones (no head-of-line blocking); inf puts\n"
      "everything on the small channel.",
      offsetof(srm_agent_config_t, large_thresh), UCS_CONFIG_TYPE_MEMUNITS},
+
+    {"FAILOVER", "y",
+     "Keep every frame sent to another node until that node acknowledges it,\n"
+     "and a standby connection per node channel: a connection that fails is\n"
+     "replaced without losing, duplicating or reordering a message. n: frames\n"
+     "are freed once written, and a lost connection fails the node's\n"
+     "endpoints (for measuring what reliability costs).",
+     offsetof(srm_agent_config_t, failover), UCS_CONFIG_TYPE_BOOL},
+
+    {"FAILOVER_TIMEOUT", "300ms",
+     "A connection to another agent on which nothing (data, ack or\n"
+     "heartbeat) arrived for this long is declared dead, and its traffic\n"
+     "moves to the standby. Heartbeats go every quarter of it.",
+     offsetof(srm_agent_config_t, failover_timeout), UCS_CONFIG_TYPE_TIME},
+
+    {"PEER_TIMEOUT", "5s",
+     "A node that cannot be reached on any path for this long is declared\n"
+     "failed: its queued frames are dropped and every endpoint to it reports\n"
+     "a peer failure to UCX.",
+     offsetof(srm_agent_config_t, peer_timeout), UCS_CONFIG_TYPE_TIME},
+
+    {"SECRET_FILE", "",
+     "File with a cluster secret (at least 16 bytes, readable by its owner\n"
+     "only). Agents then prove to each other that they know it (HMAC-SHA256\n"
+     "over fresh nonces) before a channel carries anything; an agent without\n"
+     "it, or with another one, is refused and logged. Empty: no check.",
+     offsetof(srm_agent_config_t, secret_file), UCS_CONFIG_TYPE_STRING},
 
     {"LOG_FILE", "",
      "Where srmd writes its log; empty means standard error.",

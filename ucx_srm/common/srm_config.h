@@ -46,10 +46,14 @@ typedef struct srm_agent_config {
     size_t   port_backlog;     /* per destination port, bytes */
     char     *log_file;        /* "" = stderr */
     int      nice;             /* scheduling niceness to ask for */
-    char     *net_device;      /* interface whose address channels use */
+    char     *devices;         /* interfaces of the paths, comma separated */
     unsigned tcp_port;         /* listening port, 0 = any */
     size_t   channel_depth;    /* bytes queued per channel */
     size_t   large_thresh;     /* payloads above this take the bulk channel */
+    int      failover;         /* acks, resend buffers and standby paths */
+    double   failover_timeout; /* seconds of silence that kill a connection */
+    double   peer_timeout;     /* seconds without a path before a node fails */
+    char     *secret_file;     /* cluster secret for agent handshakes; "" none */
 } srm_agent_config_t;
 
 extern const char *srm_agent_mode_names[];

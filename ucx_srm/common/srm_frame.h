@@ -10,7 +10,7 @@
 #include <stdint.h>
 
 #define SRM_FRAME_MAGIC    0x5352u /* "SR" */
-#define SRM_FRAME_VERSION  1u
+#define SRM_FRAME_VERSION  2u
 #define SRM_FRAME_ALIGN    8u
 
 /* Largest payload a frame may carry; a client may choose less. */
@@ -23,6 +23,9 @@ typedef enum {
     SRM_FRAME_HELLO_ACK = 4, /* wire: the acceptor's answer */
     SRM_FRAME_PAUSE = 5, /* wire: stop sending to dst_port (it is full) */
     SRM_FRAME_RESUME = 6, /* wire: dst_port has room again */
+    SRM_FRAME_ACK = 7, /* wire: cumulative ack (seq), also the heartbeat */
+    SRM_FRAME_AUTH = 8, /* wire: the initiator's proof of the secret */
+    SRM_FRAME_BYE = 9, /* wire: the sending agent is leaving for good */
     SRM_FRAME_LAST
 } srm_frame_type_t;
 
@@ -38,22 +41,43 @@ typedef struct srm_frame_hdr {
     uint32_t src_port;
     uint32_t dst_port;
     uint32_t dst_key;   /* must match the destination port's key */
-    uint32_t dst_node;  /* TX ring: the client's node table index (0 = this
-                           node); wire: unused (0) */
+    union {
+        uint32_t dst_node;  /* TX ring: the client's node table index of the
+                               destination (0 = this node) */
+        uint32_t chan_seq;  /* wire: the frame's number on its channel, for
+                               acks and for dropping resent duplicates */
+    };
     uint8_t  am_id;
     uint8_t  flags;
     uint16_t reserved;
-    uint32_t seq;       /* wire: per (source port, destination node) order */
+    uint32_t seq;       /* wire: per (source port, destination node) order;
+                           ACK: the next chan_seq the sender expects */
 } srm_frame_hdr_t;
 
-/* Payload of HELLO and HELLO_ACK: who is on the other end of a channel. */
+#define SRM_AUTH_NONCE_LEN 16
+#define SRM_AUTH_MAC_LEN   32
+
+/*
+ * Payload of HELLO and HELLO_ACK: who is on the other end of a channel, and
+ * (with a cluster secret) the acceptor's proof that it knows the secret.
+ */
 typedef struct srm_hello {
     uint64_t node_id;
-    uint32_t ipv4;      /* sender's listening address, network order */
-    uint16_t tcp_port;  /* network order */
+    uint32_t ipv4[2];   /* sender's listening addresses (paths), net order */
+    uint16_t port[2];   /* network order */
     uint8_t  kind;      /* srm channel kind: 0 small, 1 bulk */
+    uint8_t  path;      /* 0 or 1: which of the paths this connection is */
     uint8_t  accepted;  /* HELLO_ACK: 1 if this connection carries the kind */
+    uint8_t  secret;    /* 1 if the sender authenticates with a secret */
+    uint32_t reserved;
+    uint8_t  nonce[SRM_AUTH_NONCE_LEN];
+    uint8_t  mac[SRM_AUTH_MAC_LEN]; /* HELLO_ACK: see srm_auth.h */
 } srm_hello_t;
+
+/* Payload of AUTH: the initiator's proof (srm_auth.h). */
+typedef struct srm_auth_proof {
+    uint8_t mac[SRM_AUTH_MAC_LEN];
+} srm_auth_proof_t;
 
 typedef enum {
     SRM_FRAME_OK = 0,

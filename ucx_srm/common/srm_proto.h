@@ -6,13 +6,15 @@
 #ifndef SRM_PROTO_H
 #define SRM_PROTO_H
 
+#include "srm_address.h"
+
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 
 #define SRM_PROTO_MAGIC     0x53524d43u /* "SRMC" */
-#define SRM_PROTO_VERSION   1u
+#define SRM_PROTO_VERSION   2u
 #define SRM_PROTO_NAME_MAX  64
 #define SRM_PROTO_ERROR_MAX 160
 #define SRM_PROTO_TEXT_MAX  (60 * 1024)
@@ -23,6 +25,7 @@ typedef enum {
     SRM_MSG_ATTACH_REP,
     SRM_MSG_STATUS_REQ,
     SRM_MSG_STATUS_REP,
+    SRM_MSG_FAULT_REQ,  /* testing: break channel links; answered by text */
     SRM_MSG_LAST
 } srm_msg_type_t;
 
@@ -50,9 +53,7 @@ typedef struct srm_attach_rep {
     uint32_t      max_payload;
     uint64_t      node_id;
     uint64_t      shm_size;
-    uint32_t      wire_ipv4;   /* the agent's channel address (0: none) */
-    uint16_t      wire_port;   /* network order */
-    uint16_t      reserved;
+    srm_wire_addr_t wire[SRM_WIRE_PATHS]; /* channel addresses (0: none) */
     char          error[SRM_PROTO_ERROR_MAX];
 } srm_attach_rep_t;
 
@@ -61,6 +62,22 @@ typedef struct srm_status_req {
     uint32_t      flags;
     uint32_t      reserved;
 } srm_status_req_t;
+
+typedef enum {
+    SRM_FAULT_RESET = 0, /* close the link with a TCP reset */
+    SRM_FAULT_MUTE  = 1, /* stop sending and hearing on it: a dead path */
+} srm_fault_how_t;
+
+#define SRM_FAULT_ALL_NODES UINT32_MAX
+
+/* Breaks the active link of the chosen channels (srmctl fault). */
+typedef struct srm_fault_req {
+    srm_msg_hdr_t hdr;
+    uint32_t      node;        /* agent node index, or SRM_FAULT_ALL_NODES */
+    int32_t       kind;        /* SRM_CHANNEL_SMALL/BULK, or -1 for both */
+    uint32_t      how;         /* srm_fault_how_t */
+    uint32_t      reserved;
+} srm_fault_req_t;
 
 typedef struct srm_status_rep {
     srm_msg_hdr_t hdr;

@@ -6,12 +6,13 @@
 #ifndef SRM_SHM_H
 #define SRM_SHM_H
 
+#include "srm_address.h"
 #include "srm_ring.h"
 
 #include <stdint.h>
 
 #define SRM_SHM_MAGIC        0x53524d53u /* "SRMS" */
-#define SRM_SHM_VERSION      1u
+#define SRM_SHM_VERSION      2u
 #define SRM_SHM_MAX_TX_RINGS 16u
 #define SRM_SHM_ALIGN        4096u
 #define SRM_SHM_MAX_NODES    1024u /* remote nodes one client can name */
@@ -22,11 +23,17 @@ typedef struct srm_shm_flag {
     uint8_t          pad[SRM_CACHE_LINE - sizeof(uint32_t)];
 } srm_shm_flag_t;
 
+typedef enum {
+    SRM_SHM_NODE_OK     = 0,
+    SRM_SHM_NODE_FAILED = 1, /* unreachable: every ep to it reports failure */
+    SRM_SHM_NODE_GONE   = 2, /* its agent left cleanly: sends to it fail */
+} srm_shm_node_state_t;
+
 typedef struct srm_shm_node {
-    uint64_t node_id;
-    uint32_t ipv4;     /* network order */
-    uint16_t tcp_port; /* network order */
-    uint16_t valid;
+    uint64_t        node_id;
+    srm_wire_addr_t wire[SRM_WIRE_PATHS];
+    uint16_t        valid;  /* client: entry filled in */
+    uint16_t        state;  /* agent: srm_shm_node_state_t */
 } srm_shm_node_t;
 
 typedef struct srm_shm_ctl {
@@ -46,6 +53,8 @@ typedef struct srm_shm_ctl {
     srm_shm_flag_t    rx_space_wanted;
     /* Set by the client while sends wait (pending) for room in a TX ring. */
     srm_shm_flag_t    tx_space_wanted;
+    /* Set by the agent after it changed the state of a node table entry. */
+    srm_shm_flag_t    nodes_changed;
 
     srm_ring_shared_t tx[SRM_SHM_MAX_TX_RINGS];
     srm_ring_shared_t rx;

@@ -25,21 +25,28 @@ static void srmctl_usage(FILE *stream)
         "            attached port: rings, queued bytes, backlog, frames and\n"
         "            bytes each way, times senders blocked, wakeups sent\n"
         "  ping      exit 0 if an agent answers, 1 if none does\n"
+        "  fault     (testing) break the active connection of node channels:\n"
+        "            reset it (TCP RST), or with --mute stop all traffic on it\n"
+        "            as a dead link would; traffic must fail over, nothing\n"
+        "            lost. Only the agent's own user or root may do this.\n"
         "\n"
         "Options:\n"
         "  -s, --socket NAME  agent socket (default: UCX_SRM_SOCKET, else\n"
         "                     srmd.<uid>)\n"
         "  -t, --timeout SEC  how long to wait for an answer (default 5)\n"
+        "  -n, --node INDEX   fault: only node INDEX (as in status; default all)\n"
+        "  -k, --kind KIND    fault: only the small or the bulk channel\n"
+        "  -m, --mute         fault: mute instead of reset\n"
         "  -h, --help         print this help\n"
         "  -V, --version      print the version\n"
         "\n"
         "Exit status: 0 on success, 1 if no agent answered, 2 on bad usage.\n");
 }
 
+/* Sends one request; the answer is text (printed if print_answer). */
 static int srmctl_query(const char *socket_name, double timeout,
-                        int print_status)
+                        const void *req, size_t req_size, int print_answer)
 {
-    srm_status_req_t req;
     srm_status_rep_t *rep;
     struct timeval tv;
     ssize_t len;
@@ -55,10 +62,8 @@ static int srmctl_query(const char *socket_name, double timeout,
     tv.tv_usec = (suseconds_t)((timeout - (double)tv.tv_sec) * 1e6);
     setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
 
-    memset(&req, 0, sizeof(req));
-    srm_msg_hdr_init(&req.hdr, SRM_MSG_STATUS_REQ);
     rep = malloc(sizeof(*rep));
-    if ((rep == NULL) || (srm_sock_send(fd, &req, sizeof(req), NULL, 0) < 0)) {
+    if ((rep == NULL) || (srm_sock_send(fd, req, req_size, NULL, 0) < 0)) {
         fprintf(stderr, "srmctl: cannot send to @%s: %s\n", socket_name,
                 strerror(errno));
         goto err;
@@ -77,7 +82,7 @@ static int srmctl_query(const char *socket_name, double timeout,
                 "mismatch?)\n", socket_name);
         goto err;
     }
-    if (print_status) {
+    if (print_answer) {
         fwrite(rep->text, 1, rep->length, stdout);
     }
     free(rep);
@@ -97,9 +102,14 @@ int main(int argc, char **argv)
         {"timeout", required_argument, NULL, 't'},
         {"help",    no_argument,       NULL, 'h'},
         {"version", no_argument,       NULL, 'V'},
+        {"node",    required_argument, NULL, 'n'},
+        {"kind",    required_argument, NULL, 'k'},
+        {"mute",    no_argument,       NULL, 'm'},
         {NULL, 0, NULL, 0}
     };
-    char socket_name[108];
+    srm_status_req_t status_req;
+    srm_fault_req_t fault_req;
+    char socket_name[108], *end;
     const char *command;
     double timeout = 5;
     int c;
@@ -112,11 +122,35 @@ int main(int argc, char **argv)
         srm_sock_default_name(socket_name, sizeof(socket_name));
     }
 
-    while ((c = getopt_long(argc, argv, "s:t:hV", options, NULL)) != -1) {
+    memset(&status_req, 0, sizeof(status_req));
+    srm_msg_hdr_init(&status_req.hdr, SRM_MSG_STATUS_REQ);
+    memset(&fault_req, 0, sizeof(fault_req));
+    srm_msg_hdr_init(&fault_req.hdr, SRM_MSG_FAULT_REQ);
+    fault_req.node = SRM_FAULT_ALL_NODES;
+    fault_req.kind = -1;
+    fault_req.how  = SRM_FAULT_RESET;
+
+    while ((c = getopt_long(argc, argv, "s:t:n:k:mhV", options, NULL)) != -1) {
         switch (c) {
         case 's': snprintf(socket_name, sizeof(socket_name), "%s", optarg);
                   break;
         case 't': timeout = atof(optarg); break;
+        case 'n': fault_req.node = (uint32_t)strtoul(optarg, &end, 10);
+                  if ((*end != '\0') || (optarg[0] == '\0')) {
+                      fprintf(stderr, "srmctl: --node wants a number\n");
+                      return 2;
+                  }
+                  break;
+        case 'k': if (strcmp(optarg, "small") == 0) {
+                      fault_req.kind = 0;
+                  } else if (strcmp(optarg, "bulk") == 0) {
+                      fault_req.kind = 1;
+                  } else {
+                      fprintf(stderr, "srmctl: --kind is small or bulk\n");
+                      return 2;
+                  }
+                  break;
+        case 'm': fault_req.how = SRM_FAULT_MUTE; break;
         case 'h': srmctl_usage(stdout); return 0;
         case 'V': printf("srmctl (ucx-srm) %s\n", PACKAGE_VERSION); return 0;
         default:  srmctl_usage(stderr); return 2;
@@ -129,9 +163,14 @@ int main(int argc, char **argv)
 
     command = argv[optind];
     if (strcmp(command, "status") == 0) {
-        return srmctl_query(socket_name, timeout, 1);
+        return srmctl_query(socket_name, timeout, &status_req,
+                            sizeof(status_req), 1);
     } else if (strcmp(command, "ping") == 0) {
-        return srmctl_query(socket_name, timeout, 0);
+        return srmctl_query(socket_name, timeout, &status_req,
+                            sizeof(status_req), 0);
+    } else if (strcmp(command, "fault") == 0) {
+        return srmctl_query(socket_name, timeout, &fault_req,
+                            sizeof(fault_req), 1);
     }
     fprintf(stderr, "srmctl: unknown command '%s'\n", command);
     srmctl_usage(stderr);

@@ -159,8 +159,7 @@ static ucs_status_t uct_srm_agent_request(const uct_srm_md_t *md,
     att->key         = rep.key;
     att->node_id     = rep.node_id;
     att->max_payload = rep.max_payload;
-    att->wire_ipv4   = rep.wire_ipv4;
-    att->wire_port   = rep.wire_port;
+    memcpy(att->wire, rep.wire, sizeof(att->wire));
     att->doorbell_fd = fds[1];
     att->event_fd    = fds[2];
     if ((srm_shm_layout_init(&att->layout, config->tx_rings,

@@ -32,6 +32,13 @@ static ucs_status_t uct_srm_ep_node_index(uct_srm_iface_t *iface,
     }
     for (i = 1; i < iface->num_nodes; ++i) {
         if (iface->ctl->nodes[i].node_id == addr->node_id) {
+            if (srm_load_relaxed(&iface->ctl->nodes[i].state) !=
+                SRM_SHM_NODE_OK) {
+                ucs_debug("srm: port %u: node 0x%016llx is unreachable",
+                          iface->agent.port,
+                          (unsigned long long)addr->node_id);
+                return UCS_ERR_UNREACHABLE;
+            }
             *index_p = i;
             return UCS_OK;
         }
@@ -44,8 +51,7 @@ static ucs_status_t uct_srm_ep_node_index(uct_srm_iface_t *iface,
 
     entry           = &iface->ctl->nodes[iface->num_nodes];
     entry->node_id  = addr->node_id;
-    entry->ipv4     = addr->ipv4;
-    entry->tcp_port = addr->tcp_port;
+    memcpy(entry->wire, addr->wire, sizeof(entry->wire));
     /* Published before any frame names it (the ring commit releases). */
     srm_store_release(&entry->valid, (uint16_t)1);
     *index_p = iface->num_nodes++;

@@ -81,7 +81,8 @@ void uct_srm_iface_report_errors(uct_srm_iface_t *iface)
     do {
         found = 0;
         ucs_list_for_each(ep, &iface->eps, list) {
-            if ((ep->failed || iface->agent_lost) && !ep->error_reported) {
+            if (((ep->failed == SRM_SHM_NODE_FAILED) || iface->agent_lost) &&
+                !ep->error_reported) {
                 ep->error_reported = 1;
                 found              = 1;
                 status = uct_iface_handle_ep_err(&iface->super.super,
@@ -101,6 +102,32 @@ void uct_srm_iface_report_errors(uct_srm_iface_t *iface)
         }
     } while (found);
     iface->errors_reported = 1;
+}
+
+/*
+ * The agent changed the state of nodes in our table: eps to a failed node
+ * report it now; eps to a node whose agent left fail when used.
+ */
+void uct_srm_iface_check_nodes(uct_srm_iface_t *iface)
+{
+    uct_srm_ep_t *ep;
+    uint16_t state;
+    int report = 0;
+
+    if (!srm_shm_flag_take(&iface->ctl->nodes_changed)) {
+        return;
+    }
+    ucs_list_for_each(ep, &iface->eps, list) {
+        state = srm_load_relaxed(&iface->ctl->nodes[ep->dst_node].state);
+        if ((ep->dst_node != 0) && (state != SRM_SHM_NODE_OK) &&
+            (ep->failed == SRM_SHM_NODE_OK)) {
+            ep->failed = state;
+            report    |= (state == SRM_SHM_NODE_FAILED);
+        }
+    }
+    if (report) {
+        uct_srm_iface_report_errors(iface);
+    }
 }
 
 /* Async thread: the agent closed our control socket, i.e. it is gone. */
@@ -180,8 +207,7 @@ static ucs_status_t uct_srm_iface_get_device_address(uct_iface_h tl_iface,
 
     memset(dev_addr, 0, sizeof(*dev_addr));
     dev_addr->node_id  = iface->agent.node_id;
-    dev_addr->ipv4     = iface->agent.wire_ipv4;
-    dev_addr->tcp_port = iface->agent.wire_port;
+    memcpy(dev_addr->wire, iface->agent.wire, sizeof(dev_addr->wire));
     return UCS_OK;
 }
 
@@ -211,8 +237,8 @@ static int uct_srm_iface_is_reachable(const uct_iface_h tl_iface,
     if (addr.node_id == iface->agent.node_id) {
         return 1;
     }
-    return (iface->agent.wire_ipv4 != 0) && (addr.ipv4 != 0) &&
-           (addr.tcp_port != 0);
+    return (iface->agent.wire[0].ipv4 != 0) && (addr.wire[0].ipv4 != 0) &&
+           (addr.wire[0].port != 0);
 }
 
 static unsigned uct_srm_iface_progress(uct_iface_h tl_iface)
@@ -255,6 +281,9 @@ static unsigned uct_srm_iface_progress(uct_iface_h tl_iface)
         uct_srm_iface_ring_doorbell(iface);
     }
 
+    if (ucs_unlikely(srm_load_relaxed(&iface->ctl->nodes_changed.value))) {
+        uct_srm_iface_check_nodes(iface);
+    }
     uct_srm_ep_dispatch_pending(iface);
     return count;
 }
@@ -303,7 +332,8 @@ static ucs_status_t uct_srm_iface_event_arm(uct_iface_h tl_iface,
     }
 
     srm_shm_flag_raise(&iface->ctl->client_sleeping);
-    if (((events & UCT_EVENT_RECV) && srm_ring_has_data(&iface->rx)) ||
+    if (srm_load_relaxed(&iface->ctl->nodes_changed.value) ||
+        ((events & UCT_EVENT_RECV) && srm_ring_has_data(&iface->rx)) ||
         ((events & UCT_EVENT_SEND_COMP) && uct_srm_iface_has_pending(iface))) {
         return UCS_ERR_BUSY;
     }

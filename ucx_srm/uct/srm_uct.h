@@ -57,8 +57,7 @@ typedef struct uct_srm_attachment {
     uint32_t         key;
     uint64_t         node_id;
     uint32_t         max_payload;
-    uint32_t         wire_ipv4;    /* the agent's channel address, or 0 */
-    uint16_t         wire_port;
+    srm_wire_addr_t  wire[SRM_WIRE_PATHS]; /* the agent's channel addresses */
     srm_shm_layout_t layout;
     void             *shm;
 } uct_srm_attachment_t;
@@ -97,7 +96,7 @@ typedef struct uct_srm_ep {
     uint32_t            dst_key;
     uint32_t            seq;
     ucs_arbiter_group_t pending;
-    int                 failed;
+    uint16_t            failed;        /* srm_shm_node_state_t of its node */
     int                 error_reported;
 } uct_srm_ep_t;
 
@@ -110,6 +109,7 @@ void uct_srm_agent_detach(uct_srm_attachment_t *att);
 /* srm_iface.c */
 void uct_srm_iface_ring_doorbell(uct_srm_iface_t *iface);
 void uct_srm_iface_report_errors(uct_srm_iface_t *iface);
+void uct_srm_iface_check_nodes(uct_srm_iface_t *iface);
 
 /* srm_ep.c */
 UCS_CLASS_DECLARE_NEW_FUNC(uct_srm_ep_t, uct_ep_t, const uct_ep_params_t*);

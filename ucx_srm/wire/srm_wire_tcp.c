@@ -134,6 +134,17 @@ ssize_t srm_wire_tcp_send(int fd, const void *buf, size_t len)
     return ((errno == EAGAIN) || (errno == EINTR)) ? 0 : -1;
 }
 
+ssize_t srm_wire_tcp_sendv(int fd, const struct iovec *iov, int iovcnt)
+{
+    struct msghdr msg = {.msg_iov = (struct iovec*)iov, .msg_iovlen = iovcnt};
+    ssize_t ret       = sendmsg(fd, &msg, MSG_DONTWAIT | MSG_NOSIGNAL);
+
+    if (ret >= 0) {
+        return ret;
+    }
+    return ((errno == EAGAIN) || (errno == EINTR)) ? 0 : -1;
+}
+
 ssize_t srm_wire_tcp_recv(int fd, void *buf, size_t len)
 {
     ssize_t ret = recv(fd, buf, len, MSG_DONTWAIT);

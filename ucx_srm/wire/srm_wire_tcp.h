@@ -9,6 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
+#include <sys/uio.h>
 
 /* IPv4 (network order) of an interface; "auto": first up, non-loopback. */
 int srm_wire_tcp_iface_addr(const char *device, uint32_t *ipv4,
@@ -29,6 +30,7 @@ int srm_wire_tcp_accept(int listen_fd);
  * with errno 0. */
 ssize_t srm_wire_tcp_send(int fd, const void *buf, size_t len);
 ssize_t srm_wire_tcp_recv(int fd, void *buf, size_t len);
+ssize_t srm_wire_tcp_sendv(int fd, const struct iovec *iov, int iovcnt);
 
 /* "a.b.c.d:port" */
 const char *srm_wire_tcp_str(uint32_t ipv4, uint16_t port, char *buf,

@@ -1,0 +1,841 @@
+/*
+ * Links: the connections between agents that carry channels, and their
+ * handshake.
+ *
+ *   initiator                          acceptor
+ *   HELLO (id, kind, path, nonce) ->
+ *                                  <-  HELLO_ACK (id, accepted, nonce, proof)
+ *   AUTH (proof)                  ->   (only with a cluster secret)
+ *
+ * Both agents may connect the same (kind, path) at once; the connection
+ * initiated by the lower node id wins. An acceptor trusts nothing a HELLO
+ * claims (node id, addresses) until the initiator has proven the secret.
+ * A link on which nothing arrives for FAILOVER_TIMEOUT is dead: both sides
+ * send a heartbeat (an ACK) every quarter of it when idle.
+ */
+#define _GNU_SOURCE
+#include "srm_agent.h"
+
+#include <ucx_srm/common/srm_log.h>
+#include <ucx_srm/wire/srm_wire_tcp.h>
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#define SRM_LINK_IN_BUF   (2 * (sizeof(srm_frame_hdr_t) + SRM_FRAME_MAX_PAYLOAD))
+#define SRM_LINK_RETRY    0.1 /* seconds between connects of one path */
+
+static const char *srm_link_state_names[] = {
+    [SRM_LINK_CONNECTING] = "connecting",
+    [SRM_LINK_HELLO_SENT] = "hello-sent",
+    [SRM_LINK_HELLO_WAIT] = "hello-wait",
+    [SRM_LINK_AUTH_WAIT]  = "auth-wait",
+    [SRM_LINK_READY]      = "ready",
+};
+
+void srm_link_set_events(srm_agent_t *agent, srm_link_t *link)
+{
+    struct epoll_event ev = {
+        .events   = (link->in_blocked ? 0 : EPOLLIN) |
+                    (link->want_write ? EPOLLOUT : 0),
+        .data.u64 = SRM_EPOLL_DATA(SRM_EPOLL_LINK, link->index)
+    };
+    epoll_ctl(agent->epoll_fd, EPOLL_CTL_MOD, link->fd, &ev);
+}
+
+static srm_link_t *srm_link_new(srm_agent_t *agent, int fd, int initiator)
+{
+    struct epoll_event ev;
+    srm_link_t **links, *link;
+    unsigned i, num;
+
+    for (i = 0; (i < agent->num_links) && (agent->links[i] != NULL); ++i) {
+    }
+    if (i == agent->num_links) {
+        num   = (agent->num_links == 0) ? 16 : 2 * agent->num_links;
+        links = realloc(agent->links, num * sizeof(*links));
+        if (links == NULL) {
+            return NULL;
+        }
+        memset(links + agent->num_links, 0,
+               (num - agent->num_links) * sizeof(*links));
+        agent->links     = links;
+        agent->num_links = num;
+    }
+
+    link = calloc(1, sizeof(*link));
+    if ((link == NULL) ||
+        ((link->in_buf = malloc(SRM_LINK_IN_BUF)) == NULL) ||
+        (srm_auth_nonce(link->nonce) != 0)) {
+        if (link != NULL) {
+            free(link->in_buf);
+        }
+        free(link);
+        return NULL;
+    }
+    link->fd         = fd;
+    link->index      = i;
+    link->initiator  = initiator;
+    link->state      = initiator ? SRM_LINK_CONNECTING : SRM_LINK_HELLO_WAIT;
+    link->kind       = -1;
+    link->path       = -1;
+    link->want_write = initiator;
+    link->last_rx    = srm_agent_now();
+    link->last_tx    = link->last_rx;
+    ev.events        = EPOLLIN | (initiator ? EPOLLOUT : 0);
+    ev.data.u64      = SRM_EPOLL_DATA(SRM_EPOLL_LINK, i);
+    if (epoll_ctl(agent->epoll_fd, EPOLL_CTL_ADD, fd, &ev) != 0) {
+        free(link->in_buf);
+        free(link);
+        return NULL;
+    }
+    agent->links[i] = link;
+    return link;
+}
+
+static const char *srm_link_peer_str(const srm_link_t *link, char *buf,
+                                     size_t size)
+{
+    const srm_wire_addr_t *wire;
+
+    if (link->node != NULL) {
+        wire = &link->node->wire[(link->path > 0) ? link->path : 0];
+    } else if (link->peer_id != 0) {
+        wire = &link->peer_wire[(link->path > 0) ? link->path : 0];
+    } else {
+        return "an unknown agent";
+    }
+    return srm_wire_tcp_str(wire->ipv4, wire->port, buf, size);
+}
+
+void srm_link_close(srm_agent_t *agent, srm_link_t *link,
+                    srm_log_level_t level, const char *fmt, ...)
+{
+    srm_channel_t *chan = NULL;
+    char reason[160], peer[32];
+    va_list ap;
+
+    va_start(ap, fmt);
+    vsnprintf(reason, sizeof(reason), fmt, ap);
+    va_end(ap);
+
+    if ((link->node != NULL) && (link->kind >= 0) && (link->path >= 0)) {
+        chan = &link->node->chan[link->kind];
+        if (chan->links[link->path] != link) {
+            chan = NULL;
+        }
+    }
+    if ((chan != NULL) && (chan->failures[link->path] > 0) &&
+        (link->state != SRM_LINK_READY) && (level > SRM_LOG_DEBUG)) {
+        level = SRM_LOG_DEBUG; /* said once already; retries are quiet */
+    }
+    srm_log(level, "%s channel path %d link to %s closed: %s",
+            (link->kind >= 0) ? srm_node_kind_name(link->kind) : "new",
+            link->path, srm_link_peer_str(link, peer, sizeof(peer)), reason);
+
+    if (chan != NULL) {
+        chan->retry_at[link->path] = srm_agent_now() + SRM_LINK_RETRY;
+        if (link->state != SRM_LINK_READY) {
+            chan->failures[link->path]++;
+        }
+        srm_channel_link_lost(agent, link);
+    }
+    close(link->fd);
+    agent->links[link->index] = NULL;
+    free(link->in_buf);
+    free(link);
+}
+
+void srm_link_connect(srm_agent_t *agent, srm_node_t *node, int kind,
+                      int path)
+{
+    srm_channel_t *chan = &node->chan[kind];
+    const srm_wire_addr_t *wire;
+    srm_link_t *link;
+    char addr[32];
+    double now;
+    int fd;
+
+    now = srm_agent_now();
+    if ((chan->links[path] != NULL) || (now < chan->retry_at[path])) {
+        return;
+    }
+    chan->retry_at[path] = now + SRM_LINK_RETRY;
+    /* A node with one interface is reached on it by both paths. */
+    wire = (node->wire[path].ipv4 != 0) ? &node->wire[path] : &node->wire[0];
+
+    fd = srm_wire_tcp_connect(wire->ipv4, wire->port);
+    if (fd < 0) {
+        if (chan->failures[path]++ == 0) {
+            srm_warn("cannot connect %s channel path %d to %s: %m",
+                     srm_node_kind_name(kind), path,
+                     srm_wire_tcp_str(wire->ipv4, wire->port, addr,
+                                      sizeof(addr)));
+        }
+        return;
+    }
+    link = srm_link_new(agent, fd, 1);
+    if (link == NULL) {
+        close(fd);
+        return;
+    }
+    link->node         = node;
+    link->kind         = kind;
+    link->path         = path;
+    chan->links[path]  = link;
+    chan->connects++;
+}
+
+void srm_link_accept(srm_agent_t *agent, unsigned path)
+{
+    int fd = srm_wire_tcp_accept(agent->wire_fd[path]);
+
+    if (fd < 0) {
+        if ((errno != EAGAIN) && (errno != EINTR)) {
+            srm_warn("accept on the wire failed: %m");
+        }
+        return;
+    }
+    if (srm_link_new(agent, fd, 0) == NULL) {
+        srm_error("no memory for a new channel connection");
+        close(fd);
+    }
+}
+
+static void srm_link_auth_context(const srm_agent_t *agent,
+                                  const srm_link_t *link,
+                                  srm_auth_context_t *ctx)
+{
+    ctx->initiator_id = link->initiator ? agent->node_id : link->peer_id;
+    ctx->acceptor_id  = link->initiator ? link->peer_id : agent->node_id;
+    memcpy(ctx->initiator_nonce,
+           link->initiator ? link->nonce : link->peer_nonce,
+           SRM_AUTH_NONCE_LEN);
+    memcpy(ctx->acceptor_nonce,
+           link->initiator ? link->peer_nonce : link->nonce,
+           SRM_AUTH_NONCE_LEN);
+    ctx->kind = (uint8_t)link->kind;
+    ctx->path = (uint8_t)link->path;
+}
+
+/* Handshake frames are small: a fresh socket always has room for them. */
+static int srm_link_send_raw(srm_link_t *link, const void *msg, size_t size)
+{
+    if (srm_wire_tcp_send(link->fd, msg, size) != (ssize_t)size) {
+        return -1;
+    }
+    link->last_tx = srm_agent_now();
+    return 0;
+}
+
+static void srm_link_frame_hdr(srm_frame_hdr_t *hdr, srm_frame_type_t type,
+                               size_t length)
+{
+    memset(hdr, 0, sizeof(*hdr));
+    hdr->magic   = SRM_FRAME_MAGIC;
+    hdr->version = SRM_FRAME_VERSION;
+    hdr->type    = (uint8_t)type;
+    hdr->length  = (uint32_t)length;
+}
+
+static int srm_link_send_hello(srm_agent_t *agent, srm_link_t *link,
+                               srm_frame_type_t type)
+{
+    srm_auth_context_t ctx;
+    struct {
+        srm_frame_hdr_t hdr;
+        srm_hello_t     hello;
+    } msg;
+    int path;
+
+    memset(&msg, 0, sizeof(msg));
+    srm_link_frame_hdr(&msg.hdr, type, sizeof(msg.hello));
+    msg.hello.node_id  = agent->node_id;
+    for (path = 0; path < SRM_WIRE_PATHS; ++path) {
+        msg.hello.ipv4[path] = agent->wire[path].ipv4;
+        msg.hello.port[path] = agent->wire[path].port;
+    }
+    msg.hello.kind     = (uint8_t)link->kind;
+    msg.hello.path     = (uint8_t)link->path;
+    msg.hello.accepted = (uint8_t)link->accepted;
+    msg.hello.secret   = agent->auth.len > 0;
+    memcpy(msg.hello.nonce, link->nonce, SRM_AUTH_NONCE_LEN);
+    if ((type == SRM_FRAME_HELLO_ACK) && (agent->auth.len > 0)) {
+        srm_link_auth_context(agent, link, &ctx);
+        srm_auth_prove(&agent->auth, SRM_AUTH_ROLE_ACCEPTOR, &ctx,
+                       msg.hello.mac);
+    }
+    return srm_link_send_raw(link, &msg, sizeof(msg));
+}
+
+/* Acceptor, authenticated: the link takes its place in the channel. */
+static int srm_link_install(srm_agent_t *agent, srm_link_t *link)
+{
+    srm_channel_t *chan;
+    srm_node_t *node;
+    srm_link_t *old;
+
+    node = srm_node_find(agent, link->peer_id);
+    if (node == NULL) {
+        node = srm_node_create(agent, link->peer_id, link->peer_wire);
+        if (node == NULL) {
+            srm_link_close(agent, link, SRM_LOG_ERROR, "out of memory");
+            return -1;
+        }
+    }
+    if (node->state == SRM_NODE_INVALID) {
+        srm_link_close(agent, link, SRM_LOG_INFO,
+                       "node 0x%016llx was declared failed",
+                       (unsigned long long)link->peer_id);
+        return -1;
+    }
+    chan = &node->chan[link->kind];
+    old  = chan->links[link->path];
+    if ((old != NULL) && (old != link)) {
+        if ((old->state == SRM_LINK_READY) || (link->peer_id > agent->node_id)) {
+            /* Ours is up (or won the tie-break) meanwhile. */
+            srm_link_close(agent, link, SRM_LOG_DEBUG, "lost the tie-break");
+            return -1;
+        }
+        srm_link_close(agent, old, SRM_LOG_DEBUG,
+                       "replaced by the peer's connection");
+    }
+    link->node               = node;
+    link->state              = SRM_LINK_READY;
+    chan->links[link->path]  = link;
+    srm_channel_link_ready(agent, link);
+    return 0;
+}
+
+static int srm_link_on_hello(srm_agent_t *agent, srm_link_t *link,
+                             const srm_hello_t *hello)
+{
+    srm_node_t *node;
+    srm_link_t *old;
+    int path;
+
+    if ((hello->kind >= SRM_CHANNEL_KINDS) ||
+        (hello->path >= SRM_WIRE_PATHS) || (hello->node_id == 0) ||
+        (hello->node_id == agent->node_id)) {
+        srm_link_close(agent, link, SRM_LOG_WARN, "bad HELLO");
+        return -1;
+    }
+    link->peer_id = hello->node_id;
+    link->kind    = hello->kind;
+    link->path    = hello->path;
+    for (path = 0; path < SRM_WIRE_PATHS; ++path) {
+        link->peer_wire[path].ipv4 = hello->ipv4[path];
+        link->peer_wire[path].port = hello->port[path];
+    }
+    memcpy(link->peer_nonce, hello->nonce, SRM_AUTH_NONCE_LEN);
+    if (hello->secret != (agent->auth.len > 0)) {
+        srm_link_close(agent, link, SRM_LOG_WARN,
+                       "refused: %s a cluster secret, this agent %s",
+                       hello->secret ? "the peer uses" : "the peer has no",
+                       (agent->auth.len > 0) ? "requires one" : "has none");
+        return -1;
+    }
+
+    node         = srm_node_find(agent, hello->node_id);
+    old          = (node != NULL) ? node->chan[link->kind].links[link->path] :
+                                    NULL;
+    link->accepted = (old == NULL) || (old->state != SRM_LINK_READY &&
+                                       hello->node_id < agent->node_id);
+    if (srm_link_send_hello(agent, link, SRM_FRAME_HELLO_ACK) != 0) {
+        srm_link_close(agent, link, SRM_LOG_WARN, "cannot answer HELLO: %m");
+        return -1;
+    }
+    if (!link->accepted) {
+        srm_link_close(agent, link, SRM_LOG_DEBUG,
+                       "our connection to that node stays");
+        return -1;
+    }
+    if (agent->auth.len > 0) {
+        link->state = SRM_LINK_AUTH_WAIT;
+        return 0;
+    }
+    return srm_link_install(agent, link);
+}
+
+static int srm_link_on_hello_ack(srm_agent_t *agent, srm_link_t *link,
+                                 const srm_hello_t *ack)
+{
+    srm_auth_context_t ctx;
+    struct {
+        srm_frame_hdr_t  hdr;
+        srm_auth_proof_t proof;
+    } msg;
+
+    if ((ack->node_id != link->node->node_id) ||
+        (ack->kind != (uint8_t)link->kind) ||
+        (ack->path != (uint8_t)link->path)) {
+        srm_link_close(agent, link, SRM_LOG_WARN,
+                       "HELLO_ACK from an unexpected node 0x%016llx (a new "
+                       "agent at that address?)",
+                       (unsigned long long)ack->node_id);
+        return -1;
+    }
+    link->peer_id = ack->node_id;
+    memcpy(link->peer_nonce, ack->nonce, SRM_AUTH_NONCE_LEN);
+    if (agent->auth.len > 0) {
+        srm_link_auth_context(agent, link, &ctx);
+        if (!ack->secret ||
+            !srm_auth_check(&agent->auth, SRM_AUTH_ROLE_ACCEPTOR, &ctx,
+                            ack->mac)) {
+            srm_link_close(agent, link, SRM_LOG_WARN,
+                           "refused: the peer %s",
+                           ack->secret ? "proved another cluster secret" :
+                                         "has no cluster secret");
+            return -1;
+        }
+    } else if (ack->secret) {
+        srm_link_close(agent, link, SRM_LOG_WARN,
+                       "refused: the peer uses a cluster secret, this agent "
+                       "has none");
+        return -1;
+    }
+    if (!ack->accepted) {
+        srm_link_close(agent, link, SRM_LOG_DEBUG,
+                       "the peer's connection won the tie-break");
+        return -1;
+    }
+    if (agent->auth.len > 0) {
+        srm_link_frame_hdr(&msg.hdr, SRM_FRAME_AUTH, sizeof(msg.proof));
+        srm_auth_prove(&agent->auth, SRM_AUTH_ROLE_INITIATOR, &ctx,
+                       msg.proof.mac);
+        if (srm_link_send_raw(link, &msg, sizeof(msg)) != 0) {
+            srm_link_close(agent, link, SRM_LOG_WARN, "cannot send AUTH: %m");
+            return -1;
+        }
+    }
+    link->state = SRM_LINK_READY;
+    srm_channel_link_ready(agent, link);
+    return 0;
+}
+
+static int srm_link_on_auth(srm_agent_t *agent, srm_link_t *link,
+                            const srm_auth_proof_t *proof)
+{
+    srm_auth_context_t ctx;
+
+    srm_link_auth_context(agent, link, &ctx);
+    if (!srm_auth_check(&agent->auth, SRM_AUTH_ROLE_INITIATOR, &ctx,
+                        proof->mac)) {
+        srm_link_close(agent, link, SRM_LOG_WARN,
+                       "refused: the peer proved another cluster secret");
+        return -1;
+    }
+    return srm_link_install(agent, link);
+}
+
+/* One frame of a ready link: 1 consumed, 0 no room yet, -1 link closed. */
+static int srm_link_on_frame(srm_agent_t *agent, srm_link_t *link,
+                             const srm_frame_hdr_t *hdr, const void *payload)
+{
+    int ret;
+
+    switch (hdr->type) {
+    case SRM_FRAME_AM:
+    case SRM_FRAME_PAUSE:
+    case SRM_FRAME_RESUME:
+        if ((hdr->type != SRM_FRAME_AM) && (hdr->length != 0)) {
+            break;
+        }
+        ret = srm_channel_receive(agent, link, hdr, payload);
+        if (ret < 0) {
+            srm_link_close(agent, link, SRM_LOG_WARN,
+                           "frame %u arrived before frame %u of the channel",
+                           hdr->chan_seq,
+                           link->node->chan[link->kind].rx_expected);
+        }
+        return ret;
+    case SRM_FRAME_ACK:
+        if (hdr->length != 0) {
+            break;
+        }
+        if (srm_channel_on_ack(agent, link, hdr->seq) != 0) {
+            srm_link_close(agent, link, SRM_LOG_WARN,
+                           "ack %u for frames never sent", hdr->seq);
+            return -1;
+        }
+        return 1;
+    case SRM_FRAME_BYE:
+        srm_node_invalidate(agent, link->node, 0, "its agent left");
+        return -1;
+    default:
+        break;
+    }
+    link->node->bad_frames++;
+    agent->stats.bad_frames++;
+    srm_link_close(agent, link, SRM_LOG_WARN,
+                   "frame type %u (length %u) not expected on a ready link",
+                   hdr->type, hdr->length);
+    return -1;
+}
+
+/* A handshake frame: 0 handled, -1 link closed. */
+static int srm_link_on_handshake(srm_agent_t *agent, srm_link_t *link,
+                                 const srm_frame_hdr_t *hdr,
+                                 const void *payload)
+{
+    if ((hdr->type == SRM_FRAME_HELLO) &&
+        (link->state == SRM_LINK_HELLO_WAIT) &&
+        (hdr->length == sizeof(srm_hello_t))) {
+        return srm_link_on_hello(agent, link, payload);
+    } else if ((hdr->type == SRM_FRAME_HELLO_ACK) &&
+               (link->state == SRM_LINK_HELLO_SENT) &&
+               (hdr->length == sizeof(srm_hello_t))) {
+        return srm_link_on_hello_ack(agent, link, payload);
+    } else if ((hdr->type == SRM_FRAME_AUTH) &&
+               (link->state == SRM_LINK_AUTH_WAIT) &&
+               (hdr->length == sizeof(srm_auth_proof_t))) {
+        return srm_link_on_auth(agent, link, payload);
+    }
+    agent->stats.bad_frames++;
+    srm_link_close(agent, link, SRM_LOG_WARN,
+                   "frame type %u (length %u) not expected in state %s",
+                   hdr->type, hdr->length, srm_link_state_names[link->state]);
+    return -1;
+}
+
+/* Handles the complete frames in the input buffer; -1 if the link died. */
+static int srm_link_parse(srm_agent_t *agent, srm_link_t *link)
+{
+    size_t offset = 0, size;
+    srm_frame_status_t status;
+    srm_frame_hdr_t hdr;
+    const uint8_t *payload;
+    int ret;
+
+    link->in_blocked = 0;
+    for (;;) {
+        status = srm_frame_next(link->in_buf + offset, link->in_len - offset,
+                                &hdr, &size);
+        if (status != SRM_FRAME_OK) {
+            if (link->node != NULL) {
+                link->node->bad_frames++;
+            }
+            agent->stats.bad_frames++;
+            srm_link_close(agent, link, SRM_LOG_WARN,
+                           "malformed frame: %s (type %u, version %u)",
+                           srm_frame_status_str(status), hdr.type,
+                           hdr.version);
+            return -1;
+        }
+        if (size == 0) {
+            break; /* the rest of the frame is still on its way */
+        }
+        payload = link->in_buf + offset + sizeof(hdr);
+        if (link->state == SRM_LINK_READY) {
+            ret = srm_link_on_frame(agent, link, &hdr, payload);
+            if (ret < 0) {
+                return -1;
+            } else if (ret == 0) {
+                link->in_blocked = 1;
+                break;
+            }
+        } else if (srm_link_on_handshake(agent, link, &hdr, payload) != 0) {
+            return -1;
+        }
+        offset += size;
+    }
+
+    memmove(link->in_buf, link->in_buf + offset, link->in_len - offset);
+    link->in_len -= offset;
+    srm_link_set_events(agent, link);
+    return 0;
+}
+
+static void srm_link_read(srm_agent_t *agent, srm_link_t *link)
+{
+    ssize_t got;
+
+    if (link->in_blocked) {
+        return;
+    }
+    got = srm_wire_tcp_recv(link->fd, link->in_buf + link->in_len,
+                            SRM_LINK_IN_BUF - link->in_len);
+    if ((got > 0) && link->muted) {
+        return; /* a dead path: what arrives is lost */
+    }
+    if (got < 0) {
+        if (errno == 0) {
+            srm_link_close(agent, link, SRM_LOG_INFO, "the peer closed it");
+        } else {
+            srm_link_close(agent, link, SRM_LOG_WARN, "receive failed: %m");
+        }
+        return;
+    }
+    if (got > 0) {
+        link->last_rx = srm_agent_now();
+    }
+    link->in_len += (size_t)got;
+    srm_link_parse(agent, link);
+}
+
+static void srm_link_connected(srm_agent_t *agent, srm_link_t *link)
+{
+    int error = srm_wire_tcp_connect_result(link->fd);
+    srm_node_t *node;
+
+    if (error == ECONNREFUSED) {
+        node = link->node;
+        srm_link_close(agent, link, SRM_LOG_INFO, "connect refused");
+        /* Nothing listens there: the agent of that node is gone for good
+         * (a new one would have a new node id). */
+        srm_node_invalidate(agent, node, 1,
+                            "nothing listens at its address any more");
+        return;
+    } else if (error != 0) {
+        srm_link_close(agent, link, SRM_LOG_WARN, "connect failed: %s",
+                       strerror(error));
+        return;
+    }
+    link->want_write = 0;
+    link->state      = SRM_LINK_HELLO_SENT;
+    srm_link_set_events(agent, link);
+    if (srm_link_send_hello(agent, link, SRM_FRAME_HELLO) != 0) {
+        srm_link_close(agent, link, SRM_LOG_WARN, "cannot send HELLO: %m");
+    }
+}
+
+void srm_link_event(srm_agent_t *agent, unsigned index, uint32_t events)
+{
+    srm_link_t *link = (index < agent->num_links) ? agent->links[index] : NULL;
+
+    if (link == NULL) {
+        return;
+    }
+    if (link->state == SRM_LINK_CONNECTING) {
+        if (events & (EPOLLOUT | EPOLLERR | EPOLLHUP)) {
+            srm_link_connected(agent, link);
+        }
+        return;
+    }
+    if (events & (EPOLLIN | EPOLLERR | EPOLLHUP)) {
+        srm_link_read(agent, link);
+        link = agent->links[index];
+    }
+    if ((link != NULL) && (events & EPOLLOUT) &&
+        (link->state == SRM_LINK_READY)) {
+        srm_channel_write_link(agent, link, 0);
+    }
+}
+
+/* Links whose input waited for room try again; returns how many went on. */
+unsigned srm_link_progress(srm_agent_t *agent)
+{
+    unsigned count = 0, i;
+    srm_link_t *link;
+
+    for (i = 0; i < agent->num_links; ++i) {
+        link = agent->links[i];
+        if ((link != NULL) && link->in_blocked &&
+            (srm_link_parse(agent, link) == 0)) {
+            count += !link->in_blocked;
+        }
+    }
+    return count;
+}
+
+/* Every link is checked for silence and, when idle, sends a heartbeat. */
+void srm_link_timers(srm_agent_t *agent, double now)
+{
+    double timeout = agent->config.failover_timeout;
+    srm_link_t *link;
+    unsigned i;
+
+    for (i = 0; i < agent->num_links; ++i) {
+        link = agent->links[i];
+        if (link == NULL) {
+            continue;
+        }
+        if (link->in_blocked) {
+            link->last_rx = now; /* we are the ones not reading */
+            continue;
+        }
+        if ((now - link->last_rx) > timeout) {
+            if (link->state != SRM_LINK_READY) {
+                srm_link_close(agent, link, SRM_LOG_INFO,
+                               "no answer within %.0f ms (%s)",
+                               timeout * 1e3,
+                               srm_link_state_names[link->state]);
+                continue;
+            } else if (agent->config.failover) {
+                srm_link_close(agent, link, SRM_LOG_WARN,
+                               "nothing heard for %.0f ms",
+                               (now - link->last_rx) * 1e3);
+                continue;
+            }
+        }
+        if ((link->state == SRM_LINK_READY) && agent->config.failover &&
+            ((now - link->last_tx) > (timeout / 4))) {
+            srm_channel_write_link(agent, link, 1); /* heartbeat */
+        }
+    }
+}
+
+void srm_link_say_bye(srm_agent_t *agent)
+{
+    srm_frame_hdr_t bye;
+    srm_link_t *link;
+    unsigned i;
+
+    srm_link_frame_hdr(&bye, SRM_FRAME_BYE, 0);
+    for (i = 0; i < agent->num_links; ++i) {
+        link = agent->links[i];
+        if ((link != NULL) && (link->state == SRM_LINK_READY) &&
+            (link->ctl_left == 0) && srm_channel_at_boundary(link)) {
+            srm_link_send_raw(link, &bye, sizeof(bye));
+        }
+    }
+}
+
+/* Breaks the active links of the chosen channels; returns how many. */
+unsigned srm_link_inject_fault(srm_agent_t *agent, uint32_t node_index,
+                               int kind, srm_fault_how_t how)
+{
+    struct linger abort_close = {.l_onoff = 1, .l_linger = 0};
+    unsigned count = 0, i;
+    srm_channel_t *chan;
+    srm_link_t *link;
+    int k;
+
+    for (i = 0; i < agent->num_nodes; ++i) {
+        if ((node_index != SRM_FAULT_ALL_NODES) && (node_index != i)) {
+            continue;
+        }
+        for (k = 0; k < SRM_CHANNEL_KINDS; ++k) {
+            chan = &agent->nodes[i]->chan[k];
+            link = chan->links[chan->active];
+            if (((kind >= 0) && (kind != k)) || (link == NULL) ||
+                link->muted) {
+                continue;
+            }
+            ++count;
+            if (how == SRM_FAULT_MUTE) {
+                srm_warn("fault injected: node %u %s channel path %d muted",
+                         i, srm_node_kind_name(k), link->path);
+                link->muted = 1;
+                continue;
+            }
+            setsockopt(link->fd, SOL_SOCKET, SO_LINGER, &abort_close,
+                       sizeof(abort_close));
+            srm_link_close(agent, link, SRM_LOG_WARN,
+                           "fault injected: connection reset");
+        }
+    }
+    return count;
+}
+
+static int srm_link_listen(srm_agent_t *agent, unsigned path,
+                           const char *device)
+{
+    struct epoll_event ev = {.events   = EPOLLIN,
+                             .data.u64 = SRM_EPOLL_DATA(SRM_EPOLL_WIRE, path)};
+    uint16_t port = (path > 0) ? agent->wire[0].port :
+                                 htons((uint16_t)agent->config.tcp_port);
+    uint16_t bound_port = 0;
+    uint32_t ipv4;
+    char addr[32];
+    int fd;
+
+    if (srm_wire_tcp_iface_addr(device, &ipv4, agent->wire_device[path],
+                                sizeof(agent->wire_device[path])) != 0) {
+        if (strcmp(device, "auto") == 0) {
+            srm_info("no network interface with IPv4: this agent serves "
+                     "its own node only");
+            return 1;
+        }
+        srm_error("UCX_SRM_DEVICES: '%s' is not an interface that is up and "
+                  "has an IPv4 address", device);
+        return -1;
+    }
+    /* The second path tries the first one's port, so that one port
+     * number names the agent; any port will do if it is taken. */
+    fd = srm_wire_tcp_listen(ipv4, port, &bound_port);
+    if ((fd < 0) && (path > 0)) {
+        fd = srm_wire_tcp_listen(ipv4, 0, &bound_port);
+    }
+    if ((fd < 0) ||
+        (epoll_ctl(agent->epoll_fd, EPOLL_CTL_ADD, fd, &ev) != 0)) {
+        srm_error("cannot listen for other agents on %s (%s): %m",
+                  srm_wire_tcp_str(ipv4, port, addr, sizeof(addr)),
+                  agent->wire_device[path]);
+        if (fd >= 0) {
+            close(fd);
+        }
+        return -1;
+    }
+    agent->wire_fd[path]   = fd;
+    agent->wire[path].ipv4 = ipv4;
+    agent->wire[path].port = bound_port;
+    srm_info("path %u: channels to other nodes on %s (%s)", path,
+             srm_wire_tcp_str(ipv4, bound_port, addr, sizeof(addr)),
+             agent->wire_device[path]);
+    return 0;
+}
+
+int srm_link_init(srm_agent_t *agent)
+{
+    char devices[128], *device, *save = NULL;
+    unsigned path;
+    int ret;
+
+    for (path = 0; path < SRM_WIRE_PATHS; ++path) {
+        agent->wire_fd[path] = -1;
+    }
+    if (srm_auth_load(&agent->auth, agent->config.secret_file) != 0) {
+        return -1;
+    }
+    if (strcmp(agent->config.devices, "none") == 0) {
+        srm_info("UCX_SRM_DEVICES=none: no channels to other nodes");
+        return 0;
+    }
+    snprintf(devices, sizeof(devices), "%s", agent->config.devices);
+    for (device = strtok_r(devices, ",", &save), path = 0; device != NULL;
+         device = strtok_r(NULL, ",", &save), ++path) {
+        if (path >= SRM_WIRE_PATHS) {
+            srm_error("UCX_SRM_DEVICES=%s: at most %d interfaces",
+                      agent->config.devices, SRM_WIRE_PATHS);
+            return -1;
+        }
+        ret = srm_link_listen(agent, path, device);
+        if (ret != 0) {
+            return (ret > 0) ? 0 : -1;
+        }
+        agent->num_devices = path + 1;
+    }
+    if (!agent->config.failover) {
+        srm_info("UCX_SRM_FAILOVER=n: no acks, no standby connections; a "
+                 "lost connection fails its node");
+    }
+    return 0;
+}
+
+void srm_link_cleanup(srm_agent_t *agent)
+{
+    unsigned i;
+
+    for (i = 0; i < agent->num_links; ++i) {
+        if (agent->links[i] != NULL) {
+            srm_link_close(agent, agent->links[i], SRM_LOG_DEBUG,
+                           "agent stopping");
+        }
+    }
+    free(agent->links);
+    agent->links     = NULL;
+    agent->num_links = 0;
+    for (i = 0; i < SRM_WIRE_PATHS; ++i) {
+        if (agent->wire_fd[i] >= 0) {
+            close(agent->wire_fd[i]);
+        }
+    }
+}

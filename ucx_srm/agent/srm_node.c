@@ -1,0 +1,426 @@
+/*
+ * Remote nodes: created when a client first names one (or its agent first
+ * calls), kept connected on every path, and watched:
+ *
+ *   Init -> Normal        every kind has a ready link
+ *   Normal -> Restoring   a kind lost all its links; reconnecting
+ *   Restoring -> Normal   a link is back (unacknowledged frames resent)
+ *   Init | Restoring -> Invalid
+ *                         no way back within PEER_TIMEOUT, nothing listens at
+ *                         its address, or its agent said BYE
+ *
+ * An invalid node's frames are dropped and every client that named it is
+ * told through its node table, so its endpoints fail instead of hanging.
+ */
+#define _GNU_SOURCE
+#include "srm_agent.h"
+
+#include <ucx_srm/common/srm_log.h>
+#include <ucx_srm/wire/srm_wire_tcp.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define SRM_NODE_TICK_ACK 0.0005 /* timer period while an ack is owed */
+
+static const char *srm_node_state_names[] = {
+    [SRM_NODE_INIT]      = "init",
+    [SRM_NODE_NORMAL]    = "normal",
+    [SRM_NODE_RESTORING] = "restoring",
+    [SRM_NODE_INVALID]   = "invalid",
+};
+
+static const char *srm_channel_kind_names[] = {"small", "bulk"};
+
+const char *srm_node_kind_name(int kind)
+{
+    return srm_channel_kind_names[kind];
+}
+
+srm_node_t *srm_node_find(srm_agent_t *agent, uint64_t node_id)
+{
+    unsigned i;
+
+    for (i = 0; i < agent->num_nodes; ++i) {
+        if (agent->nodes[i]->node_id == node_id) {
+            return agent->nodes[i];
+        }
+    }
+    return NULL;
+}
+
+static void srm_node_set_state(srm_node_t *node, srm_node_state_t state,
+                               double now)
+{
+    node->state       = state;
+    node->state_since = now;
+}
+
+srm_node_t *srm_node_create(srm_agent_t *agent, uint64_t node_id,
+                            const srm_wire_addr_t wire[SRM_WIRE_PATHS])
+{
+    srm_node_t **nodes, *node;
+    char addr[32];
+    int kind;
+
+    if (agent->num_nodes >= UINT16_MAX - 1) {
+        return NULL;
+    }
+    nodes = realloc(agent->nodes, (agent->num_nodes + 1) * sizeof(*nodes));
+    if (nodes == NULL) {
+        return NULL;
+    }
+    agent->nodes = nodes;
+    node         = calloc(1, sizeof(*node));
+    if (node == NULL) {
+        return NULL;
+    }
+    node->node_id = node_id;
+    memcpy(node->wire, wire, sizeof(node->wire));
+    node->index   = agent->num_nodes;
+    for (kind = 0; kind < SRM_CHANNEL_KINDS; ++kind) {
+        if (srm_channel_init(agent, &node->chan[kind]) != 0) {
+            srm_channel_cleanup(&node->chan[0]);
+            free(node);
+            return NULL;
+        }
+    }
+    srm_node_set_state(node, SRM_NODE_INIT, srm_agent_now());
+    node->down_since = node->state_since;
+    node->dirty      = 1;
+    agent->nodes[agent->num_nodes++] = node;
+    srm_info("node 0x%016llx at %s is node %u", (unsigned long long)node_id,
+             srm_wire_tcp_str(wire[0].ipv4, wire[0].port, addr,
+                              sizeof(addr)),
+             node->index);
+    return node;
+}
+
+/* Tells a client that named the node (entry idx) what became of it. */
+static void srm_node_tell_client(srm_agent_t *agent, srm_client_t *client,
+                                 uint32_t idx, const srm_node_t *node)
+{
+    uint16_t state = (node->why_invalid != NULL) ? SRM_SHM_NODE_FAILED :
+                                                   SRM_SHM_NODE_GONE;
+
+    srm_store_relaxed(&client->ctl->nodes[idx].state, state);
+    srm_shm_flag_raise(&client->ctl->nodes_changed);
+    srm_deliver_mark_notify(agent, client);
+}
+
+/* The agent node a client means by its node table entry idx. */
+srm_node_t *srm_node_resolve(srm_agent_t *agent, srm_client_t *client,
+                             uint32_t idx)
+{
+    srm_shm_node_t entry;
+    srm_node_t *node;
+
+    if ((idx == 0) || (idx >= SRM_SHM_MAX_NODES)) {
+        return NULL;
+    }
+    if (client->node_map[idx] != 0) {
+        return agent->nodes[client->node_map[idx] - 1];
+    }
+
+    memcpy(&entry, &client->ctl->nodes[idx], sizeof(entry));
+    if (!entry.valid || (entry.wire[0].ipv4 == 0) ||
+        (entry.wire[0].port == 0) || (entry.node_id == agent->node_id) ||
+        (agent->wire[0].ipv4 == 0)) {
+        return NULL;
+    }
+    node = srm_node_find(agent, entry.node_id);
+    if (node == NULL) {
+        node = srm_node_create(agent, entry.node_id, entry.wire);
+        if (node == NULL) {
+            return NULL;
+        }
+    }
+    client->node_map[idx] = (uint16_t)(node->index + 1);
+    if (node->state == SRM_NODE_INVALID) {
+        srm_node_tell_client(agent, client, idx, node);
+    }
+    return node;
+}
+
+static uint64_t srm_node_count_frames(srm_channel_t *chan)
+{
+    uint64_t frames = 0, offset;
+    srm_frame_hdr_t hdr;
+
+    for (offset = chan->head; offset < chan->tail;
+         offset += sizeof(hdr) + hdr.length) {
+        memcpy(&hdr, chan->out + (offset - chan->out_base), sizeof(hdr));
+        frames += (hdr.type == SRM_FRAME_AM);
+    }
+    return frames;
+}
+
+/*
+ * failed: unreachable (eps report a peer failure at once); else its agent
+ * left cleanly (eps fail when used). Idempotent.
+ */
+void srm_node_invalidate(srm_agent_t *agent, srm_node_t *node, int failed,
+                         const char *why)
+{
+    srm_client_t *client;
+    uint64_t frames = 0;
+    unsigned i, idx;
+    int kind;
+
+    if (node->state == SRM_NODE_INVALID) {
+        return;
+    }
+    srm_node_set_state(node, SRM_NODE_INVALID, srm_agent_now());
+    node->why_invalid = failed ? why : NULL;
+    for (i = 0; i < agent->num_links; ++i) {
+        if ((agent->links[i] != NULL) && (agent->links[i]->node == node)) {
+            srm_link_close(agent, agent->links[i], SRM_LOG_DEBUG,
+                           "its node is invalid");
+        }
+    }
+    for (kind = 0; kind < SRM_CHANNEL_KINDS; ++kind) {
+        frames += srm_node_count_frames(&node->chan[kind]);
+        srm_channel_drop_all(&node->chan[kind]);
+    }
+    node->dropped   += frames;
+    node->num_paused = 0;
+    srm_channel_free_held(node);
+
+    srm_log(failed ? SRM_LOG_WARN : SRM_LOG_INFO,
+            "node %u (0x%016llx) is invalid: %s; %llu queued messages "
+            "dropped, its endpoints %s", node->index,
+            (unsigned long long)node->node_id, why,
+            (unsigned long long)frames,
+            failed ? "report a peer failure" : "fail when used");
+
+    for (i = 0; i < agent->num_slots; ++i) {
+        client = agent->slots[i];
+        if ((client == NULL) || (client->state != SRM_CLIENT_ATTACHED)) {
+            continue;
+        }
+        for (idx = 1; idx < SRM_SHM_MAX_NODES; ++idx) {
+            if (client->node_map[idx] == node->index + 1) {
+                srm_node_tell_client(agent, client, idx, node);
+            }
+        }
+    }
+}
+
+/* Whether every kind has a ready link. */
+static int srm_node_connected(const srm_node_t *node)
+{
+    const srm_link_t *link;
+    int kind, path, ready;
+
+    for (kind = 0; kind < SRM_CHANNEL_KINDS; ++kind) {
+        ready = 0;
+        for (path = 0; path < SRM_WIRE_PATHS; ++path) {
+            link   = node->chan[kind].links[path];
+            ready |= (link != NULL) && (link->state == SRM_LINK_READY);
+        }
+        if (!ready) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+static void srm_node_update_state(srm_agent_t *agent, srm_node_t *node,
+                                  double now)
+{
+    if (srm_node_connected(node)) {
+        if (node->state == SRM_NODE_RESTORING) {
+            srm_info("node %u restored after %.0f ms", node->index,
+                     (now - node->state_since) * 1e3);
+        }
+        if (node->state != SRM_NODE_NORMAL) {
+            srm_node_set_state(node, SRM_NODE_NORMAL, now);
+        }
+        node->down_since = 0;
+        return;
+    }
+    if (node->state == SRM_NODE_NORMAL) {
+        srm_node_set_state(node, SRM_NODE_RESTORING, now);
+        node->down_since = now;
+        srm_info("node %u: restoring its channels", node->index);
+    }
+    if ((now - node->down_since) > agent->config.peer_timeout) {
+        srm_node_invalidate(agent, node, 1,
+                            (node->state == SRM_NODE_INIT) ?
+                                    "never reachable within PEER_TIMEOUT" :
+                                    "unreachable for PEER_TIMEOUT");
+    }
+}
+
+/*
+ * With failover every path of every kind is kept connected (the standby is
+ * ready before it is needed); without, a kind connects its first path when
+ * it has frames to send.
+ */
+static void srm_node_connect_paths(srm_agent_t *agent, srm_node_t *node)
+{
+    srm_channel_t *chan;
+    int kind, path;
+
+    for (kind = 0; kind < SRM_CHANNEL_KINDS; ++kind) {
+        chan = &node->chan[kind];
+        if (agent->config.failover) {
+            for (path = 0; path < SRM_WIRE_PATHS; ++path) {
+                srm_link_connect(agent, node, kind, path);
+            }
+        } else if (srm_channel_queued(chan) > 0) {
+            srm_link_connect(agent, node, kind, 0);
+        }
+        if (node->state == SRM_NODE_INVALID) {
+            return; /* a connect found nothing listening */
+        }
+    }
+}
+
+static void srm_node_timers(srm_agent_t *agent, double now)
+{
+    srm_node_t *node;
+    unsigned i;
+    int kind;
+
+    srm_link_timers(agent, now);
+    for (i = 0; i < agent->num_nodes; ++i) {
+        node = agent->nodes[i];
+        if (node->state == SRM_NODE_INVALID) {
+            continue;
+        }
+        srm_node_update_state(agent, node, now);
+        for (kind = 0; kind < SRM_CHANNEL_KINDS; ++kind) {
+            if (srm_channel_ack_owed(&node->chan[kind])) {
+                srm_channel_flush(agent, node, kind);
+            }
+        }
+    }
+}
+
+unsigned srm_node_progress(srm_agent_t *agent)
+{
+    unsigned count = srm_link_progress(agent), i;
+    int kind, owed = 0;
+    srm_node_t *node;
+    double now;
+
+    for (i = 0; i < agent->num_nodes; ++i) {
+        node = agent->nodes[i];
+        if (node->held_bytes > 0) {
+            count += srm_channel_release_held(agent, node);
+        }
+        if (node->dirty && (node->state != SRM_NODE_INVALID)) {
+            node->dirty = 0;
+            srm_node_connect_paths(agent, node); /* first use: at once */
+            for (kind = 0; kind < SRM_CHANNEL_KINDS; ++kind) {
+                count += srm_channel_flush(agent, node, kind);
+                if (node->chan[kind].sent < node->chan[kind].tail) {
+                    node->dirty = 1;
+                }
+            }
+        }
+    }
+    if ((agent->num_nodes == 0) && (agent->num_links == 0)) {
+        return count;
+    }
+
+    now = srm_agent_now();
+    if (now < agent->next_timer) {
+        return count;
+    }
+    srm_node_timers(agent, now);
+    for (i = 0; (i < agent->num_nodes) && !owed; ++i) {
+        for (kind = 0; kind < SRM_CHANNEL_KINDS; ++kind) {
+            owed |= srm_channel_ack_owed(&agent->nodes[i]->chan[kind]);
+        }
+    }
+    agent->next_timer = now + (owed ? SRM_NODE_TICK_ACK :
+                                      agent->config.failover_timeout / 8);
+    return count;
+}
+
+void srm_node_cleanup(srm_agent_t *agent)
+{
+    srm_node_t *node;
+    unsigned i;
+    int kind;
+
+    srm_link_say_bye(agent);
+    srm_link_cleanup(agent);
+    for (i = 0; i < agent->num_nodes; ++i) {
+        node = agent->nodes[i];
+        srm_channel_free_held(node);
+        for (kind = 0; kind < SRM_CHANNEL_KINDS; ++kind) {
+            srm_channel_cleanup(&node->chan[kind]);
+        }
+        free(node->orders);
+        free(node->paused_ports);
+        free(node);
+    }
+    free(agent->nodes);
+    agent->nodes     = NULL;
+    agent->num_nodes = 0;
+}
+
+void srm_node_format(srm_agent_t *agent, char *buf, size_t size,
+                     size_t *len)
+{
+    const char *link_states[] = {"connecting", "hello-sent", "hello-wait",
+                                 "auth-wait", "ready"};
+    const srm_channel_t *chan;
+    const srm_link_t *link;
+    char addr[32], paths[64];
+    srm_node_t *node;
+    unsigned i;
+    int kind, n, path, used;
+
+    for (i = 0; i < agent->num_nodes; ++i) {
+        node = agent->nodes[i];
+        for (kind = 0; kind < SRM_CHANNEL_KINDS; ++kind) {
+            chan = &node->chan[kind];
+            used = 0;
+            for (path = 0; path < SRM_WIRE_PATHS; ++path) {
+                link  = chan->links[path];
+                used += snprintf(paths + used, sizeof(paths) - used,
+                                 "%s%d:%s%s", (path > 0) ? "," : "", path,
+                                 (link == NULL) ? "down" :
+                                         link_states[link->state],
+                                 (path == chan->active) ? "*" : "");
+            }
+            n = snprintf(buf + *len, size - *len,
+                         "node %-3u 0x%016llx %-21s %-9s %-5s paths %s "
+                         "queued %llu unacked %llu tx %llu/%llu "
+                         "rx %llu/%llu connects %llu failovers %llu "
+                         "resent %llu dups %llu held %zu reordered %llu "
+                         "paused %u pauses %llu bad %llu dropped %llu\n",
+                         node->index, (unsigned long long)node->node_id,
+                         srm_wire_tcp_str(node->wire[0].ipv4,
+                                          node->wire[0].port, addr,
+                                          sizeof(addr)),
+                         srm_node_state_names[node->state],
+                         srm_channel_kind_names[kind], paths,
+                         (unsigned long long)(chan->tail - chan->sent),
+                         (unsigned long long)(chan->sent - chan->head),
+                         (unsigned long long)chan->tx_frames,
+                         (unsigned long long)chan->tx_bytes,
+                         (unsigned long long)chan->rx_frames,
+                         (unsigned long long)chan->rx_bytes,
+                         (unsigned long long)chan->connects,
+                         (unsigned long long)chan->failovers,
+                         (unsigned long long)chan->resent,
+                         (unsigned long long)chan->duplicates,
+                         node->held_bytes,
+                         (unsigned long long)node->reordered,
+                         node->num_paused,
+                         (unsigned long long)node->pauses,
+                         (unsigned long long)node->bad_frames,
+                         (unsigned long long)node->dropped);
+            if ((n < 0) || ((size_t)n >= size - *len)) {
+                return;
+            }
+            *len += (size_t)n;
+        }
+    }
+}
