@@ -122,8 +122,10 @@ TEST(wire, frames_cross_to_another_agent_in_order_on_both_channels)
 
     /* Both kinds, each on an active and a standby connection. */
     std::string status = node_a.status();
-    EXPECT_NE(std::string::npos, status.find("normal    small")) << status;
-    EXPECT_NE(std::string::npos, status.find("normal    bulk")) << status;
+    EXPECT_NE(std::string::npos, status.find(" small ready      state normal"))
+            << status;
+    EXPECT_NE(std::string::npos, status.find(" bulk  ready      state normal"))
+            << status;
     EXPECT_EQ(4u, count_of(status, ":ready")) << status;
 }
 
@@ -246,6 +248,6 @@ TEST(wire, unknown_or_unreachable_node_costs_only_its_own_frames)
     EXPECT_EQ(SRM_SHM_NODE_FAILED, a.ctl()->nodes[1].state);
     EXPECT_NE(0u, a.ctl()->nodes_changed.value);
     std::string status = node_a.status();
-    EXPECT_NE(std::string::npos, status.find("invalid   small")) << status;
+    EXPECT_NE(std::string::npos, status.find("state invalid")) << status;
     EXPECT_NE(std::string::npos, status.find(" dropped 50\n")) << status;
 }

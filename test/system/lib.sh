@@ -428,7 +428,7 @@ srm_netns_require() {
     export UCX_WARN_UNUSED_ENV_VARS=n
 }
 
-# srm_netns_up NHOSTS PREFIX: bring up NHOSTS hosts named PREFIXh1 ...
+# srm_netns_up NHOSTS PREFIX [NETNS-CLUSTER-OPTION...]: bring up NHOSTS hosts named PREFIXh1 ...
 # (array SRM_NETNS_HOSTS; SRM_NETNS_HOST_LIST: the same comma-separated),
 # logging to $SRM_LOG/cluster.log. From then on the test's exit also takes
 # the cluster down, after srm_cleanup. If the cluster does not come up:
@@ -437,13 +437,14 @@ srm_netns_up() {
     local n=$1 i
 
     SRM_NETNS_PREFIX=$2
+    shift 2
     SRM_NETNS_HOSTS=()
     for i in $(seq 1 "$n"); do
         SRM_NETNS_HOSTS+=("${SRM_NETNS_PREFIX}h$i")
     done
     SRM_NETNS_HOST_LIST=$(IFS=,; echo "${SRM_NETNS_HOSTS[*]}")
     trap srm__netns_on_exit EXIT
-    if ! "$SRM_NETNS_CLUSTER" up "$n" --prefix "$SRM_NETNS_PREFIX" \
+    if ! "$SRM_NETNS_CLUSTER" up "$n" --prefix "$SRM_NETNS_PREFIX" "$@" \
             >"$SRM_LOG/cluster.log" 2>&1; then
         srm_fail "netns-cluster up $n --prefix $SRM_NETNS_PREFIX"
         srm_show_log "$SRM_LOG/cluster.log"

@@ -1,8 +1,9 @@
 #!/bin/bash
 #
-# test_netns_connections: srm needs 2 TCP connections per pair of nodes (a
-# small and a bulk channel between the nodes' agents), whatever the number
-# of ranks; UCX tcp needs about one per pair of ranks.
+# test_netns_connections: srm needs 4 TCP connections per pair of nodes (a
+# small and a bulk channel between the nodes' agents, each with an active
+# and a standby connection), whatever the number of ranks; UCX tcp needs
+# about one per pair of ranks.
 #
 # 3 simulated hosts run test/mpi/srm_alltoall_hold.c (every rank exchanges
 # 8 B alltoall and 64 KB point-to-point messages with every other rank, then
@@ -14,7 +15,7 @@
 #     runtime    Open MPI's own (orted/mpirun oob), not counted for either
 #     other      anything else
 # Runs: UCX_TLS=srm,self with 4 and with 8 ranks per host (fresh agents
-# each time): srmd must own exactly 2 x (hosts - 1) = 4 per host in every
+# each time): srmd must own exactly 4 x (hosts - 1) = 8 per host in every
 # sample and the ranks none; then UCX_TLS=tcp,self with 4 and 8 ranks per
 # host (no agents): the ranks' count is printed side by side with srm's.
 #
@@ -26,7 +27,7 @@ MPI_TIMEOUT=${SRM_MPI_TIMEOUT:-300}
 NHOSTS=3
 HOLD=${SRM_HOLD_SECS:-10}
 SAMPLES=3
-WANT=$((2 * (NHOSTS - 1)))
+WANT=$((4 * (NHOSTS - 1)))   # 2 channels x (active + standby) per remote host
 
 bin=$SRM_LOG/srm_alltoall_hold
 srm_mpicc "$SRM_SRCDIR/test/mpi/srm_alltoall_hold.c" "$bin"

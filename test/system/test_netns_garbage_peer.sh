@@ -174,7 +174,7 @@ fi
 status=$(srm_netns_status "$H1" 2>&1)
 srm_log "srmctl status in $H1 after the garbage:"
 printf '%s\n' "$status" | grep -E '^(agent|counters|wire|node)' | sed 's/^/  /'
-if printf '%s\n' "$status" | awk '$1 == "node" && $5 == "small"' | grep -q ' ready '; then
+if printf '%s\n' "$status" | awk '$1 == "node" && $5 == "small" && $6 == "ready"' | grep -q .; then
     srm_pass "the real small channel $H1 <-> $H2 is still ready"
 else
     srm_fail "the real small channel $H1 <-> $H2 is no longer ready"

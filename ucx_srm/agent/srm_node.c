@@ -389,8 +389,10 @@ void srm_node_format(srm_agent_t *agent, char *buf, size_t size,
                                          link_states[link->state],
                                  (path == chan->active) ? "*" : "");
             }
+            link = chan->links[chan->active];
             n = snprintf(buf + *len, size - *len,
-                         "node %-3u 0x%016llx %-21s %-9s %-5s paths %s "
+                         "node %-3u 0x%016llx %-21s %-5s %-10s state %-9s "
+                         "paths %s "
                          "queued %llu unacked %llu tx %llu/%llu "
                          "rx %llu/%llu connects %llu failovers %llu "
                          "resent %llu dups %llu held %zu reordered %llu "
@@ -399,8 +401,9 @@ void srm_node_format(srm_agent_t *agent, char *buf, size_t size,
                          srm_wire_tcp_str(node->wire[0].ipv4,
                                           node->wire[0].port, addr,
                                           sizeof(addr)),
-                         srm_node_state_names[node->state],
-                         srm_channel_kind_names[kind], paths,
+                         srm_channel_kind_names[kind],
+                         (link == NULL) ? "down" : link_states[link->state],
+                         srm_node_state_names[node->state], paths,
                          (unsigned long long)(chan->tail - chan->sent),
                          (unsigned long long)(chan->sent - chan->head),
                          (unsigned long long)chan->tx_frames,
