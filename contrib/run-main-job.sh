@@ -13,8 +13,10 @@ Usage: contrib/run-main-job.sh [--no-deps] [--build DIR] [--quick]
 
   1. builds ucx-srm (contrib/build.sh)
   2. contrib/bench/hosts.sh: two simulated hosts, one srmd each; ucx_perftest
-     latency, bandwidth and message rate (1, 2, 4 process pairs) for srm and
-     for UCX tcp between the same hosts, as a markdown table with ratios
+     latency and bandwidth over a range of sizes and message rate (1, 2, 4,
+     8 process pairs) for srm and for UCX tcp between the same hosts, as a
+     markdown table with ratios (DIR/main-job-bench.md) and PNG plots
+     next to it (DIR/main-job-bench-{lat,bw,mr}.png, with gnuplot)
   3. three simulated hosts x 2 ranks: Open MPI with UCX_TLS=srm only, the
      data-checking program (ping-pong, all-to-all, allreduce), then each
      host's node channels as srmctl status shows them

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # hosts.sh - compare UCX_TLS=srm with UCX's own tcp transport between two
 # simulated hosts (contrib/netns-cluster), using ucx_perftest, and print a
-# markdown table.
+# markdown table; plot latency and bandwidth vs size and the message rate
+# vs processes per host with gnuplot.
 set -euo pipefail
 
 PROG=${0##*/}
@@ -22,14 +23,15 @@ NAME
 
 SYNOPSIS
     $PROG [--build DIR] [--reps N] [--iters N] [--out FILE] [--port BASE]
-             [--timeout SEC] [--mr-secs SEC] [--keep-logs] [--quick]
+             [--timeout SEC] [--mr-secs SEC] [--sizes LIST] [--procs LIST]
+             [--prefix NAME] [--keep-logs] [--quick]
     $PROG -h | --help
 
 DESCRIPTION
     Brings up a private cluster of two simulated hosts with
-    contrib/netns-cluster (prefix hb<pid>: hosts hb<pid>h1 = 10.77.0.1 and
-    hb<pid>h2 = 10.77.0.2, each with its own network, UTS and IPC
-    namespace), starts one srmd per host on the abstract socket
+    contrib/netns-cluster (--prefix, default hb<pid>: hosts hb<pid>h1 =
+    10.77.0.1 and hb<pid>h2 = 10.77.0.2, each with its own network, UTS and
+    IPC namespace), starts one srmd per host on the abstract socket
     srm-hosts-<pid>, and runs ucx_perftest between the hosts: every server
     runs in h1, every client in h2 and connects to 10.77.0.1.  Two
     transports are compared:
@@ -43,16 +45,21 @@ DESCRIPTION
 
     The measurements (N is --iters; -w is the warm-up):
 
-      UCP tag_lat 8 B       typical (p50) latency, us          -n N
-      UCP tag_bw  64 KB     bandwidth, overall, MB/s           -n N/5
-      UCP tag_bw  1 MB      bandwidth, overall, MB/s           -n N/50
-      UCP tag_bw  8 B x P   aggregate message rate, msg/s, for P = 1, 2
-                            and 4 concurrent process pairs (P servers in
-                            h1 and P clients in h2, on P ports, all
-                            started together); the cell is the sum of
-                            the P clients' overall msg/s; -n per pair:
-                            see --mr-secs
+      UCP tag_lat S         typical (p50) latency, us, for every
+                            size S of --sizes; -n N*4 KB/S, at least 20,
+                            at most N
+      UCP tag_bw  S         bandwidth, overall, MB/s, for every size S
+                            of --sizes; -n N*16 KB/S, at least 4, at
+                            most 20*N
+      UCP tag_bw  8 B x P   aggregate message rate, msg/s, for every P
+                            of --procs (default 1, 2, 4 and 8 concurrent
+                            process pairs: P servers in h1 and P clients
+                            in h2, on P ports, all started together);
+                            the cell is the sum of the P clients'
+                            overall msg/s; -n per pair: see --mr-secs
       UCT am_lat  8 B       typical (p50) latency, us          -n N
+
+    The warm-up (-w) is a tenth of -n, at least 1.
 
     Every number comes from the client's "Final:" line of ucx_perftest
     (iterations, p50 latency, average latency of the last interval, overall
@@ -64,7 +71,25 @@ DESCRIPTION
     faster).  Repetitions are the outer loop and srm and tcp alternate, so
     slow drifts of the machine hit both alike.
 
-    After the table the script prints, for each host, the established TCP
+    After the table the report links three plots, rendered with gnuplot
+    (pngcairo terminal if it has one, else png) from data files written
+    next to them, one per plot, whose columns are the size in bytes (or
+    P), the srm median and the tcp median of the table's cells:
+
+      STEM-lat.png / .dat   UCP tag_lat typical latency vs size, log-log
+      STEM-bw.png  / .dat   UCP tag_bw bandwidth vs size, log size axis
+      STEM-mr.png  / .dat   aggregate 8 B message rate vs P, log axes
+      STEM-plots.gp         the gnuplot script (cd to its directory and
+                            run "gnuplot STEM-plots.gp" to redraw)
+
+    With --out FILE they are put next to FILE, STEM being FILE without a
+    trailing .md, and the report links them by their names; without --out
+    they are put into the log directory (STEM "hosts"), which is then kept,
+    and linked by their full paths.  Without gnuplot the data files and
+    the script are still written, and the report says in bold that there
+    are no plots; that alone does not make the script fail.
+
+    After the plots the script prints, for each host, the established TCP
     connections owned by srmd (ss -tnpH inside the host) and the "wire:"
     and "node" lines of "srmctl status" of h1, taken after the last run.
 
@@ -94,11 +119,13 @@ OPTIONS
         --quick).
     --iters N
         Base iteration count N (see above; default 5000, 200 with
-        --quick).  The default run takes about 3-5 minutes on an idle
-        two-core machine, much longer on a busy one.
+        --quick).  With the default --sizes and --procs one repetition
+        takes about 3 minutes on a two-core machine, so the default run
+        takes about 10 minutes; much longer on a busy machine.
     --out FILE
         Also write the report and the exact command lines of every run (and
-        of the agents) to FILE.  Written only when all runs succeeded.
+        of the agents) to FILE, and the plots and their data next to it
+        (see above).  Written only when all runs succeeded.
     --port BASE
         First TCP port of ucx_perftest's rendezvous in h1 (default 13000;
         each run takes the next ones; the hosts are private namespaces, so
@@ -120,12 +147,27 @@ OPTIONS
         P pairs a pair takes up to about P times SEC.  Default 1; 0 (the default
         with --quick) skips the calibration and uses -n 100*N (srm) and
         20*N (tcp).
+    --sizes LIST
+        Message sizes of the tag_lat and tag_bw sweeps, separated by commas
+        or blanks; a number of bytes with an optional K (2^10) or M (2^20)
+        suffix, 1 B to 64 MB (default 8,64,512,4K,8K,16K,64K,256K,1M,4M;
+        8,512,8K,64K,1M with --quick).
+    --procs LIST
+        The numbers P of concurrent process pairs, i.e. processes per host,
+        of the 8 B message-rate test, separated by commas or blanks, each
+        1..32 (default 1,2,4,8).
+    --prefix NAME
+        netns-cluster prefix of the two hosts (NAMEh1, NAMEh2): a letter,
+        then up to 15 letters, digits or '-' (default hb<pid>).  The
+        script refuses to run when a cluster of that prefix is already up,
+        and tears down its own on exit.
     --keep-logs
         Keep the log directory even when all runs succeeded (it is always
-        kept on failure).
+        kept on failure, and when it holds the plots).
     --quick
-        Smoke test: --iters 200 --reps 1 --timeout 30 unless given; takes
-        well under 60 s.  The numbers are not a measurement.
+        Smoke test: --iters 200 --reps 1 --timeout 30 and the shorter
+        --sizes list unless given; takes well under 60 s on an idle
+        machine.  The numbers are not a measurement.
     -h, --help
         Print this help and exit.
 
@@ -142,7 +184,10 @@ ENVIRONMENT
 
 FILES
     \$TMPDIR/srm-hosts.XXXXXX/   cluster, srmd and per-run logs, and the
-                                command list (commands.sh).
+                                command list (commands.sh); without --out
+                                also the plots and their data (hosts-*).
+    FILE, STEM-*                with --out FILE: the report, the plots and
+                                their data.
 
 EXIT STATUS
     0 when all runs succeeded and the table was printed; 1 on a failed run
@@ -152,12 +197,15 @@ EXIT STATUS
 
 REQUIREMENTS
     root (network namespaces), ip, nsenter, ss, timeout, ucx_perftest and
-    ucx_info (UCX 1.13), an srm build.
+    ucx_info (UCX 1.13), an srm build; gnuplot (Debian: gnuplot-nox) for
+    the plots.
 
 EXAMPLES
     SRM_BUILD_DIR=/tmp/build $PROG
     $PROG --build /tmp/build --quick
     $PROG --build /tmp/build --reps 5 --out hosts-bench.md
+        (also hosts-bench-lat.png, hosts-bench-bw.png, hosts-bench-mr.png)
+    $PROG --build /tmp/build --quick --prefix plot --sizes 8,4K,1M --procs 1,8
 USAGE
 }
 
@@ -165,6 +213,7 @@ USAGE
 
 BUILD=${SRM_BUILD_DIR:-}
 REPS='' ITERS='' OUT='' PORT_BASE=13000 TIMEOUT='' KEEP_LOGS=0 QUICK=0 MR_SECS_TARGET=
+SIZES_ARG='' PROCS_ARG=1,2,4,8 PFX=hb$$
 
 while [[ $# -gt 0 ]]; do
     common_option "$@"
@@ -172,6 +221,12 @@ while [[ $# -gt 0 ]]; do
     case $1 in
     --mr-secs)   need_arg "$@"; MR_SECS_TARGET=$2; shift 2 ;;
     --mr-secs=*) MR_SECS_TARGET=${1#*=}; shift ;;
+    --sizes)     need_arg "$@"; SIZES_ARG=$2; shift 2 ;;
+    --sizes=*)   SIZES_ARG=${1#*=}; shift ;;
+    --procs)     need_arg "$@"; PROCS_ARG=$2; shift 2 ;;
+    --procs=*)   PROCS_ARG=${1#*=}; shift ;;
+    --prefix)    need_arg "$@"; PFX=$2; shift 2 ;;
+    --prefix=*)  PFX=${1#*=}; shift ;;
     -h|--help)   usage; exit 0 ;;
     *)           bad "unknown argument: $1" ;;
     esac
@@ -179,8 +234,10 @@ done
 
 if [[ $QUICK == 1 ]]; then
     : "${REPS:=1}" "${ITERS:=200}" "${TIMEOUT:=30}" "${MR_SECS_TARGET:=0}"
+    : "${SIZES_ARG:=8,512,8K,64K,1M}"
 else
     : "${REPS:=3}" "${ITERS:=5000}" "${TIMEOUT:=120}" "${MR_SECS_TARGET:=1}"
+    : "${SIZES_ARG:=8,64,512,4K,8K,16K,64K,256K,1M,4M}"
 fi
 check_reps
 check_iters 50
@@ -190,6 +247,44 @@ if ! [[ $MR_SECS_TARGET =~ ^[0-9]+(\.[0-9]+)?$ ]] ||
 fi
 check_timeout
 check_port 64000
+
+# uint_list OPTION LIST MIN MAX [SUFFIXES]: sets UINT_LIST to the numbers
+# of LIST (commas or blanks; with SUFFIXES=1 a K or M suffix multiplies by
+# 2^10 or 2^20), sorted and without duplicates; bad usage unless all are
+# in MIN..MAX.
+uint_list() {
+    local opt=$1 min=$3 max=$4 suffixes=${5:-0} w n words out=()
+    IFS=$', \t\n' read -r -a words <<<"$2"
+    for w in "${words[@]}"; do
+        [[ -n $w ]] || continue
+        n=$w
+        if [[ $suffixes == 1 && $w =~ ^([0-9]{1,9})([kKmM])$ ]]; then
+            n=$(( 10#${BASH_REMATCH[1]} ))
+            case ${BASH_REMATCH[2]} in k|K) n=$(( n * 1024 )) ;; *) n=$(( n * 1048576 )) ;; esac
+        fi
+        if ! is_uint "$n" || (( ${#n} > 12 || 10#$n < min || 10#$n > max )); then
+            if [[ $suffixes == 1 ]]; then
+                bad "$opt: '$w' is not a size from $min to $max B (K and M suffixes allowed)"
+            fi
+            bad "$opt: '$w' is not a number from $min to $max"
+        fi
+        out+=("$(( 10#$n ))")
+    done
+    (( ${#out[@]} > 0 )) || bad "$opt: empty list"
+    mapfile -t UINT_LIST < <(printf '%s\n' "${out[@]}" | sort -n -u)
+}
+uint_list --sizes "$SIZES_ARG" 1 67108864 1
+SIZES=("${UINT_LIST[@]}")
+uint_list --procs "$PROCS_ARG" 1 32
+PAIR_COUNTS=("${UINT_LIST[@]}")
+[[ $PFX =~ ^[A-Za-z][A-Za-z0-9-]{0,15}$ ]] ||
+    bad "--prefix must be a letter then up to 15 letters, digits or '-', not '$PFX'"
+
+if [[ -n $OUT ]]; then   # fail now, not after minutes of runs
+    out_dir=$(dirname -- "$OUT")
+    [[ -d $out_dir && -w $out_dir ]] || bad "--out: directory '$out_dir' does not exist or is not writable"
+    [[ ! -d $OUT ]] || bad "--out: '$OUT' is a directory"
+fi
 
 # ---------------------------------------------------------- environment --
 
@@ -205,18 +300,37 @@ require_tools " in PATH" ip nsenter ss timeout awk sort ps flock
 find_srm_build
 find_ucx_tools
 
-PFX=hb$$
 H1=${PFX}h1 H2=${PFX}h2
 IP1=10.77.0.1
 SOCK=srm-hosts-$$
 HOSTS=("$H1" "$H2")
 NCPU=$(nproc)
 
+# size_label BYTES: "8 B", "4 KB", "1 MB" (KB = 2^10 B, MB = 2^20 B).
+size_label() {
+    if (( $1 >= 1048576 && $1 % 1048576 == 0 )); then
+        printf '%d MB' $(( $1 / 1048576 ))
+    elif (( $1 >= 1024 && $1 % 1024 == 0 )); then
+        printf '%d KB' $(( $1 / 1024 ))
+    else
+        printf '%d B' "$1"
+    fi
+}
+
 # Iteration counts (see --help).
 at_least() { echo $(( $1 > $2 ? $1 : $2 )); }
-LAT_N=$ITERS                    LAT_W=$(at_least $(( ITERS / 10 )) 1)
-BW64_N=$(at_least $(( ITERS / 5 )) 10)   BW64_W=$(at_least $(( ITERS / 50 )) 1)
-BW1M_N=$(at_least $(( ITERS / 50 )) 4)   BW1M_W=$(at_least $(( ITERS / 500 )) 1)
+at_most()  { echo $(( $1 < $2 ? $1 : $2 )); }
+AMLAT_N=$ITERS                  AMLAT_W=$(at_least $(( ITERS / 10 )) 1)
+# The size sweeps move about N*4 KB (tag_lat) and N*16 KB (tag_bw) per
+# run, so that the large sizes take seconds, not minutes; the floors keep
+# a p50 of some samples and a few messages in flight.
+declare -A LAT_N=() LAT_W=() BW_N=() BW_W=()
+for s in "${SIZES[@]}"; do
+    LAT_N[$s]=$(at_least "$(at_most $(( ITERS * 4096 / s )) "$ITERS")" 20)
+    LAT_W[$s]=$(at_least $(( LAT_N[$s] / 10 )) 1)
+    BW_N[$s]=$(at_least "$(at_most $(( ITERS * 16384 / s )) $(( ITERS * 20 )))" 4)
+    BW_W[$s]=$(at_least $(( BW_N[$s] / 10 )) 1)
+done
 # The 8 B message-rate iterations; calibrated per transport unless
 # --mr-secs is 0 (see --help).
 declare -A MR_N=([srm]=$(( ITERS * 100 )) [tcp]=$(( ITERS * 20 )))
@@ -224,7 +338,6 @@ declare -A MR_W=([srm]=$(( ITERS * 10 )) [tcp]=$(( ITERS * 2 )))
 declare -A MR_CAL=()        # tl -> rate of the last calibration run (msg/s)
 declare -A MR_CAL_USED=()   # tl -> its -n
 MR_CAL_N=$(( ITERS * 20 ))
-PAIR_COUNTS=(1 2 4)
 
 # Every ucx_perftest starts from this environment: the caller's, without
 # what the script sets per transport.
@@ -521,16 +634,19 @@ run_group() {
 }
 
 # test id | api | test | size | iters | warm-up | pairs | Final field | kind | row label
-TESTS=(
-    "lat|ucp|tag_lat|8|$LAT_N|$LAT_W|1|2|lat|UCP tag_lat 8 B, typical latency (us)"
-    "bw64k|ucp|tag_bw|65536|$BW64_N|$BW64_W|1|6|bw|UCP tag_bw 64 KB, bandwidth (MB/s)"
-    "bw1m|ucp|tag_bw|1048576|$BW1M_N|$BW1M_W|1|6|bw|UCP tag_bw 1 MB, bandwidth (MB/s)"
-)
+# (the plots read the ids lat-SIZE, bw-SIZE and mrP)
+TESTS=()
+for s in "${SIZES[@]}"; do
+    TESTS+=("lat-$s|ucp|tag_lat|$s|${LAT_N[$s]}|${LAT_W[$s]}|1|2|lat|UCP tag_lat $(size_label "$s"), typical latency (us)")
+done
+for s in "${SIZES[@]}"; do
+    TESTS+=("bw-$s|ucp|tag_bw|$s|${BW_N[$s]}|${BW_W[$s]}|1|6|bw|UCP tag_bw $(size_label "$s"), bandwidth (MB/s)")
+done
 for p in "${PAIR_COUNTS[@]}"; do
     if (( p == 1 )); then plabel="1 pair"; else plabel="$p pairs, sum"; fi
     TESTS+=("mr$p|ucp|tag_bw|8|MR|MR|$p|8|mr|UCP tag_bw 8 B, msg rate, P=$plabel (msg/s)")
 done
-TESTS+=("uctlat|uct|am_lat|8|$LAT_N|$LAT_W|1|2|lat|UCT am_lat 8 B, typical latency (us)")
+TESTS+=("uctlat|uct|am_lat|8|$AMLAT_N|$AMLAT_W|1|2|lat|UCT am_lat 8 B, typical latency (us)")
 TRANSPORTS=(srm tcp)
 TOTAL_RUNS=$(( ${#TESTS[@]} * ${#TRANSPORTS[@]} * REPS ))
 
@@ -611,7 +727,169 @@ AGENT_PROBLEMS=$(for h in "${HOSTS[@]}"; do
 T_END=$(date +%s.%N)
 ELAPSED=$(seconds_between "$T_START" "$T_END" %.0f)
 
+# ----------------------------------------------------------------- plots --
+
+# Next to --out FILE, named after it; else in the log directory, kept.
+if [[ -n $OUT ]]; then
+    PLOT_DIR=$(cd "$(dirname -- "$OUT")" && pwd)
+    PLOT_STEM=$(basename -- "$OUT")
+    PLOT_STEM=${PLOT_STEM%.md}
+    [[ -n $PLOT_STEM ]] || PLOT_STEM=hosts
+    PLOT_LINK=                  # the report sits next to the plots
+else
+    PLOT_DIR=$WORK PLOT_STEM=hosts PLOT_LINK=$WORK/
+fi
+PLOT_KINDS=(lat bw mr)
+declare -A PLOT_ALT=(
+    [lat]="UCP tag_lat typical (p50) latency vs message size, srm and tcp"
+    [bw]="UCP tag_bw bandwidth vs message size, srm and tcp"
+    [mr]="UCP tag_bw 8 B aggregate message rate vs processes per host, srm and tcp"
+)
+
+# plot_data KIND: the data file of plot KIND (lat, bw, mr): per size (or
+# P) the medians of srm and tcp, from the VALUES the table shows.
+plot_data() {
+    local kind=$1 x xs key tl med line
+    case $kind in
+    lat) xs=("${SIZES[@]}")
+         printf '# UCP tag_lat typical (p50) latency vs message size, half a round trip\n'
+         printf '# columns: size (B), srm (us), tcp (us)\n' ;;
+    bw)  xs=("${SIZES[@]}")
+         printf '# UCP tag_bw bandwidth (overall) vs message size\n'
+         printf '# columns: size (B), srm (MB/s, 2^20 B/s), tcp (MB/s)\n' ;;
+    mr)  xs=("${PAIR_COUNTS[@]}")
+         printf '# UCP tag_bw 8 B aggregate message rate (sum of the P clients) vs P\n'
+         printf '# columns: P (process pairs = processes per host), srm (msg/s), tcp (msg/s)\n' ;;
+    esac
+    printf '# each value: median of %d run(s), as in the table of the report; %s, %s\n' \
+        "$REPS" "$PROG" "$START_DATE"
+    for x in "${xs[@]}"; do
+        case $kind in mr) key=mr$x ;; *) key=$kind-$x ;; esac
+        line=$x
+        for tl in "${TRANSPORTS[@]}"; do
+            # shellcheck disable=SC2086  # a list of numbers
+            read -r med _ _ < <(stats ${VALUES[$tl/$key]})
+            line+=" $med"
+        done
+        printf '%s\n' "$line"
+    done
+}
+
+# gp_str TEXT: TEXT as a gnuplot single-quoted string.
+gp_str() { printf "'%s'" "${1//\'/\'\'}"; }
+
+# plot_script TERMINAL: the gnuplot script that draws the PNGs from the
+# data files; file names relative to PLOT_DIR.
+plot_script() {
+    local term=$1 kind x sub warn tics=''
+    if [[ $term == pngcairo ]]; then
+        printf "set terminal pngcairo size 960,640 noenhanced font 'DejaVu Sans,11'\n"
+    else
+        printf 'set terminal png size 960,640 noenhanced\n'
+    fi
+    # The title's second line, and a third one for the caveats.
+    if (( REPS > 1 )); then sub="median of $REPS runs per point"; else sub="one run per point"; fi
+    sub+="; $START_DATE; $(uname -n), $NCPU cores"
+    warn=''
+    [[ $QUICK == 0 ]] || warn="--quick smoke run, not a measurement"
+    (( DISTURBED_RUNS == 0 )) || warn+="${warn:+; }machine not idle in $DISTURBED_RUNS of $TOTAL_RUNS runs"
+    [[ -z $warn ]] || sub+="\\n$warn"
+    for x in "${SIZES[@]}"; do tics+="${tics:+, }\"$(size_label "$x")\" $x"; done
+    printf 'set grid\nset key below height 1.5\nset datafile commentschars "#"\n'
+    printf 'set style data linespoints\n'
+    printf 'srm = %s\ntcp = %s\n' "$(gp_str 'srm (UCX_TLS=srm, via srmd on each host)')" \
+        "$(gp_str 'tcp (UCX_TLS=tcp, UCX point-to-point TCP)')"
+    for kind in "${PLOT_KINDS[@]}"; do
+        printf '\nset output %s\n' "$(gp_str "$PLOT_STEM-$kind.png")"
+        printf 'unset logscale\nset autoscale\nset format x "%%g"\nset format y "%%g"\n'
+        case $kind in
+        lat)
+            printf 'set title "srm vs tcp between two simulated hosts: UCP tag_lat latency vs message size\\n%s"\n' "$sub"
+            printf 'set xlabel "message size (KB = 2^10 B, MB = 2^20 B)"\n'
+            printf 'set ylabel "typical (p50) latency, half a round trip (us)"\n'
+            printf 'set logscale xy\nset xtics (%s)\n' "$tics"
+            printf 'set xrange [%s/1.5:%s*1.5]\n' "${SIZES[0]}" "${SIZES[-1]}" ;;
+        bw)
+            printf 'set title "srm vs tcp between two simulated hosts: UCP tag_bw bandwidth vs message size\\n%s"\n' "$sub"
+            printf 'set xlabel "message size (KB = 2^10 B, MB = 2^20 B)"\n'
+            printf 'set ylabel "bandwidth, overall (MB/s, MB = 2^20 B)"\n'
+            printf 'set logscale x\nset xtics (%s)\n' "$tics"
+            printf 'set xrange [%s/1.5:%s*1.5]\nset yrange [0:*]\n' "${SIZES[0]}" "${SIZES[-1]}" ;;
+        mr)
+            printf 'set title "srm vs tcp between two simulated hosts: UCP tag_bw 8 B aggregate message rate\\n%s"\n' "$sub"
+            printf 'set xlabel "P: concurrent process pairs = processes per host"\n'
+            printf 'set ylabel "aggregate message rate, sum of the P clients (msg/s)"\n'
+            printf 'set logscale x 2\nset logscale y\nset format y "%%.0s%%c"\n'
+            printf 'set xtics (%s)\n' "$(printf '%s\n' "${PAIR_COUNTS[@]}" | paste -sd, -)"
+            printf 'set xrange [%s/1.25:%s*1.25]\n' "${PAIR_COUNTS[0]}" "${PAIR_COUNTS[-1]}" ;;
+        esac
+        printf 'plot %s using 1:2 title srm lw 2 pt 7, "" using 1:3 title tcp lw 2 pt 5\n' \
+            "$(gp_str "$PLOT_STEM-$kind.dat")"
+    done
+    printf '\nunset output\n'
+}
+
+# render_plots: write the data files and the gnuplot script, run gnuplot;
+# sets PLOT_TERM and PLOT_PROBLEM (empty when all PNGs were made).
+render_plots() {
+    local kind gnuplot png
+    PLOT_PROBLEM='' PLOT_TERM=pngcairo
+    for kind in "${PLOT_KINDS[@]}"; do
+        write_out "$PLOT_DIR/$PLOT_STEM-$kind.dat" plot_data "$kind"
+        rm -f -- "$PLOT_DIR/$PLOT_STEM-$kind.png"      # no stale plot
+    done
+    gnuplot=$(command -v gnuplot || true)
+    if [[ -z $gnuplot ]]; then
+        PLOT_PROBLEM="gnuplot not found (Debian package gnuplot-nox, see contrib/install-deps.sh)"
+    elif ! timeout -k 2 20 "$gnuplot" -e 'set terminal pngcairo' </dev/null >/dev/null 2>&1; then
+        PLOT_TERM=png
+    fi
+    write_out "$PLOT_DIR/$PLOT_STEM-plots.gp" plot_script "$PLOT_TERM"
+    [[ -z $PLOT_PROBLEM ]] || return 0
+    if ! (cd "$PLOT_DIR" && timeout -k 5 60 "$gnuplot" "$PLOT_STEM-plots.gp" </dev/null) \
+            >"$WORK/gnuplot.log" 2>&1; then
+        PLOT_PROBLEM="gnuplot failed: $(tail -n 3 "$WORK/gnuplot.log" | tr '\n' ' ')"
+        return 0
+    fi
+    for kind in "${PLOT_KINDS[@]}"; do
+        png=$PLOT_DIR/$PLOT_STEM-$kind.png
+        [[ -s $png ]] || PLOT_PROBLEM+="${PLOT_PROBLEM:+; }gnuplot made no $png"
+    done
+}
+
+render_plots
+if [[ -n $PLOT_PROBLEM ]]; then
+    info "WARNING: no plots: $PLOT_PROBLEM"
+else
+    info "plots ($PLOT_TERM): $(for kind in "${PLOT_KINDS[@]}"; do printf '%s ' "$PLOT_DIR/$PLOT_STEM-$kind.png"; done)"
+fi
+[[ -n $OUT ]] || KEEP_LOGS=1     # the plots and their data are in $WORK
+
 # ---------------------------------------------------------------- report --
+
+# iter_ranges N-ARRAY W-ARRAY: "8 B-4 KB 200/20, 64 KB 12/1" from the
+# per-size -n and -w of a sweep, runs of equal counts merged.
+iter_ranges() {
+    local -n n_of=$1 w_of=$2
+    local s first='' last='' cur='' text=''
+    for s in "${SIZES[@]}" ''; do
+        if [[ -n $s && ${n_of[$s]}/${w_of[$s]} == "$cur" ]]; then
+            last=$s
+            continue
+        fi
+        if [[ -n $first ]]; then
+            text+="${text:+, }$(size_label "$first")"
+            [[ $last == "$first" ]] || text+="-$(size_label "$last")"
+            text+=" $cur"
+        fi
+        [[ -n $s ]] || break
+        first=$s last=$s cur=${n_of[$s]}/${w_of[$s]}
+    done
+    printf '%s' "$text"
+}
+
+# md_dest PATH: PATH as a markdown link destination (<...> if it has blanks).
+md_dest() { if [[ $1 == *[[:space:]]* ]]; then printf '<%s>' "$1"; else printf '%s' "$1"; fi; }
 
 report() {
     local spec id kind label tl med lo hi h
@@ -625,8 +903,8 @@ report() {
     printf -- '- hosts: %s (10.77.0.1, servers) and %s (10.77.0.2, clients), netns-cluster --prefix %s; one srmd per host on @%s (%s, nice %s)\n' \
         "$H1" "$H2" "$PFX" "$SOCK" "$AGENT_POLICY" "$AGENT_NICE"
     printf -- '- srm: UCX_TLS=srm, UCT -x srm -d node (rank -> srmd -> TCP node channel -> srmd -> rank); tcp: UCX_TLS=tcp UCX_NET_DEVICES=eth0, UCT -x tcp -d eth0\n'
-    printf -- '- iterations (-n / -w): tag_lat and am_lat %d/%d, tag_bw 64 KB %d/%d, 1 MB %d/%d, 8 B message rate %d/%d (srm) and %d/%d (tcp) per pair%s\n' \
-        "$LAT_N" "$LAT_W" "$BW64_N" "$BW64_W" "$BW1M_N" "$BW1M_W" \
+    printf -- '- iterations (-n / -w): tag_lat %s; tag_bw %s; am_lat %d/%d; 8 B message rate %d/%d (srm) and %d/%d (tcp) per pair%s\n' \
+        "$(iter_ranges LAT_N LAT_W)" "$(iter_ranges BW_N BW_W)" "$AMLAT_N" "$AMLAT_W" \
         "${MR_N[srm]}" "${MR_W[srm]}" "${MR_N[tcp]}" "${MR_W[tcp]}" \
         "$([[ $QUICK == 1 ]] && printf '; --quick smoke run, not a measurement')"
     if (( ${#MR_CAL[@]} > 0 )); then
@@ -643,6 +921,9 @@ report() {
     if (( DISTURBED_RUNS > 0 )); then
         printf -- '- **WARNING: the machine was not idle**: other processes took %s s of CPU in %d of %d runs%s; cells with such runs are marked *\n' \
             "$FOREIGN_CPU_TOTAL" "$DISTURBED_RUNS" "$TOTAL_RUNS" "$(seen_running)"
+    fi
+    if [[ -n $PLOT_PROBLEM ]]; then
+        printf -- '- **WARNING: NO PLOTS: %s**; the data files are written (see Plots)\n' "$PLOT_PROBLEM"
     fi
     if (( REPS > 1 )); then
         printf '\nCells: median [min, max] of %d runs.' "$REPS"
@@ -668,6 +949,19 @@ report() {
     printf '\n'
     printf -- '- MB/s is ucx_perftest'"'"'s unit, 2^20 bytes per second.\n'
     printf -- '- %d runs, %s s wall time in all (including the cluster set-up and tear-down of this script so far).\n' "$TOTAL_RUNS" "$ELAPSED"
+
+    printf '\n## Plots\n\n'
+    if [[ -n $PLOT_PROBLEM ]]; then
+        printf '**No plots: %s.**\n\n' "$PLOT_PROBLEM"
+    else
+        for kind in "${PLOT_KINDS[@]}"; do
+            printf '![%s](%s)\n\n' "${PLOT_ALT[$kind]}" "$(md_dest "$PLOT_LINK$PLOT_STEM-$kind.png")"
+        done
+    fi
+    # shellcheck disable=SC2016  # backquotes for markdown
+    printf 'Data of the plots (the medians of the table; columns: size in B or P, srm, tcp): %s; gnuplot script (%s terminal): `%s`; in %s.\n' \
+        "$(for kind in "${PLOT_KINDS[@]}"; do printf '`%s` ' "$PLOT_STEM-$kind.dat"; done | sed 's/ $//; s/` `/`, `/g')" \
+        "$PLOT_TERM" "$PLOT_STEM-plots.gp" "$PLOT_DIR"
 
     printf '\n## srm node channels after the runs\n\n'
     for h in "${HOSTS[@]}"; do
@@ -702,4 +996,5 @@ if [[ -n $OUT ]]; then
 fi
 cat "$REPORT"
 [[ -z $OUT ]] || printf '\n(report and command lines written to %s)\n' "$OUT"
+[[ -n $OUT ]] || printf '\n(plots and their data in %s, kept)\n' "$WORK"
 FAILED=0
