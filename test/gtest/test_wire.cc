@@ -162,6 +162,27 @@ TEST(wire, silent_connections_are_replaced_within_the_failover_timeout)
     EXPECT_EQ(2u, count_of(status, "failovers 1 ")) << status;
 }
 
+TEST(wire, without_failover_a_lost_connection_fails_the_node)
+{
+    const std::vector<std::string> env = {"UCX_SRM_DEVICES=lo",
+                                          "UCX_SRM_FAILOVER=n"};
+    agent node_a(env), node_b(env);
+    raw_client a(node_a.socket()), b(node_b.socket());
+    connect_clients(a, b);
+
+    stream_and_check(node_a, a, b, 300, [] {});
+    std::string status = node_a.status();
+    EXPECT_EQ(2u, count_of(status, ":ready")) << "no standby expected\n"
+                                             << status;
+    /* The first reset fails the node, which closes the other link. */
+    EXPECT_EQ("reset 1 link(s)\n", node_a.fault(false));
+    for (int i = 0; (i < 300) && (a.ctl()->nodes[1].state == 0); ++i) {
+        usleep(10000);
+    }
+    EXPECT_EQ(SRM_SHM_NODE_FAILED, a.ctl()->nodes[1].state)
+            << node_a.status();
+}
+
 TEST(wire, same_secret_connects_and_wrong_secret_is_refused)
 {
     std::string good = write_secret("correct horse battery staple");

@@ -651,7 +651,7 @@ int srm_channel_receive(srm_agent_t *agent, srm_link_t *link,
 
     if (ahead < 0) {
         chan->duplicates++;
-        if (chan->ack_due == 0) {
+        if (agent->config.failover && (chan->ack_due == 0)) {
             chan->ack_due = srm_agent_now(); /* the peer resends: tell it */
         }
         return 1;
@@ -668,10 +668,14 @@ int srm_channel_receive(srm_agent_t *agent, srm_link_t *link,
         node->dirty = 1; /* RESUME: blocked senders may go */
     }
     chan->rx_expected++;
+    node->dirty = 1;
+    if (!agent->config.failover) {
+        chan->rx_acked = chan->rx_expected; /* nobody waits for acks */
+        return 1;
+    }
     chan->rx_unacked += sizeof(*hdr) + hdr->length;
     if (chan->ack_due == 0) {
         chan->ack_due = srm_agent_now() + SRM_ACK_DELAY;
     }
-    node->dirty = 1;
     return 1;
 }

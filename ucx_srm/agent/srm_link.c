@@ -140,6 +140,9 @@ void srm_link_close(srm_agent_t *agent, srm_link_t *link,
             (link->kind >= 0) ? srm_node_kind_name(link->kind) : "new",
             link->path, srm_link_peer_str(link, peer, sizeof(peer)), reason);
 
+    /* Out of the table first: losing it may invalidate the node, which
+     * closes the node's other links. */
+    agent->links[link->index] = NULL;
     if (chan != NULL) {
         chan->retry_at[link->path] = srm_agent_now() + SRM_LINK_RETRY;
         if (link->state != SRM_LINK_READY) {
@@ -148,7 +151,6 @@ void srm_link_close(srm_agent_t *agent, srm_link_t *link,
         srm_channel_link_lost(agent, link);
     }
     close(link->fd);
-    agent->links[link->index] = NULL;
     free(link->in_buf);
     free(link);
 }
