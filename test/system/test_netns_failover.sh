@@ -21,7 +21,9 @@
 # SRM_FAILOVER_MESSAGES per rank pair.
 #
 # Settings (environment): SRM_FAILOVER_FAULTS (20), SRM_FAILOVER_MESSAGES
-# (2000000), SRM_MPI_TIMEOUT (300).
+# (2000000), SRM_MPI_TIMEOUT (300), SRM_FAILOVER_RANDOM (unset: hosts in
+# turn, fixed pauses; a number: seeds random hosts and pauses of 0.1-2 s,
+# as contrib/soak does).
 #
 . "$(dirname "$0")/lib.sh"
 
@@ -86,10 +88,24 @@ for i in $(seq 1 100); do
 done
 sleep 1
 
+# pause: the gap after a fault, fixed or (SRM_FAILOVER_RANDOM) random
+pause() {
+    if [ -n "${SRM_FAILOVER_RANDOM:-}" ]; then
+        sleep "$(( RANDOM % 10 / 5 )).$(( RANDOM % 9 + 1 ))"
+    else
+        sleep 0.4
+    fi
+}
+[ -n "${SRM_FAILOVER_RANDOM:-}" ] && RANDOM=$SRM_FAILOVER_RANDOM
+
 resets=0 outages=0 missed=0
 for i in $(seq 0 $(( 2 * FAULTS - 1 ))); do
     srm_alive "$mpi_pid" || break
-    h=${HOSTS[$(( i % 3 ))]}
+    if [ -n "${SRM_FAILOVER_RANDOM:-}" ]; then
+        h=${HOSTS[$(( RANDOM % 3 ))]}
+    else
+        h=${HOSTS[$(( i % 3 ))]}
+    fi
     if (( i % 2 == 0 )); then
         if what=$(kill_one_connection "$h" "$i"); then
             resets=$((resets + 1))
@@ -98,14 +114,14 @@ for i in $(seq 0 $(( 2 * FAULTS - 1 ))); do
             missed=$((missed + 1))
             srm_log "    fault $((i + 1)): $h: no connection to reset"
         fi
-        sleep 0.4
+        pause
     else
         "$SRM_NETNS_CLUSTER" exec "$h" ip link set eth0 down
         sleep 1
         "$SRM_NETNS_CLUSTER" exec "$h" ip link set eth0 up
         outages=$((outages + 1))
         srm_log "    fault $((i + 1)): $h: eth0 down for 1 s"
-        sleep 0.4
+        pause
     fi
 done
 
