@@ -11,6 +11,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <cstring>
 #include <cstdio>
 #include <fstream>
 #include <string>
@@ -165,13 +166,32 @@ TEST(wire, silent_connections_are_replaced_within_the_failover_timeout)
 TEST(wire, without_failover_a_lost_connection_fails_the_node)
 {
     const std::vector<std::string> env = {"UCX_SRM_DEVICES=lo",
-                                          "UCX_SRM_FAILOVER=n"};
+                                          "UCX_SRM_FAILOVER=n",
+                                          "UCX_SRM_PEER_TIMEOUT=500ms"};
     agent node_a(env), node_b(env);
     raw_client a(node_a.socket()), b(node_b.socket());
     connect_clients(a, b);
 
-    stream_and_check(node_a, a, b, 300, [] {});
+    /* Only small frames: the bulk channel is never dialled, and a node
+     * idle for longer than PEER_TIMEOUT is not a failed one. */
+    uint32_t small = 0;
+    frame f;
+    for (uint32_t round = 0; round < 3; ++round) {
+        for (uint32_t i = 0; i < 100; ++i, ++small) {
+            ASSERT_TRUE(a.send(b.port(), b.key(), &small, sizeof(small),
+                               small, 1));
+            ASSERT_TRUE(b.recv_wait(&f, 5000)) << small;
+            ASSERT_EQ(0, memcmp(&small, f.payload.data(), sizeof(small)));
+        }
+        usleep(700000);
+        ASSERT_EQ(SRM_SHM_NODE_OK, a.ctl()->nodes[1].state)
+                << node_a.status();
+    }
     std::string status = node_a.status();
+    EXPECT_EQ(1u, count_of(status, ":ready")) << "one connection expected\n"
+                                             << status;
+    stream_and_check(node_a, a, b, 300, [] {});
+    status = node_a.status();
     EXPECT_EQ(2u, count_of(status, ":ready")) << "no standby expected\n"
                                              << status;
     /* The first reset fails the node, which closes the other link. */

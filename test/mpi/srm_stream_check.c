@@ -7,9 +7,11 @@
  * round took (what a failover costs the application).
  *
  * Usage: srm_stream_check [-n MESSAGES_PER_PEER] [-s MAX_BYTES] [-w WINDOW]
- *                         [-f STOP_FILE]
+ *                         [-f STOP_FILE] [-g MS]
  * With -f the stream also ends soon after STOP_FILE appears (checked by
- * rank 0 every 32 rounds). Exit status 0 only if every count is 0 on every
+ * rank 0 every 32 rounds). With -g every rank prints "gap END_TIME MS" for
+ * each round that took longer than MS (END_TIME: CLOCK_REALTIME seconds),
+ * so that a benchmark can tell what each injected fault cost. Exit status 0 only if every count is 0 on every
  * rank.
  */
 #include <mpi.h>
@@ -18,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #define CHECK_MAGIC 0x5354524du /* "STRM" */
@@ -64,6 +67,8 @@ int main(int argc, char **argv)
     uint32_t messages = 20000, window = 16, round, w, k, seq;
     size_t max_bytes = 65536, len;
     const char *stop_file = NULL;
+    double gap_ms = 0;
+    struct timespec now;
     int stop = 0;
     double round_start, round_time, max_round = 0, t0;
     MPI_Request *reqs;
@@ -76,16 +81,18 @@ int main(int argc, char **argv)
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
-    while ((opt = getopt(argc, argv, "n:s:w:f:")) != -1) {
+    while ((opt = getopt(argc, argv, "n:s:w:f:g:")) != -1) {
         switch (opt) {
         case 'n': messages  = (uint32_t)strtoul(optarg, NULL, 0); break;
         case 's': max_bytes = strtoul(optarg, NULL, 0); break;
         case 'w': window    = (uint32_t)strtoul(optarg, NULL, 0); break;
         case 'f': stop_file = optarg; break;
+        case 'g': gap_ms    = atof(optarg); break;
         default:
             if (rank == 0) {
                 fprintf(stderr, "usage: %s [-n MESSAGES_PER_PEER] "
-                        "[-s MAX_BYTES] [-w WINDOW] [-f STOP_FILE]\n",
+                        "[-s MAX_BYTES] [-w WINDOW] [-f STOP_FILE] "
+                        "[-g MS]\n",
                         argv[0]);
             }
             MPI_Abort(MPI_COMM_WORLD, 2);
@@ -167,6 +174,13 @@ int main(int argc, char **argv)
         round_time = MPI_Wtime() - round_start;
         if (round_time > max_round) {
             max_round = round_time;
+        }
+        if ((gap_ms > 0) && (round_time * 1e3 > gap_ms)) {
+            clock_gettime(CLOCK_REALTIME, &now);
+            printf("gap %.6f %.3f\n",
+                   (double)now.tv_sec + (double)now.tv_nsec * 1e-9,
+                   round_time * 1e3);
+            fflush(stdout);
         }
         if ((rank == 0) && (round % 500 == 0)) {
             printf("progress: round %u, %.1f s\n", round, MPI_Wtime() - t0);

@@ -207,14 +207,19 @@ void srm_node_invalidate(srm_agent_t *agent, srm_node_t *node, int failed,
     }
 }
 
-/* Whether every kind has a ready link. */
-static int srm_node_connected(const srm_node_t *node)
+/*
+ * Whether every kind has a ready link, or needs none: without failover a
+ * kind connects only when it has frames to send, and idle is no fault.
+ */
+static int srm_node_connected(const srm_agent_t *agent,
+                              const srm_node_t *node)
 {
     const srm_link_t *link;
     int kind, path, ready;
 
     for (kind = 0; kind < SRM_CHANNEL_KINDS; ++kind) {
-        ready = 0;
+        ready = !agent->config.failover &&
+                (srm_channel_queued(&node->chan[kind]) == 0);
         for (path = 0; path < SRM_WIRE_PATHS; ++path) {
             link   = node->chan[kind].links[path];
             ready |= (link != NULL) && (link->state == SRM_LINK_READY);
@@ -229,7 +234,7 @@ static int srm_node_connected(const srm_node_t *node)
 static void srm_node_update_state(srm_agent_t *agent, srm_node_t *node,
                                   double now)
 {
-    if (srm_node_connected(node)) {
+    if (srm_node_connected(agent, node)) {
         if (node->state == SRM_NODE_RESTORING) {
             srm_info("node %u restored after %.0f ms", node->index,
                      (now - node->state_since) * 1e3);
