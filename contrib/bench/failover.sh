@@ -202,15 +202,16 @@ for mode in y n; do
         { FAILED=1; tail -20 "$WORK/hosts-$mode.log" >&2; die "hosts.sh (failover $mode) failed"; }
 done
 
-# row DAT KEY: "srm_on srm_off tcp" for KEY (size or P) from the .dat files
+# row DAT KEY FORMAT: "srm_on | srm_off | tcp | on/off" for KEY (size or
+# P) from the .dat files of the two hosts.sh runs
 row() {
     local on off
     on=$(awk -v k="$2" '$1 == k { print $2, $3 }' "$WORK/hosts-y-$1.dat")
     off=$(awk -v k="$2" '$1 == k { print $2 }' "$WORK/hosts-n-$1.dat")
-    awk -v on="$on" -v off="$off" 'BEGIN {
+    awk -v on="$on" -v off="$off" -v f="$3" 'BEGIN {
         split(on, a, " ")
         r = (off + 0 > 0) ? a[1] / off : 0
-        printf "%s | %s | %s | %.2f", a[1], off, a[2], r }'
+        printf f " | " f " | " f " | %.2f", a[1], off, a[2], r }'
 }
 
 report() {
@@ -227,13 +228,13 @@ report() {
     printf '## Throughput: failover on vs. off (2 hosts; medians of hosts.sh)\n\n'
     printf '| test | srm on | srm off | tcp | on/off |\n|---|---|---|---|---|\n'
     for k in 8 65536 1048576; do
-        printf '| tag_lat %s B, us (lower is better) | %s |\n' "$k" "$(row lat "$k")"
+        printf '| tag_lat %s B, us (lower is better) | %s |\n' "$k" "$(row lat "$k" %.1f)"
     done
     for k in 8 65536 1048576; do
-        printf '| tag_bw %s B, MB/s | %s |\n' "$k" "$(row bw "$k")"
+        printf '| tag_bw %s B, MB/s | %s |\n' "$k" "$(row bw "$k" %.1f)"
     done
     for k in 1 4; do
-        printf '| 8 B message rate, P=%s, msg/s | %s |\n' "$k" "$(row mr "$k")"
+        printf '| 8 B message rate, P=%s, msg/s | %s |\n' "$k" "$(row mr "$k" %.0f)"
     done
     printf '\nFull reports: hosts-y.md and hosts-n.md in the work directory; commands in commands.sh.\n'
 }
