@@ -18,8 +18,8 @@ Builds ucx-srm (contrib/build.sh) and runs, in order:
      Open MPI with UCX_TLS=srm, missing agent, agent killed under load, and
      between simulated hosts (network namespaces): perftest, Open MPI 3x4,
      connection counts against UCX tcp, a garbage-speaking peer, head of line
-  3. test/fuzz/run.sh: libFuzzer on the frame, ring and control parsers for
-     SRM_FUZZ_SECONDS (default 30)
+  3. test/fuzz/run.sh: libFuzzer on the frame, ring and control parsers and
+     on the agent's client protocol, SRM_FUZZ_SECONDS each (default 20)
 Ends with one line "tests: N passed, M failed, K skipped"; exits non-zero
 if anything failed. Logs: build/test-suite.log, build/system-tests/.
 TXT
@@ -83,8 +83,8 @@ if [ "$system" = 1 ]; then
     skipped=$((skipped + ${s:-0}))
 fi
 
-echo "== fuzzing the parsers (bounded)"
-"$top/test/fuzz/run.sh" --seconds "${SRM_FUZZ_SECONDS:-30}" \
+echo "== fuzzing the parsers and the agent (bounded)"
+"$top/test/fuzz/run.sh" --seconds "${SRM_FUZZ_SECONDS:-20}" \
     --out "$build/fuzz" | tee "$build/fuzz.out"
 summary=$(tail -n 1 "$build/fuzz.out")
 n=$(echo "$summary" | sed -n 's/.* \([0-9]*\) passed.*/\1/p')

@@ -1,23 +1,31 @@
 #!/usr/bin/env bash
 #
-# run.sh - builds the libFuzzer target (clang, ASan, UBSan) and runs it for
-# a bounded time. Prints "fuzz: N passed, M failed" (or a loud SKIP).
+# run.sh - builds the libFuzzer targets (clang, ASan, UBSan) and runs each
+# for a bounded time. Prints a result line per target, then
+# "fuzz: N passed, M failed" (or a loud SKIP).
 #
 set -uo pipefail
+
+targets="fuzz_frames fuzz_attach"
 
 usage() {
     cat <<TXT
 Usage: test/fuzz/run.sh [--seconds N] [--out DIR]
 
-Builds test/fuzz/fuzz_frames.c with clang -fsanitize=fuzzer,address,undefined
-against the frame, ring and protocol parsers in ucx_srm/common, then runs it
-for N seconds (default 30). A crash, sanitizer report or abort fails and
-leaves the reproducer in DIR (default /tmp/srm-fuzz).
+Builds each target with clang -fsanitize=fuzzer,address,undefined and runs
+it for N seconds (default 20), one after the other:
+  fuzz_frames  the frame, ring and protocol parsers in ucx_srm/common
+  fuzz_attach  a real agent's client protocol, end to end: attach, status,
+               passed fds, TX and RX rings, drops; no client, queue or fd
+               may outlive its connection
+A crash, sanitizer report, abort or hang (10 s per input) fails the target
+and leaves the reproducer in DIR/<target> (default /tmp/srm-fuzz); rerun it
+with DIR/<target>/<target> <reproducer>.
 TXT
 }
 
 top=$(cd "$(dirname "$0")/../.." && pwd)
-seconds=30
+seconds=20
 out=${SRM_FUZZ_DIR:-/tmp/srm-fuzz}
 while [ $# -gt 0 ]; do
     case "$1" in
@@ -30,29 +38,58 @@ done
 
 if ! command -v clang >/dev/null; then
     echo "SKIP: fuzz: clang is not installed (contrib/install-deps.sh installs it)"
-    echo "fuzz: 0 passed, 0 failed, 1 skipped"
+    echo "fuzz: 0 passed, 0 failed, 2 skipped"
     exit 0
 fi
-mkdir -p "$out/corpus"
-bin="$out/fuzz_frames"
-if ! clang -g -O1 -fsanitize=fuzzer,address,undefined \
-        -fno-sanitize-recover=undefined -I"$top" \
-        $(pkg-config --cflags ucx-uct) \
-        "$top/test/fuzz/fuzz_frames.c" "$top/ucx_srm/common/srm_frame.c" \
-        "$top/ucx_srm/common/srm_ring.c" "$top/ucx_srm/common/srm_proto.c" \
-        -o "$bin"; then
-    echo "fuzz: build failed"
-    echo "fuzz: 0 passed, 1 failed, 0 skipped"
-    exit 1
-fi
-echo "fuzz: running $bin for $seconds s"
-if (cd "$out" && "$bin" -max_total_time="$seconds" -max_len=8192 \
-        -print_final_stats=1 corpus) > "$out/fuzz.log" 2>&1; then
-    grep -E "stat::number_of_executed_units|Done" "$out/fuzz.log" | tail -2
-    echo "fuzz: 1 passed, 0 failed"
-else
-    tail -40 "$out/fuzz.log"
-    echo "fuzz: the target crashed; reproducer in $out (crash-*)"
-    echo "fuzz: 0 passed, 1 failed"
-    exit 1
-fi
+
+# What each target links, besides its own source.
+common=$top/ucx_srm/common
+agent=$top/ucx_srm/agent
+link_fuzz_frames="$common/srm_frame.c $common/srm_ring.c $common/srm_proto.c"
+link_fuzz_attach="$agent/srm_agent.c $agent/srm_channel.c \
+    $agent/srm_client.c $agent/srm_deliver.c $agent/srm_sched.c \
+    $agent/srm_status.c $top/ucx_srm/wire/srm_wire_tcp.c \
+    $common/srm_config.c $common/srm_frame.c $common/srm_log.c \
+    $common/srm_proto.c $common/srm_ring.c $common/srm_shm.c \
+    $(pkg-config --libs ucx-ucs)"
+
+# Keeps UCS's own error handlers out of the sanitizers' way.
+export UCX_HANDLE_ERRORS=none
+
+passed=0
+failed=0
+for target in $targets; do
+    dir=$out/$target
+    bin=$dir/$target
+    link=link_$target
+    mkdir -p "$dir/corpus"
+    if ! clang -g -O1 -fsanitize=fuzzer,address,undefined \
+            -fno-sanitize-recover=undefined -I"$top" \
+            $(pkg-config --cflags ucx-uct) \
+            "$top/test/fuzz/$target.c" ${!link} -o "$bin"; then
+        echo "fuzz: $target: build failed"
+        failed=$((failed + 1))
+        continue
+    fi
+    seeds=()
+    if [ -x "$top/test/fuzz/${target}_seeds.sh" ] &&
+       "$top/test/fuzz/${target}_seeds.sh" "$dir/seeds"; then
+        seeds=("$dir/seeds")
+    fi
+    echo "fuzz: running $target for $seconds s"
+    if (cd "$dir" && "$bin" -max_total_time="$seconds" -max_len=8192 \
+            -timeout=10 -print_final_stats=1 corpus "${seeds[@]}") \
+            > "$dir/fuzz.log" 2>&1; then
+        runs=$(sed -n 's/^stat::number_of_executed_units: *//p' \
+               "$dir/fuzz.log")
+        cov=$(grep -o 'cov: [0-9]*' "$dir/fuzz.log" | tail -n 1)
+        echo "fuzz: $target passed: ${runs:-?} inputs in $seconds s, ${cov:-cov: ?}"
+        passed=$((passed + 1))
+    else
+        tail -40 "$dir/fuzz.log"
+        echo "fuzz: $target FAILED; reproducer in $dir (crash-*, leak-*, timeout-*)"
+        failed=$((failed + 1))
+    fi
+done
+echo "fuzz: $passed passed, $failed failed"
+[ "$failed" = 0 ]

@@ -6,6 +6,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <fcntl.h>
+#include <fstream>
+#include <iterator>
 #include <poll.h>
 #include <signal.h>
 #include <sstream>
@@ -107,6 +109,22 @@ unsigned long long agent::counter(const std::string &name) const
         return 0;
     }
     return std::strtoull(text.c_str() + pos + name.size() + 2, nullptr, 10);
+}
+
+double agent::cpu_seconds() const
+{
+    std::ifstream stat("/proc/" + std::to_string(pid_) + "/stat");
+    std::string text((std::istreambuf_iterator<char>(stat)),
+                     std::istreambuf_iterator<char>());
+    /* After "pid (comm)": state is field 3, utime and stime 14 and 15. */
+    std::istringstream fields(text.substr(text.rfind(')') + 2));
+    std::string skip;
+    unsigned long long utime = 0, stime = 0;
+    for (int i = 3; i < 14; ++i) {
+        fields >> skip;
+    }
+    fields >> utime >> stime;
+    return (double)(utime + stime) / sysconf(_SC_CLK_TCK);
 }
 
 raw_client::raw_client(const std::string &socket)

@@ -30,6 +30,7 @@ public:
     std::string status() const;          /* srmctl status text */
     std::string fault(bool mute) const;  /* srmctl fault [--mute] */
     unsigned long long counter(const std::string &name) const;
+    double cpu_seconds() const;          /* user + system time so far */
     void kill_now();
 
 private:
@@ -59,6 +60,7 @@ public:
     void name_node(uint32_t index, uint64_t node_id, uint32_t ipv4,
                    uint16_t port);
     int sock_fd() const { return sock_fd_; }
+    int doorbell_fd() const { return doorbell_fd_; }
 
     /* false if the TX ring is full */
     bool send(uint32_t dst_port, uint32_t dst_key, const void *data,

@@ -141,6 +141,53 @@ TEST(agent, rogue_corrupting_its_rx_tail_is_dropped)
     exchange(a, b, 100, 8);
 }
 
+/* Found by fuzz_attach: freed while on the list of clients to wake. */
+TEST(agent, ring_broken_after_a_delivered_frame_drops_only_that_client)
+{
+    agent srmd;
+    raw_client a(srmd.socket()), b(srmd.socket()), rogue(srmd.socket());
+
+    /* A frame to itself, then garbage, published together: one round. */
+    std::memset(rogue.tx_data(), 0x5a, 256);
+    srm_frame_hdr_t *hdr = reinterpret_cast<srm_frame_hdr_t*>(rogue.tx_data());
+    std::memset(hdr, 0, sizeof(*hdr));
+    hdr->magic    = SRM_FRAME_MAGIC;
+    hdr->version  = SRM_FRAME_VERSION;
+    hdr->type     = SRM_FRAME_AM;
+    hdr->length   = 8;
+    hdr->dst_port = rogue.port();
+    hdr->dst_key  = rogue.key();
+    srm_store_release(&rogue.ctl()->tx[0].head,
+                      (uint64_t)srm_frame_record_size(8) + 64);
+    rogue.ring_doorbell();
+    EXPECT_TRUE(rogue.dropped_within(5000));
+
+    exchange(a, b, 100, 8);
+    EXPECT_EQ(1u, srmd.counter("dropped"));
+}
+
+/* Found by fuzz_attach: the client's copy kept the doorbell in the epoll set. */
+TEST(agent, doorbell_rung_after_a_drop_does_not_keep_the_agent_busy)
+{
+    agent srmd;
+    raw_client rogue(srmd.socket());
+
+    srm_attach_req_t req = {};
+    srm_msg_hdr_init(&req.hdr, SRM_MSG_ATTACH_REQ);
+    ASSERT_GT(srm_sock_send(rogue.sock_fd(), &req, sizeof(req), nullptr, 0),
+              0);
+    ASSERT_TRUE(rogue.dropped_within(5000)) << "a second attach is refused";
+    const uint64_t one = 1;
+    ASSERT_EQ((ssize_t)sizeof(one),
+              write(rogue.doorbell_fd(), &one, sizeof(one)));
+
+    double before = srmd.cpu_seconds();
+    usleep(500000);
+    EXPECT_LT(srmd.cpu_seconds() - before, 0.25) << "the agent spins";
+    raw_client a(srmd.socket()), b(srmd.socket());
+    exchange(a, b, 10, 8);
+}
+
 TEST(agent, malformed_or_wrong_version_control_messages_are_refused)
 {
     agent srmd;

@@ -178,7 +178,7 @@ static void srm_agent_handle_event(srm_agent_t *agent,
     }
 }
 
-static void srm_agent_poll_events(srm_agent_t *agent, int timeout_ms)
+static unsigned srm_agent_poll_events(srm_agent_t *agent, int timeout_ms)
 {
     struct epoll_event events[SRM_AGENT_EVENT_BATCH];
     int i, n;
@@ -187,11 +187,12 @@ static void srm_agent_poll_events(srm_agent_t *agent, int timeout_ms)
     if ((n < 0) && (errno != EINTR)) {
         srm_error("epoll_wait failed: %m");
         agent->stop = 1;
-        return;
+        return 0;
     }
     for (i = 0; i < n; ++i) {
         srm_agent_handle_event(agent, &events[i]);
     }
+    return (n > 0) ? (unsigned)n : 0;
 }
 
 static void srm_agent_set_sleeping(srm_agent_t *agent, int sleeping)
@@ -291,6 +292,13 @@ static void srm_agent_sleep(srm_agent_t *agent, double now)
         srm_agent_poll_events(agent, timeout_ms);
     }
     srm_agent_set_sleeping(agent, 0);
+}
+
+unsigned srm_agent_step(srm_agent_t *agent, int timeout_ms)
+{
+    unsigned count = srm_agent_progress(agent);
+
+    return count + srm_agent_poll_events(agent, timeout_ms);
 }
 
 int srm_agent_run(srm_agent_t *agent)

@@ -143,6 +143,11 @@ typedef struct srm_agent {
 int srm_agent_init(srm_agent_t *agent);
 void srm_agent_cleanup(srm_agent_t *agent);
 int srm_agent_run(srm_agent_t *agent);
+/*
+ * One pass of the loop without the spin/sleep policy (tests, the fuzzer):
+ * progress, then the events ready within timeout_ms. 0 means idle.
+ */
+unsigned srm_agent_step(srm_agent_t *agent, int timeout_ms);
 double srm_agent_now(void);
 
 /* srm_client.c */

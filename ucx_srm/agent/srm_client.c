@@ -364,6 +364,7 @@ void srm_client_drop(srm_agent_t *agent, srm_client_t *client,
                      const char *reason)
 {
     uint32_t i, slot = (client->port & SRM_PORT_SLOT_MASK) - 1;
+    srm_client_t **notify_p;
 
     if (reason != NULL) {
         srm_warn("dropping port %u (%s, pid %d): %s", client->port,
@@ -391,10 +392,25 @@ void srm_client_drop(srm_agent_t *agent, srm_client_t *client,
         srm_channel_send_flow(agent, client->paused_nodes[i], SRM_FRAME_RESUME,
                               client->port);
     }
+    /* Dropped in the middle of a progress pass, it may wait for a wakeup. */
+    if (client->notify) {
+        for (notify_p = &agent->notify_list;
+             (*notify_p != NULL) && (*notify_p != client);
+             notify_p = &(*notify_p)->notify_next) {
+        }
+        if (*notify_p != NULL) {
+            *notify_p = client->notify_next;
+        }
+    }
 
-    /* Closing an fd removes it from the epoll set. */
+    /*
+     * Closing an fd removes it from the epoll set only with the file's last
+     * reference, and the client holds one of the doorbell: left there, a
+     * doorbell it rings after the drop would wake the agent forever.
+     */
     close(client->sock_fd);
     if (client->doorbell_fd >= 0) {
+        epoll_ctl(agent->epoll_fd, EPOLL_CTL_DEL, client->doorbell_fd, NULL);
         close(client->doorbell_fd);
     }
     if (client->event_fd >= 0) {
