@@ -553,7 +553,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
     int i;
 
     /* The defaults, without a wire, a priority change or a big backlog. */
-    setenv("UCX_SRM_NET_DEVICE", "none", 1);
+    setenv("UCX_SRM_DEVICES", "none", 1);
     setenv("UCX_SRM_NICE", "0", 1);
     setenv("UCX_SRM_PORT_BACKLOG", "64k", 1);
     status = ucs_config_parser_fill_opts(&agent->config,

@@ -46,12 +46,13 @@ fi
 common=$top/ucx_srm/common
 agent=$top/ucx_srm/agent
 link_fuzz_frames="$common/srm_frame.c $common/srm_ring.c $common/srm_proto.c"
-link_fuzz_attach="$agent/srm_agent.c $agent/srm_channel.c \
-    $agent/srm_client.c $agent/srm_deliver.c $agent/srm_sched.c \
+link_fuzz_attach="$agent/srm_agent.c $agent/srm_auth.c $agent/srm_channel.c \
+    $agent/srm_client.c $agent/srm_deliver.c $agent/srm_link.c \
+    $agent/srm_node.c $agent/srm_sched.c \
     $agent/srm_status.c $top/ucx_srm/wire/srm_wire_tcp.c \
     $common/srm_config.c $common/srm_frame.c $common/srm_log.c \
     $common/srm_proto.c $common/srm_ring.c $common/srm_shm.c \
-    $(pkg-config --libs ucx-ucs)"
+    $(pkg-config --libs ucx-ucs libcrypto)"
 
 # Keeps UCS's own error handlers out of the sanitizers' way.
 export UCX_HANDLE_ERRORS=none
@@ -62,6 +63,8 @@ for target in $targets; do
     dir=$out/$target
     bin=$dir/$target
     link=link_$target
+    # An older run.sh left its binary where the directory now goes.
+    [ -f "$dir" ] && rm -f "$dir"
     mkdir -p "$dir/corpus"
     if ! clang -g -O1 -fsanitize=fuzzer,address,undefined \
             -fno-sanitize-recover=undefined -I"$top" \

@@ -53,13 +53,12 @@ static size_t srm_channel_peek(const srm_channel_t *chan, uint64_t offset,
     return sizeof(*hdr) + hdr->length;
 }
 
+/* The queue is allocated on first use: a node that only calls us, or a
+ * peer that merely says HELLO, costs no buffer. */
 int srm_channel_init(srm_agent_t *agent, srm_channel_t *chan)
 {
     memset(chan, 0, sizeof(*chan));
-    chan->out_cap = srm_channel_depth(agent) + sizeof(srm_frame_hdr_t) +
-                    SRM_FRAME_MAX_PAYLOAD;
-    chan->out     = malloc(chan->out_cap);
-    return (chan->out == NULL) ? -1 : 0;
+    return 0;
 }
 
 void srm_channel_cleanup(srm_channel_t *chan)
@@ -80,23 +79,30 @@ void srm_channel_drop_all(srm_channel_t *chan)
  * limit). Control frames bypass the limit, so the buffer grows if even a
  * compacted one has no room. NULL only when out of memory.
  */
-static uint8_t *srm_channel_append(srm_node_t *node, srm_channel_t *chan,
-                                   size_t size)
+static uint8_t *srm_channel_append(srm_agent_t *agent, srm_node_t *node,
+                                   srm_channel_t *chan, size_t size)
 {
     size_t needed = (size_t)(chan->tail - chan->head);
+    size_t cap;
     uint8_t *buf;
 
     if ((size_t)(chan->tail - chan->out_base) + size > chan->out_cap) {
-        memmove(chan->out, chan->out + (chan->head - chan->out_base), needed);
+        if (needed > 0) {
+            memmove(chan->out, chan->out + (chan->head - chan->out_base),
+                    needed);
+        }
         chan->out_base = chan->head;
     }
     if (needed + size > chan->out_cap) {
-        buf = realloc(chan->out, needed + size);
+        cap = srm_channel_depth(agent) + sizeof(srm_frame_hdr_t) +
+              SRM_FRAME_MAX_PAYLOAD;
+        cap = (needed + size > cap) ? needed + size : cap;
+        buf = realloc(chan->out, cap);
         if (buf == NULL) {
             return NULL;
         }
         chan->out     = buf;
-        chan->out_cap = needed + size;
+        chan->out_cap = cap;
     }
     buf         = chan->out + (chan->tail - chan->out_base);
     chan->tail += size;
@@ -104,17 +110,21 @@ static uint8_t *srm_channel_append(srm_node_t *node, srm_channel_t *chan,
     return buf;
 }
 
-static int srm_channel_put(srm_node_t *node, srm_channel_t *chan,
-                           srm_frame_hdr_t *hdr, const void *payload)
+static int srm_channel_put(srm_agent_t *agent, srm_node_t *node,
+                           srm_channel_t *chan, srm_frame_hdr_t *hdr,
+                           const void *payload)
 {
-    uint8_t *out = srm_channel_append(node, chan, sizeof(*hdr) + hdr->length);
+    uint8_t *out = srm_channel_append(agent, node, chan,
+                                      sizeof(*hdr) + hdr->length);
 
     if (out == NULL) {
         return -1;
     }
     hdr->chan_seq = chan->next_seq++;
     memcpy(out, hdr, sizeof(*hdr));
-    memcpy(out + sizeof(*hdr), payload, hdr->length);
+    if (hdr->length > 0) {
+        memcpy(out + sizeof(*hdr), payload, hdr->length);
+    }
     return 0;
 }
 
@@ -192,7 +202,7 @@ srm_sched_result_t srm_channel_enqueue(srm_agent_t *agent, srm_client_t *src,
 
     frame     = *hdr;
     frame.seq = src->node_seq[hdr->dst_node];
-    if (srm_channel_put(node, chan, &frame, payload) != 0) {
+    if (srm_channel_put(agent, node, chan, &frame, payload) != 0) {
         return SRM_SCHED_BLOCKED;
     }
     src->node_seq[hdr->dst_node]++;
@@ -213,7 +223,7 @@ void srm_channel_send_flow(srm_agent_t *agent, unsigned node_index,
     frame.type     = (uint8_t)type;
     frame.dst_port = port;
     /* Control frames ignore the depth limit: they are what lifts it. */
-    if (srm_channel_put(node, &node->chan[SRM_CHANNEL_SMALL], &frame,
+    if (srm_channel_put(agent, node, &node->chan[SRM_CHANNEL_SMALL], &frame,
                         NULL) != 0) {
         srm_error("out of memory: %s for port %u to node %u not sent",
                   (type == SRM_FRAME_PAUSE) ? "PAUSE" : "RESUME", port,
