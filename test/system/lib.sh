@@ -588,14 +588,15 @@ srm_netns_perftest_pair() {
     srm_untrack "$spid"
 }
 
-# srm_mpicc SRC OUT: build the MPI program SRC as OUT (log
-# $SRM_LOG/mpicc.log). SKIP if SRC is missing; if it does not build: FAIL
-# with the log, and the test ends.
+# srm_mpicc SRC OUT [ARG...]: build the MPI program SRC as OUT, ARG...
+# (libraries, say) after SRC (log $SRM_LOG/mpicc.log). SKIP if SRC is
+# missing; if it does not build: FAIL with the log, and the test ends.
 srm_mpicc() {
     local src=$1 out=$2
+    shift 2
 
     [ -r "$src" ] || srm_skip "$src not found"
-    if ! mpicc -O2 -Wall -o "$out" "$src" >"$SRM_LOG/mpicc.log" 2>&1; then
+    if ! mpicc -O2 -Wall -o "$out" "$src" "$@" >"$SRM_LOG/mpicc.log" 2>&1; then
         srm_fail "mpicc $src failed"
         srm_show_log "$SRM_LOG/mpicc.log"
         srm_done

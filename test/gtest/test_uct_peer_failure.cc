@@ -1,0 +1,284 @@
+/*
+ * A remote node that stops answering fails the UCT endpoints to it: two
+ * private agents on loopback (PEER_TIMEOUT 1 s, FAILOVER_TIMEOUT 100 ms),
+ * an iface on each, an endpoint from the first to the second. Once active
+ * messages flow, the second agent is frozen (SIGSTOP: its connections go
+ * silent, new ones are accepted by the kernel and never answered). The
+ * sender's error handler must be called for the endpoint with
+ * UCS_ERR_ENDPOINT_TIMEOUT, not before PEER_TIMEOUT and not much after,
+ * and the endpoint must then refuse sends and fail ep_check; a sender
+ * asleep on its event fd must be woken for it.
+ */
+#include "srm_test_agent.h"
+
+extern "C" {
+#include <uct/api/uct.h>
+}
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <memory>
+#include <poll.h>
+#include <signal.h>
+#include <string>
+#include <vector>
+
+using srm_test::agent;
+
+namespace {
+
+const std::vector<std::string> kFastFailure = {
+        "UCX_SRM_DEVICES=lo", "UCX_SRM_PEER_TIMEOUT=1s",
+        "UCX_SRM_FAILOVER_TIMEOUT=100ms"};
+
+class uct_peer_failure_test : public ::testing::Test {
+protected:
+    using clock = std::chrono::steady_clock;
+
+    void TearDown() override
+    {
+        if (ep_ != nullptr) {
+            uct_ep_destroy(ep_);
+        }
+        for (int i = 0; i < 2; ++i) {
+            if (iface_[i] != nullptr) {
+                uct_iface_close(iface_[i]);
+            }
+            if (md_[i] != nullptr) {
+                uct_md_close(md_[i]);
+            }
+        }
+        if (worker_ != nullptr) {
+            uct_worker_destroy(worker_);
+        }
+        if (async_ != nullptr) {
+            ucs_async_context_destroy(async_);
+        }
+    }
+
+    static ucs_status_t on_am(void *arg, void *data, size_t length,
+                              unsigned flags)
+    {
+        static_cast<uct_peer_failure_test*>(arg)->received_++;
+        return UCS_OK;
+    }
+
+    static ucs_status_t on_error(void *arg, uct_ep_h ep, ucs_status_t status)
+    {
+        auto *self = static_cast<uct_peer_failure_test*>(arg);
+        if (self->errors_++ == 0) {
+            self->error_ep_     = ep;
+            self->error_status_ = status;
+            self->error_time_   = clock::now();
+        }
+        return UCS_OK;
+    }
+
+    /* An md and an iface of srm on the agent at socket; i 0 sends, 1
+     * receives. */
+    void open(int i, const std::string &socket)
+    {
+        if (worker_ == nullptr) {
+            ASSERT_EQ(UCS_OK, ucs_async_context_create(
+                                      UCS_ASYNC_MODE_THREAD_SPINLOCK,
+                                      &async_));
+            ASSERT_EQ(UCS_OK, uct_worker_create(async_, UCS_THREAD_MODE_SINGLE,
+                                                &worker_));
+        }
+        uct_component_h *components;
+        unsigned num;
+        ASSERT_EQ(UCS_OK, uct_query_components(&components, &num));
+        for (unsigned c = 0; c < num; ++c) {
+            uct_component_attr_t attr = {};
+            attr.field_mask = UCT_COMPONENT_ATTR_FIELD_NAME;
+            ASSERT_EQ(UCS_OK, uct_component_query(components[c], &attr));
+            if (std::string(attr.name) != "srm") {
+                continue;
+            }
+            uct_md_config_t *config;
+            ASSERT_EQ(UCS_OK, uct_md_config_read(components[c], nullptr,
+                                                 nullptr, &config));
+            EXPECT_EQ(UCS_OK, uct_config_modify(config, "SOCKET",
+                                                socket.c_str()));
+            EXPECT_EQ(UCS_OK, uct_config_modify(config, "AGENT", "never"));
+            ASSERT_EQ(UCS_OK, uct_md_open(components[c], "srm", config,
+                                          &md_[i]));
+            uct_config_release(config);
+        }
+        uct_release_component_list(components);
+        if (md_[i] == nullptr) {
+            GTEST_FAIL() << "no srm transport: is libuct_srm.so.0 preloaded?";
+        }
+
+        uct_iface_config_t *config;
+        ASSERT_EQ(UCS_OK, uct_md_iface_config_read(md_[i], "srm", nullptr,
+                                                   nullptr, &config));
+        uct_iface_params_t params = {};
+        params.field_mask = UCT_IFACE_PARAM_FIELD_OPEN_MODE |
+                            UCT_IFACE_PARAM_FIELD_DEVICE |
+                            UCT_IFACE_PARAM_FIELD_ERR_HANDLER |
+                            UCT_IFACE_PARAM_FIELD_ERR_HANDLER_ARG |
+                            UCT_IFACE_PARAM_FIELD_ERR_HANDLER_FLAGS;
+        params.open_mode            = UCT_IFACE_OPEN_MODE_DEVICE;
+        params.mode.device.tl_name  = "srm";
+        params.mode.device.dev_name = "node";
+        params.err_handler          = on_error;
+        params.err_handler_arg      = this;
+        params.err_handler_flags    = 0;
+        ucs_status_t status = uct_iface_open(md_[i], worker_, &params, config,
+                                             &iface_[i]);
+        uct_config_release(config);
+        ASSERT_EQ(UCS_OK, status);
+        uct_iface_progress_enable(iface_[i],
+                                  UCT_PROGRESS_SEND | UCT_PROGRESS_RECV);
+    }
+
+    void connect()
+    {
+        uct_iface_attr_t attr;
+        ASSERT_EQ(UCS_OK, uct_iface_query(iface_[1], &attr));
+        ASSERT_TRUE(attr.cap.flags & UCT_IFACE_FLAG_ERRHANDLE_PEER_FAILURE);
+        std::vector<char> dev(attr.device_addr_len), addr(attr.iface_addr_len);
+        ASSERT_EQ(UCS_OK, uct_iface_get_device_address(
+                                  iface_[1], (uct_device_addr_t*)dev.data()));
+        ASSERT_EQ(UCS_OK, uct_iface_get_address(
+                                  iface_[1], (uct_iface_addr_t*)addr.data()));
+        ASSERT_EQ(UCS_OK, uct_iface_set_am_handler(iface_[1], 9, on_am, this,
+                                                   0));
+        uct_ep_params_t params = {};
+        params.field_mask = UCT_EP_PARAM_FIELD_IFACE |
+                            UCT_EP_PARAM_FIELD_DEV_ADDR |
+                            UCT_EP_PARAM_FIELD_IFACE_ADDR;
+        params.iface      = iface_[0];
+        params.dev_addr   = (const uct_device_addr_t*)dev.data();
+        params.iface_addr = (const uct_iface_addr_t*)addr.data();
+        ASSERT_EQ(UCS_OK, uct_ep_create(&params, &ep_));
+    }
+
+    /* Progress until cond() or seconds pass; tries to send one AM per
+     * round while send is set (sent_ counts those that went). */
+    template <typename F>
+    bool progress_until(F cond, double seconds, bool send)
+    {
+        auto end = clock::now() + std::chrono::duration<double>(seconds);
+        while (!cond()) {
+            if (clock::now() > end) {
+                return false;
+            }
+            if (send && (errors_ == 0) &&
+                (uct_ep_am_short(ep_, 9, sent_, "ping", 4) == UCS_OK)) {
+                ++sent_;
+            }
+            uct_worker_progress(worker_);
+        }
+        return true;
+    }
+
+    /* Two agents, an iface on each, an endpoint from 0 to 1, and messages
+     * crossing for longer than PEER_TIMEOUT without a failure. */
+    void start()
+    {
+        node_a_.reset(new agent(kFastFailure));
+        node_b_.reset(new agent(kFastFailure));
+        open(0, node_a_->socket());
+        open(1, node_b_->socket());
+        connect();
+        ASSERT_FALSE(HasFailure());
+
+        auto begin = clock::now();
+        ASSERT_TRUE(progress_until([&] {
+            return (received_ >= 100) &&
+                   (clock::now() - begin > std::chrono::milliseconds(1500));
+        }, 20, true)) << "received " << received_ << "\n"
+                      << node_a_->status();
+        EXPECT_EQ(0u, errors_);
+        EXPECT_NE(std::string::npos, node_a_->status().find("state normal"))
+                << node_a_->status();
+        EXPECT_NE(std::string::npos, node_b_->status().find("state normal"))
+                << node_b_->status();
+    }
+
+    /* the agents outlive the ifaces, which TearDown closes */
+    std::unique_ptr<agent> node_a_, node_b_;
+    ucs_async_context_t *async_ = nullptr;
+    uct_worker_h worker_        = nullptr;
+    uct_md_h md_[2]             = {nullptr, nullptr};
+    uct_iface_h iface_[2]       = {nullptr, nullptr};
+    uct_ep_h ep_                = nullptr;
+    uint64_t sent_              = 0;
+    unsigned received_          = 0;
+    unsigned errors_            = 0;
+    uct_ep_h error_ep_          = nullptr;
+    ucs_status_t error_status_  = UCS_OK;
+    clock::time_point error_time_;
+};
+
+} // namespace
+
+TEST_F(uct_peer_failure_test, frozen_node_fails_its_endpoints_in_peer_timeout)
+{
+    start();
+    ASSERT_FALSE(HasFailure());
+
+    ASSERT_EQ(0, kill(node_b_->pid(), SIGSTOP));
+    auto frozen = clock::now();
+    bool failed = progress_until([&] { return errors_ > 0; }, 15, true);
+    double seconds = std::chrono::duration<double>(error_time_ - frozen)
+                             .count();
+    std::string status = node_a_->status();
+    kill(node_b_->pid(), SIGCONT);
+
+    ASSERT_TRUE(failed) << "no error callback 15 s after the peer froze\n"
+                        << status;
+    EXPECT_EQ(ep_, error_ep_);
+    EXPECT_EQ(UCS_ERR_ENDPOINT_TIMEOUT, error_status_)
+            << ucs_status_string(error_status_);
+    EXPECT_GE(seconds, 1.0) << "failed before PEER_TIMEOUT";
+    EXPECT_LT(seconds, 1.1 + 3.0) << "PEER_TIMEOUT 1 s, FAILOVER_TIMEOUT "
+                                     "100 ms, and 3 s of slack";
+    EXPECT_NE(std::string::npos, status.find("state invalid")) << status;
+
+    /* Once only, and the endpoint stays failed. */
+    progress_until([] { return false; }, 0.2, false);
+    EXPECT_EQ(1u, errors_);
+    EXPECT_EQ(UCS_ERR_ENDPOINT_TIMEOUT, uct_ep_am_short(ep_, 9, 0, "x", 1));
+    EXPECT_EQ(UCS_ERR_ENDPOINT_TIMEOUT, uct_ep_check(ep_, 0, nullptr));
+}
+
+/* A sender asleep on its event fd (nothing to send, nothing to receive)
+ * is woken by the failure, so that a blocked application sees it. */
+TEST_F(uct_peer_failure_test, sleeping_sender_is_woken_by_the_failure)
+{
+    start();
+    ASSERT_FALSE(HasFailure());
+
+    /* Quiet: everything sent has arrived. */
+    progress_until([&] { return received_ == sent_; }, 10, false);
+    ASSERT_EQ(sent_, received_);
+    int fd;
+    ASSERT_EQ(UCS_OK, uct_iface_event_fd_get(iface_[0], &fd));
+    ucs_status_t armed = UCS_ERR_BUSY;
+    for (int i = 0; (i < 1000) && (armed == UCS_ERR_BUSY); ++i) {
+        uct_worker_progress(worker_);
+        armed = uct_iface_event_arm(iface_[0], UCT_EVENT_RECV |
+                                               UCT_EVENT_SEND_COMP);
+    }
+    ASSERT_EQ(UCS_OK, armed);
+
+    ASSERT_EQ(0, kill(node_b_->pid(), SIGSTOP));
+    auto frozen = clock::now();
+    struct pollfd pfd = {fd, POLLIN, 0};
+    int ready = poll(&pfd, 1, 8000);
+    double seconds = std::chrono::duration<double>(clock::now() - frozen)
+                             .count();
+    progress_until([&] { return errors_ > 0; }, 1, false);
+    std::string status = node_a_->status();
+    kill(node_b_->pid(), SIGCONT);
+
+    ASSERT_EQ(1, ready) << "not woken 8 s after the peer froze\n" << status;
+    EXPECT_GE(seconds, 1.0) << "woken before PEER_TIMEOUT: by what?";
+    EXPECT_LT(seconds, 1.1 + 3.0);
+    EXPECT_EQ(1u, errors_) << status;
+    EXPECT_EQ(UCS_ERR_ENDPOINT_TIMEOUT, error_status_);
+}
