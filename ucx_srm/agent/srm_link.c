@@ -104,15 +104,19 @@ static const char *srm_link_peer_str(const srm_link_t *link, char *buf,
                                      size_t size)
 {
     const srm_wire_addr_t *wire;
+    int path = (link->path > 0) ? link->path : 0;
 
     if (link->node != NULL) {
-        wire = &link->node->wire[(link->path > 0) ? link->path : 0];
+        wire = link->node->wire;
     } else if (link->peer_id != 0) {
-        wire = &link->peer_wire[(link->path > 0) ? link->path : 0];
+        wire = link->peer_wire;
     } else {
         return "an unknown agent";
     }
-    return srm_wire_tcp_str(wire->ipv4, wire->port, buf, size);
+    if (wire[path].ipv4 == 0) {
+        path = 0; /* one interface: both paths go there */
+    }
+    return srm_wire_tcp_str(wire[path].ipv4, wire[path].port, buf, size);
 }
 
 void srm_link_close(srm_agent_t *agent, srm_link_t *link,

@@ -76,6 +76,8 @@ void uct_srm_iface_report_errors(uct_srm_iface_t *iface)
 {
     ucs_status_t status;
     uct_srm_ep_t *ep;
+    uint64_t dst_node;
+    uint32_t dst_port;
     int found;
 
     do {
@@ -85,18 +87,24 @@ void uct_srm_iface_report_errors(uct_srm_iface_t *iface)
                 !ep->error_reported) {
                 ep->error_reported = 1;
                 found              = 1;
-                status = uct_iface_handle_ep_err(&iface->super.super,
-                                                 &ep->super.super,
-                                                 UCS_ERR_ENDPOINT_TIMEOUT);
+                /* The handler may destroy the ep: what we log, first. */
+                dst_port = ep->dst_port;
+                dst_node = (ep->dst_node == 0) ? iface->agent.node_id :
+                           iface->ctl->nodes[ep->dst_node].node_id;
+                status   = uct_iface_handle_ep_err(&iface->super.super,
+                                                   &ep->super.super,
+                                                   UCS_ERR_ENDPOINT_TIMEOUT);
                 /* Unhandled (no error mode in UCP): fatal, as in UCX's own
                  * transports, so that the job dies instead of hanging. */
                 ucs_log(uct_base_iface_failure_log_level(
                                 &iface->super, status,
                                 UCS_ERR_ENDPOINT_TIMEOUT),
-                        "srm: port %u: endpoint to port %u failed: %s",
-                        iface->agent.port, ep->dst_port,
+                        "srm: port %u: endpoint to port %u on node "
+                        "0x%016llx failed: %s", iface->agent.port, dst_port,
+                        (unsigned long long)dst_node,
                         iface->agent_lost ? "the node agent is gone" :
-                                            "the peer is unreachable");
+                                            "that node is unreachable "
+                                            "(UCX_SRM_PEER_TIMEOUT)");
                 break;
             }
         }
