@@ -304,14 +304,19 @@ unsigned srm_agent_step(srm_agent_t *agent, int timeout_ms)
 int srm_agent_run(srm_agent_t *agent)
 {
     double now, last_work, load_time = 0;
-    unsigned loops = 0;
+    unsigned loops = 0, work;
 
     last_work = srm_agent_now();
     while (!agent->stop) {
-        if (srm_agent_progress(agent) > 0) {
+        work = srm_agent_progress(agent);
+        if (work > 0) {
             last_work = 0; /* sampled lazily below */
         }
-        if ((++loops % SRM_AGENT_POLL_EVERY) == 0) {
+        /* Sockets of other agents are only heard through epoll: an agent
+         * spinning for a reply from another node looks at them on every
+         * idle pass, not only every POLL_EVERY passes. */
+        if (((++loops % SRM_AGENT_POLL_EVERY) == 0) ||
+            ((work == 0) && (agent->num_links > 0))) {
             srm_agent_poll_events(agent, 0);
             srm_agent_sleep_timeout_ms(agent, srm_agent_now());
         }
