@@ -10,6 +10,7 @@
 #include <iterator>
 #include <poll.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sstream>
 #include <sys/socket.h>
 #include <sys/wait.h>
@@ -32,6 +33,8 @@ agent::agent(const std::vector<std::string> &env)
 
     pid_ = fork();
     if (pid_ == 0) {
+        /* A test that crashes must not leave its agents behind. */
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
         for (const std::string &e : env) {
             putenv(strdup(e.c_str()));
         }

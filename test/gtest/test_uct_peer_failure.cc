@@ -181,9 +181,9 @@ protected:
     {
         node_a_.reset(new agent(kFastFailure));
         node_b_.reset(new agent(kFastFailure));
-        open(0, node_a_->socket());
-        open(1, node_b_->socket());
-        connect();
+        ASSERT_NO_FATAL_FAILURE(open(0, node_a_->socket()));
+        ASSERT_NO_FATAL_FAILURE(open(1, node_b_->socket()));
+        ASSERT_NO_FATAL_FAILURE(connect());
         ASSERT_FALSE(HasFailure());
 
         auto begin = clock::now();
@@ -218,7 +218,7 @@ protected:
 
 TEST_F(uct_peer_failure_test, frozen_node_fails_its_endpoints_in_peer_timeout)
 {
-    start();
+    ASSERT_NO_FATAL_FAILURE(start());
     ASSERT_FALSE(HasFailure());
 
     ASSERT_EQ(0, kill(node_b_->pid(), SIGSTOP));
@@ -250,7 +250,7 @@ TEST_F(uct_peer_failure_test, frozen_node_fails_its_endpoints_in_peer_timeout)
  * is woken by the failure, so that a blocked application sees it. */
 TEST_F(uct_peer_failure_test, sleeping_sender_is_woken_by_the_failure)
 {
-    start();
+    ASSERT_NO_FATAL_FAILURE(start());
     ASSERT_FALSE(HasFailure());
 
     /* Quiet: everything sent has arrived. */

@@ -141,6 +141,15 @@ TEST(wire, reset_connections_lose_nothing)
     });
     std::string status = node_a.status();
     EXPECT_EQ(2u, count_of(status, "failovers 1 ")) << status;
+
+    /* Both agents dial the lost connections again: standbys are back. */
+    for (int i = 0; (i < 200) && ((count_of(node_a.status(), ":ready") < 4) ||
+                                  (count_of(node_b.status(), ":ready") < 4));
+         ++i) {
+        usleep(10000);
+    }
+    EXPECT_EQ(4u, count_of(node_a.status(), ":ready")) << node_a.status();
+    EXPECT_EQ(4u, count_of(node_b.status(), ":ready")) << node_b.status();
 }
 
 TEST(wire, silent_connections_are_replaced_within_the_failover_timeout)

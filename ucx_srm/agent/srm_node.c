@@ -295,6 +295,10 @@ static void srm_node_timers(srm_agent_t *agent, double now)
         if (node->state == SRM_NODE_INVALID) {
             continue;
         }
+        srm_node_connect_paths(agent, node); /* e.g. a lost standby */
+        if (node->state == SRM_NODE_INVALID) {
+            continue;
+        }
         srm_node_update_state(agent, node, now);
         for (kind = 0; kind < SRM_CHANNEL_KINDS; ++kind) {
             if (srm_channel_ack_owed(&node->chan[kind])) {
