@@ -6,7 +6,7 @@
 #
 set -uo pipefail
 
-targets="fuzz_frames fuzz_attach"
+targets="fuzz_frames fuzz_attach fuzz_wire"
 
 usage() {
     cat <<TXT
@@ -18,6 +18,12 @@ it for N seconds (default 20), one after the other:
   fuzz_attach  a real agent's client protocol, end to end: attach, status,
                passed fds, TX and RX rings, drops; no client, queue or fd
                may outlive its connection
+  fuzz_wire    a real agent's wire to made-up peer agents on 127.0.0.1:
+               handshakes both ways with and without a cluster secret,
+               numbered frames, acks, pauses, failover, BYE, garbage; what
+               the agent sends and delivers is checked (order, no
+               duplicates, the secret), and no node, link or fd may
+               outlive the peers
 A crash, sanitizer report, abort or hang (10 s per input) fails the target
 and leaves the reproducer in DIR/<target> (default /tmp/srm-fuzz); rerun it
 with DIR/<target>/<target> <reproducer>.
@@ -38,7 +44,7 @@ done
 
 if ! command -v clang >/dev/null; then
     echo "SKIP: fuzz: clang is not installed (contrib/install-deps.sh installs it)"
-    echo "fuzz: 0 passed, 0 failed, 2 skipped"
+    echo "fuzz: 0 passed, 0 failed, 3 skipped"
     exit 0
 fi
 
@@ -53,6 +59,10 @@ link_fuzz_attach="$agent/srm_agent.c $agent/srm_auth.c $agent/srm_channel.c \
     $common/srm_config.c $common/srm_frame.c $common/srm_log.c \
     $common/srm_proto.c $common/srm_ring.c $common/srm_shm.c \
     $(pkg-config --libs ucx-ucs libcrypto)"
+link_fuzz_wire="$link_fuzz_attach"
+# fuzz_wire runs the agent on a clock of its own, and keeps it from dialling
+# any address but its own sockets.
+flags_fuzz_wire="-Wl,--wrap=srm_agent_now -Wl,--wrap=srm_wire_tcp_connect"
 
 # Keeps UCS's own error handlers out of the sanitizers' way.
 export UCX_HANDLE_ERRORS=none
@@ -63,13 +73,14 @@ for target in $targets; do
     dir=$out/$target
     bin=$dir/$target
     link=link_$target
+    flags=flags_$target
     # An older run.sh left its binary where the directory now goes.
     [ -f "$dir" ] && rm -f "$dir"
     mkdir -p "$dir/corpus"
     if ! clang -g -O1 -fsanitize=fuzzer,address,undefined \
             -fno-sanitize-recover=undefined -I"$top" \
             $(pkg-config --cflags ucx-uct) \
-            "$top/test/fuzz/$target.c" ${!link} -o "$bin"; then
+            "$top/test/fuzz/$target.c" ${!link} ${!flags:-} -o "$bin"; then
         echo "fuzz: $target: build failed"
         failed=$((failed + 1))
         continue

@@ -4,18 +4,26 @@
  * and the bulk channel; connections broken mid-stream (reset, or silent)
  * lose, duplicate and reorder nothing; a vanished peer agent is reported to
  * the clients that named it and costs nothing else; a wrong cluster secret
- * is refused.
+ * is refused. And what test/fuzz/fuzz_wire found: a peer that numbers a
+ * frame twice, a connection reset while the receiver is full, a departed
+ * node that had been paused.
  */
 #include "srm_test_agent.h"
 
 #include <gtest/gtest.h>
 
+#include <arpa/inet.h>
 #include <chrono>
+#include <csignal>
 #include <cstring>
 #include <cstdio>
 #include <fstream>
+#include <netinet/in.h>
+#include <sstream>
 #include <string>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/time.h>
 #include <thread>
 #include <unistd.h>
 #include <vector>
@@ -99,6 +107,103 @@ void connect_clients(raw_client &a, raw_client &b)
     ASSERT_NE(0u, b.wire_port()) << "agent B has no wire";
     ASSERT_NE(a.node_id(), b.node_id());
     a.name_node(1, b.node_id(), b.wire_ipv4(), b.wire_port());
+}
+
+/*
+ * A made-up agent on the wire: it dials an agent, says HELLO as node id
+ * (no cluster secret) and numbers its frames as it likes. It listens where
+ * it says it does, and answers nothing there.
+ */
+class raw_peer {
+public:
+    raw_peer(uint32_t ipv4, uint16_t port, uint64_t id)
+    {
+        sockaddr_in sin    = {};
+        socklen_t len      = sizeof(sin);
+        timeval timeout    = {5, 0};
+        sin.sin_family      = AF_INET;
+        sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        listen_fd_          = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        EXPECT_EQ(0, bind(listen_fd_, (sockaddr*)&sin, sizeof(sin)));
+        EXPECT_EQ(0, listen(listen_fd_, 16));
+        EXPECT_EQ(0, getsockname(listen_fd_, (sockaddr*)&sin, &len));
+
+        struct {
+            srm_frame_hdr_t hdr;
+            srm_hello_t     hello;
+        } msg = {};
+        frame_hdr(&msg.hdr, SRM_FRAME_HELLO, sizeof(msg.hello));
+        msg.hello.node_id = id;
+        msg.hello.ipv4[0] = sin.sin_addr.s_addr;
+        msg.hello.port[0] = sin.sin_port;
+
+        sockaddr_in to     = {};
+        to.sin_family      = AF_INET;
+        to.sin_addr.s_addr = ipv4;
+        to.sin_port        = port;
+        fd_                = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof(timeout));
+        EXPECT_EQ(0, connect(fd_, (sockaddr*)&to, sizeof(to)));
+        EXPECT_EQ((ssize_t)sizeof(msg),
+                  ::send(fd_, &msg, sizeof(msg), MSG_NOSIGNAL));
+        EXPECT_EQ((ssize_t)sizeof(msg),
+                  recv(fd_, &msg, sizeof(msg), MSG_WAITALL));
+        EXPECT_EQ(SRM_FRAME_HELLO_ACK, msg.hdr.type);
+        EXPECT_EQ(1, msg.hello.accepted);
+    }
+
+    ~raw_peer()
+    {
+        close(fd_);
+        close(listen_fd_);
+    }
+
+    void send_am(uint32_t chan_seq, uint32_t seq, const raw_client &dst,
+                 const std::string &text)
+    {
+        std::vector<uint8_t> buf(sizeof(srm_frame_hdr_t) + text.size());
+        srm_frame_hdr_t hdr;
+        frame_hdr(&hdr, SRM_FRAME_AM, text.size());
+        hdr.src_port = 1;
+        hdr.dst_port = dst.port();
+        hdr.dst_key  = dst.key();
+        hdr.chan_seq = chan_seq;
+        hdr.seq      = seq;
+        memcpy(buf.data(), &hdr, sizeof(hdr));
+        memcpy(buf.data() + sizeof(hdr), text.data(), text.size());
+        EXPECT_EQ((ssize_t)buf.size(),
+                  ::send(fd_, buf.data(), buf.size(), MSG_NOSIGNAL));
+    }
+
+private:
+    static void frame_hdr(srm_frame_hdr_t *hdr, srm_frame_type_t type,
+                          size_t length)
+    {
+        memset(hdr, 0, sizeof(*hdr));
+        hdr->magic   = SRM_FRAME_MAGIC;
+        hdr->version = SRM_FRAME_VERSION;
+        hdr->type    = (uint8_t)type;
+        hdr->length  = (uint32_t)length;
+    }
+
+    int fd_ = -1, listen_fd_ = -1;
+};
+
+/* Sends 64 KiB frames from a to b (which reads nothing) until a stalls. */
+uint32_t send_until_stalled(raw_client &a, raw_client &b)
+{
+    std::vector<uint8_t> data(65536);
+    uint32_t sent = 0;
+    for (int idle = 0; idle < 200;) {
+        if (a.send(b.port(), b.key(), data.data(), data.size(), sent, 1)) {
+            ++sent;
+            idle = 0;
+        } else {
+            ++idle;
+            usleep(1000);
+        }
+    }
+    return sent;
 }
 
 std::string write_secret(const std::string &text)
@@ -300,4 +405,96 @@ TEST(wire, unknown_or_unreachable_node_costs_only_its_own_frames)
     std::string status = node_a.status();
     EXPECT_NE(std::string::npos, status.find("state invalid")) << status;
     EXPECT_NE(std::string::npos, status.find(" dropped 50\n")) << status;
+}
+
+TEST(wire, a_frame_numbered_twice_does_not_stall_the_frames_after_it)
+{
+    agent node_b({"UCX_SRM_DEVICES=lo", "UCX_SRM_FAILOVER_TIMEOUT=5s"});
+    raw_client b(node_b.socket());
+    raw_peer peer(b.wire_ipv4(), b.wire_port(), 0x5352);
+
+    /* seq 1 twice and early, both held back; then 0, 3 (early), 2. */
+    peer.send_am(0, 1, b, "one");
+    peer.send_am(1, 1, b, "one again");
+    peer.send_am(2, 0, b, "zero");
+    peer.send_am(3, 3, b, "three");
+    peer.send_am(4, 2, b, "two");
+    frame f;
+    for (uint32_t seq = 0; seq < 4; ++seq) {
+        ASSERT_TRUE(b.recv_wait(&f, 5000)) << "seq " << seq << " stuck\n"
+                                           << node_b.status();
+        EXPECT_EQ(seq, f.hdr.seq);
+    }
+    EXPECT_FALSE(b.recv_wait(&f, 200)) << "seq " << f.hdr.seq << " twice";
+}
+
+TEST(wire, a_connection_reset_while_its_receiver_is_full_is_dropped)
+{
+    /* A backlog smaller than a frame: the first frame past b's full ring
+     * stops B reading that connection (and pauses A with nothing
+     * backlogged). */
+    agent node_a(kLoopbackWire);
+    agent node_b({"UCX_SRM_DEVICES=lo", "UCX_SRM_PORT_BACKLOG=64"});
+    raw_client a(node_a.socket()), b(node_b.socket());
+    connect_clients(a, b);
+    uint32_t sent = send_until_stalled(a, b);
+    ASSERT_GT(sent, 16u) << node_b.status();
+
+    /* A resets its active connections: B must not spin on the hangup of
+     * the one it does not read, nor keep it. */
+    EXPECT_EQ("reset 2 link(s)\n", node_a.fault(false));
+    usleep(200000);
+    double cpu = node_b.cpu_seconds();
+    usleep(1000000);
+    EXPECT_LT(node_b.cpu_seconds() - cpu, 0.3) << "agent B spins\n"
+                                               << node_b.status();
+
+    /* Whatever B had not taken comes again on the standby: all of it, in
+     * order, once. */
+    frame f;
+    for (uint32_t seq = 0; seq < sent; ++seq) {
+        ASSERT_TRUE(b.recv_wait(&f, 10000)) << "frame " << seq << " of "
+                                            << sent << "\n"
+                                            << node_a.status();
+        ASSERT_EQ(seq, f.hdr.seq);
+    }
+    EXPECT_FALSE(b.recv_wait(&f, 200)) << "a frame arrived twice";
+}
+
+TEST(wire, a_departed_node_that_was_paused_keeps_no_queue)
+{
+    agent node_a(kLoopbackWire);
+    agent node_b({"UCX_SRM_DEVICES=lo", "UCX_SRM_PORT_BACKLOG=16k",
+                  "UCX_SRM_PEER_TIMEOUT=500ms"});
+    raw_client a(node_a.socket()), b(node_b.socket());
+    connect_clients(a, b);
+    ASSERT_GT(send_until_stalled(a, b), 16u) << node_b.status();
+
+    /* A leaves (BYE) while B has it paused; then b catches up, and B would
+     * tell A to resume. */
+    kill(node_a.pid(), SIGTERM);
+    std::string status;
+    for (int i = 0; i < 300; ++i) {
+        status = node_b.status();
+        if (status.find("state invalid") != std::string::npos) {
+            break;
+        }
+        usleep(10000);
+    }
+    ASSERT_NE(std::string::npos, status.find("state invalid")) << status;
+    frame f;
+    while (b.recv_wait(&f, 200)) {
+    }
+    usleep(100000);
+    status = node_b.status();
+    std::istringstream lines(status);
+    std::string line;
+    unsigned invalid = 0;
+    while (std::getline(lines, line)) {
+        if (line.find("state invalid") != std::string::npos) {
+            ++invalid;
+            EXPECT_NE(std::string::npos, line.find(" queued 0 ")) << status;
+        }
+    }
+    EXPECT_EQ(2u, invalid) << status;
 }

@@ -113,6 +113,9 @@ void srm_agent_cleanup(srm_agent_t *agent)
         }
     }
     free(agent->slots);
+    /* Closing the links may fail their nodes, which tells the clients. */
+    agent->slots     = NULL;
+    agent->num_slots = 0;
     srm_node_cleanup(agent);
     srm_sched_cleanup(&agent->sched);
     if (agent->epoll_fd >= 0) {

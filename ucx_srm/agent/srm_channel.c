@@ -67,11 +67,13 @@ void srm_channel_cleanup(srm_channel_t *chan)
     chan->out = NULL;
 }
 
-/* Forgets every queued frame (the node is gone); returns nothing. */
+/* Forgets every queued frame and the queue itself (the node is gone). */
 void srm_channel_drop_all(srm_channel_t *chan)
 {
     chan->head = chan->sent = chan->tail = chan->frame_end = chan->out_base;
     chan->ack_due = 0;
+    srm_channel_cleanup(chan);
+    chan->out_cap = 0;
 }
 
 /*
@@ -217,6 +219,9 @@ void srm_channel_send_flow(srm_agent_t *agent, unsigned node_index,
     srm_node_t *node = agent->nodes[node_index];
     srm_frame_hdr_t frame;
 
+    if (node->state == SRM_NODE_INVALID) {
+        return; /* nobody to tell; its queue must stay empty */
+    }
     memset(&frame, 0, sizeof(frame));
     frame.magic    = SRM_FRAME_MAGIC;
     frame.version  = SRM_FRAME_VERSION;
@@ -555,16 +560,23 @@ static unsigned srm_order_release(srm_agent_t *agent, srm_node_t *node,
     srm_held_frame_t *held;
     unsigned count = 0;
 
-    while (((held = order->held) != NULL) &&
-           (held->hdr.seq == order->expected) &&
-           (srm_deliver_to_port(agent, node, &held->hdr, held->payload) !=
-            0)) {
+    while ((held = order->held) != NULL) {
+        if (srm_seq_before(held->hdr.seq, order->expected)) {
+            /* The sender numbered twice: never deliver twice, and never
+             * let it stand in front of the frames after it. */
+            node->bad_frames++;
+        } else if ((held->hdr.seq != order->expected) ||
+                   (srm_deliver_to_port(agent, node, &held->hdr,
+                                        held->payload) == 0)) {
+            break;
+        } else {
+            order->expected++;
+            srm_channel_count_rx(agent, node, held->kind, &held->hdr);
+            ++count;
+        }
         order->held       = held->next;
         node->held_bytes -= held->hdr.length;
-        order->expected++;
-        srm_channel_count_rx(agent, node, held->kind, &held->hdr);
         free(held);
-        ++count;
     }
     return count;
 }

@@ -119,6 +119,7 @@ int srm_deliver_to_port(srm_agent_t *agent, srm_node_t *from,
                         const srm_frame_hdr_t *hdr, const void *payload)
 {
     srm_client_t *dst = srm_client_lookup(agent, hdr->dst_port);
+    int written;
 
     if ((dst == NULL) || (dst->key != hdr->dst_key)) {
         /* A port that left, or a forged key: counted, never delivered. */
@@ -130,9 +131,16 @@ int srm_deliver_to_port(srm_agent_t *agent, srm_node_t *from,
     }
 
     /* Written, or the destination broke its ring and is being dropped. */
-    if ((dst->backlog_head == NULL) &&
-        (srm_deliver_to_ring(agent, dst, hdr, payload) != 0)) {
-        return 1;
+    if (dst->backlog_head == NULL) {
+        written = srm_deliver_to_ring(agent, dst, hdr, payload);
+        if ((written > 0) && (dst->num_paused_nodes > 0)) {
+            /* Paused by a frame too large for the backlog, which waited
+             * instead: no backlog drains to resume them. */
+            srm_deliver_resume(agent, dst);
+        }
+        if (written != 0) {
+            return 1;
+        }
     }
     if (!srm_deliver_to_backlog(agent, dst, from, hdr, payload)) {
         srm_shm_flag_raise(&dst->ctl->rx_space_wanted);

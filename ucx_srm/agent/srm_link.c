@@ -625,6 +625,15 @@ void srm_link_event(srm_agent_t *agent, unsigned index, uint32_t events)
         }
         return;
     }
+    if (link->in_blocked && (events & (EPOLLERR | EPOLLHUP))) {
+        /* Epoll reports these whatever we ask for: a reset connection
+         * whose input waits for room would wake us on every pass, and
+         * count as ready while it waits. What it carried unacknowledged
+         * goes again on another path. */
+        srm_link_close(agent, link, SRM_LOG_WARN,
+                       "connection lost while its input waited for room");
+        return;
+    }
     if (events & (EPOLLIN | EPOLLERR | EPOLLHUP)) {
         srm_link_read(agent, link);
         link = agent->links[index];

@@ -184,8 +184,16 @@ void srm_node_invalidate(srm_agent_t *agent, srm_node_t *node, int failed,
         srm_channel_drop_all(&node->chan[kind]);
     }
     node->dropped   += frames;
-    node->num_paused = 0;
     srm_channel_free_held(node);
+    /* Nothing comes from it or goes to it again: an invalid node keeps no
+     * memory but its counters (agents restart with new node ids). */
+    free(node->orders);
+    free(node->paused_ports);
+    node->orders       = NULL;
+    node->num_orders   = 0;
+    node->cap_orders   = 0;
+    node->paused_ports = NULL;
+    node->num_paused   = 0;
 
     srm_log(failed ? SRM_LOG_WARN : SRM_LOG_INFO,
             "node %u (0x%016llx) is invalid: %s; %llu queued messages "
