@@ -46,6 +46,9 @@ am() {              # CONN BURST LEN CHAN SEQ PORT: AMs to the client
 big_am() {          # CONN BURST: AMs of 64 KiB
     byte $((3 | $1 << 4)) $(($2 - 1 | 12 << 4)) 0 0 0 0 0
 }
+huge_am() {         # CONN BURST: AMs of 128 KiB, the largest
+    byte $((3 | $1 << 4)) $(($2 - 1 | 13 << 4)) 0 0 0 0 0
+}
 flow() { byte $((4 | $1 << 4)) "$2" 0 0 0; }       # CONN 0 PAUSE / 1 RESUME
 ack() { byte $((5 | $1 << 4)) "$2" 0 0 0 0 0; }    # CONN HOW (0 what we got)
 bye() { byte $((6 | $1 << 4)) 0 0 0; }             # CONN
@@ -161,6 +164,14 @@ done
 { byte 0; dial 0 0 0 0; big_am 0 16; settle; big_am 0 16; settle
   big_am 0 16; settle; close_conn 0 1; settle; step $((6 << 3)); settle
   recv; settle; } > "$dir/regress-blocked-reset"
+# With a backlog smaller than a frame (mode 8): the ring full, a small
+# frame backlogged, then a frame too large for the backlog waits in its
+# link. The backlog resumed the peer on every pass and the waiting frame
+# paused it again: a PAUSE/RESUME storm until the client read.
+# (15 frames of 64 KiB and one of 65024 bytes fill the 1 MiB ring exactly.)
+{ byte 8; dial 0 0 0 0; big_am 0 15; byte 3 $((15 << 4)) 127 0 0 0 0
+  am 0 1 100 0 0 0; huge_am 0 1; settle; settle; } \
+    > "$dir/regress-pause-resume-storm"
 
 # The agent stops with held frames, a backlog, queued and unacked frames.
 # Without failover (18), closing a link at the stop fails its node, which

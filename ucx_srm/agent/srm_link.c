@@ -106,11 +106,15 @@ static const char *srm_link_peer_str(const srm_link_t *link, char *buf,
     const srm_wire_addr_t *wire;
 
     if (link->node != NULL) {
-        wire = &link->node->wire[(link->path > 0) ? link->path : 0];
+        wire = link->node->wire;
     } else if (link->peer_id != 0) {
-        wire = &link->peer_wire[(link->path > 0) ? link->path : 0];
+        wire = link->peer_wire;
     } else {
         return "an unknown agent";
+    }
+    /* As srm_link_connect: one interface serves both paths. */
+    if ((link->path > 0) && (wire[link->path].ipv4 != 0)) {
+        wire += link->path;
     }
     return srm_wire_tcp_str(wire->ipv4, wire->port, buf, size);
 }
