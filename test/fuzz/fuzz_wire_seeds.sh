@@ -172,6 +172,13 @@ done
 { byte 8; dial 0 0 0 0; big_am 0 15; byte 3 $((15 << 4)) 127 0 0 0 0
   am 0 1 100 0 0 0; huge_am 0 1; settle; settle; } \
     > "$dir/regress-pause-resume-storm"
+# srmctl fault --mute on a connection whose writes waited for room (the
+# peer had stopped reading): when the peer read again, the room woke the
+# agent on every pass until the failover timeout.
+{ byte 4; send 0 20 1; settle; answer 0 0; answer 1 0; answer 2 0
+  answer 3 0; settle; deaf 0; deaf 2; send 0 0 16 15; send 0 100 16; settle
+  ctl $((7 << 1 | 1 << 6)); settle; deaf 0; deaf 2; settle; ack 0 0
+  ack 2 0; settle; } > "$dir/regress-mute-while-writes-wait"
 
 # The agent stops with held frames, a backlog, queued and unacked frames.
 # Without failover (18), closing a link at the stop fails its node, which
