@@ -84,11 +84,14 @@ for peer in 1 2; do
 done
 
 # Failover: frames in flight on the active connection, which is reset;
-# then the other path too (restoring), and the agent dials both again.
+# then the other path too (restoring), and the agent dials both again
+# (acks are the peer's heartbeats on the bulk connections meanwhile).
 { byte 4; send 0 100 8; settle; answer 0 0; answer 1 0; answer 2 0
-  answer 3 0; settle; close_conn 0 1; settle; send 0 100 4; close_conn 1 1
-  step $((6 << 3)); settle; accept 0 0; accept 1 0; hello_ack 0 0 0 0
-  hello_ack 1 0 0 0; settle; ack 0 0; ack 1 0; settle; } \
+  answer 3 0; step $((4 << 3)); settle; ack 0 0; ack 1 0; ack 2 0; ack 3 0
+  close_conn 0 1; settle; send 0 100 4; close_conn 1 1; step $((5 << 3))
+  settle; ack 2 0; ack 3 0; step $((5 << 3)); settle; accept 0 0
+  accept 1 0; hello_ack 0 0 0 0; hello_ack 1 0 0 0; settle; ack 0 0
+  ack 1 0; ack 2 0; ack 3 0; step $((4 << 3)); settle; } \
     > "$dir/failover-resend"
 # A peer that stops reading: the agent's writes wait for room, part-way
 # through a frame, while acks and heartbeats are due.
