@@ -2216,25 +2216,27 @@ static void fuzz_start(const uint8_t *data, size_t size)
     fuzz_client_attach();
 }
 
+/*
+ * The cluster secret, in a file already unlinked (a crash leaves nothing
+ * behind), which every agent reads again through /proc/self/fd.
+ */
 static void fuzz_write_secret(void)
 {
     static const char secret[] = "fuzz_wire's cluster secret, 42 bytes long\n";
+    char path[64];
     int fd;
 
-    snprintf(fuzz_secret_path, sizeof(fuzz_secret_path),
-             "/tmp/srm-fuzz-wire-%d.secret", (int)getpid());
-    unlink(fuzz_secret_path);
-    fd = open(fuzz_secret_path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    snprintf(path, sizeof(path), "/tmp/srm-fuzz-wire-%d.secret",
+             (int)getpid());
+    unlink(path);
+    fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
     if ((fd < 0) ||
         (write(fd, secret, sizeof(secret) - 1) != sizeof(secret) - 1)) {
-        fuzz_fail("cannot write %s", fuzz_secret_path);
+        fuzz_fail("cannot write %s", path);
     }
-    close(fd);
-}
-
-static void fuzz_remove_secret(void)
-{
-    unlink(fuzz_secret_path);
+    unlink(path);
+    snprintf(fuzz_secret_path, sizeof(fuzz_secret_path), "/proc/self/fd/%d",
+             fd);
 }
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)
@@ -2258,7 +2260,6 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
     setenv("UCX_SRM_FAILOVER_TIMEOUT", "200ms", 1);
     setenv("UCX_SRM_PEER_TIMEOUT", "1s", 1);
     fuzz_write_secret();
-    atexit(fuzz_remove_secret);
     for (mode = 0; mode < 16; ++mode) {
         if ((mode & FUZZ_MODE_CHECK) != 0) {
             continue;
