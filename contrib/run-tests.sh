@@ -18,8 +18,9 @@ Builds ucx-srm (contrib/build.sh) and runs, in order:
      Open MPI with UCX_TLS=srm, missing agent, agent killed under load, and
      between simulated hosts (network namespaces): perftest, Open MPI 3x4,
      connection counts against UCX tcp, a garbage-speaking peer, head of line
-  3. test/fuzz/run.sh: libFuzzer on the frame, ring and control parsers and
-     on the agent's client protocol, SRM_FUZZ_SECONDS each (default 20)
+  3. test/fuzz/run.sh: libFuzzer on the frame, ring and control parsers,
+     on the agent's client protocol and on its wire to other agents
+     (handshake, acks, failover), SRM_FUZZ_SECONDS each (default 20)
 Ends with one line "tests: N passed, M failed, K skipped"; exits non-zero
 if anything failed. Logs: build/test-suite.log, build/system-tests/.
 TXT

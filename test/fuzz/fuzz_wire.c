@@ -64,6 +64,7 @@
 #define FUZZ_CLIENT_TX   0    /* the client's TX ring to the script's peers */
 #define FUZZ_CHECK_TX    1    /* and to the check's, which they cannot block */
 #define FUZZ_RCVBUF      65536 /* so that a peer that stops reading is full */
+#define FUZZ_SNDBUF      16384 /* the agent's: and its writes wait for room */
 
 enum {
     FUZZ_MODE_SECRET       = 1,
@@ -230,13 +231,32 @@ static void __attribute__((format(printf, 1, 2))) fuzz_trace(const char *fmt,
     fprintf(stderr, "\n");
 }
 
-/* The agent's clock: it moves only when the input says so (see run.sh). */
+/* The agent's clock: it moves only when the input says so (run.sh wraps
+ * srm_agent_now, srm_wire_tcp_connect and srm_wire_tcp_accept). */
 double __wrap_srm_agent_now(void)
 {
     return fuzz_clock;
 }
 
 int __real_srm_wire_tcp_connect(uint32_t ipv4, uint16_t port);
+int __real_srm_wire_tcp_accept(int listen_fd);
+
+/* The agent's wire sockets get small send buffers (and loopback none to
+ * speak of), so that a peer that stops reading makes its writes wait. */
+static int fuzz_sndbuf(int fd)
+{
+    int size = FUZZ_SNDBUF;
+
+    if (fd >= 0) {
+        setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &size, sizeof(size));
+    }
+    return fd;
+}
+
+int __wrap_srm_wire_tcp_accept(int listen_fd)
+{
+    return fuzz_sndbuf(__real_srm_wire_tcp_accept(listen_fd));
+}
 
 static int fuzz_addr_ours(uint32_t ipv4, uint16_t port)
 {
@@ -265,7 +285,7 @@ int __wrap_srm_wire_tcp_connect(uint32_t ipv4, uint16_t port)
         ipv4 = htonl(INADDR_LOOPBACK);
         port = fuzz_closed_port;
     }
-    return __real_srm_wire_tcp_connect(ipv4, port);
+    return fuzz_sndbuf(__real_srm_wire_tcp_connect(ipv4, port));
 }
 
 static uint8_t fuzz_u8(fuzz_input_t *in)
@@ -2196,25 +2216,27 @@ static void fuzz_start(const uint8_t *data, size_t size)
     fuzz_client_attach();
 }
 
+/*
+ * The cluster secret, in a file already unlinked (a crash leaves nothing
+ * behind), which every agent reads again through /proc/self/fd.
+ */
 static void fuzz_write_secret(void)
 {
     static const char secret[] = "fuzz_wire's cluster secret, 42 bytes long\n";
+    char path[64];
     int fd;
 
-    snprintf(fuzz_secret_path, sizeof(fuzz_secret_path),
-             "/tmp/srm-fuzz-wire-%d.secret", (int)getpid());
-    unlink(fuzz_secret_path);
-    fd = open(fuzz_secret_path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    snprintf(path, sizeof(path), "/tmp/srm-fuzz-wire-%d.secret",
+             (int)getpid());
+    unlink(path);
+    fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
     if ((fd < 0) ||
         (write(fd, secret, sizeof(secret) - 1) != sizeof(secret) - 1)) {
-        fuzz_fail("cannot write %s", fuzz_secret_path);
+        fuzz_fail("cannot write %s", path);
     }
-    close(fd);
-}
-
-static void fuzz_remove_secret(void)
-{
-    unlink(fuzz_secret_path);
+    unlink(path);
+    snprintf(fuzz_secret_path, sizeof(fuzz_secret_path), "/proc/self/fd/%d",
+             fd);
 }
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)
@@ -2238,7 +2260,6 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
     setenv("UCX_SRM_FAILOVER_TIMEOUT", "200ms", 1);
     setenv("UCX_SRM_PEER_TIMEOUT", "1s", 1);
     fuzz_write_secret();
-    atexit(fuzz_remove_secret);
     for (mode = 0; mode < 16; ++mode) {
         if ((mode & FUZZ_MODE_CHECK) != 0) {
             continue;

@@ -46,6 +46,9 @@ am() {              # CONN BURST LEN CHAN SEQ PORT: AMs to the client
 big_am() {          # CONN BURST: AMs of 64 KiB
     byte $((3 | $1 << 4)) $(($2 - 1 | 12 << 4)) 0 0 0 0 0
 }
+huge_am() {         # CONN BURST: AMs of 128 KiB, the largest
+    byte $((3 | $1 << 4)) $(($2 - 1 | 13 << 4)) 0 0 0 0 0
+}
 flow() { byte $((4 | $1 << 4)) "$2" 0 0 0; }       # CONN 0 PAUSE / 1 RESUME
 ack() { byte $((5 | $1 << 4)) "$2" 0 0 0 0 0; }    # CONN HOW (0 what we got)
 bye() { byte $((6 | $1 << 4)) 0 0 0; }             # CONN
@@ -81,11 +84,14 @@ for peer in 1 2; do
 done
 
 # Failover: frames in flight on the active connection, which is reset;
-# then the other path too (restoring), and the agent dials both again.
+# then the other path too (restoring), and the agent dials both again
+# (acks are the peer's heartbeats on the bulk connections meanwhile).
 { byte 4; send 0 100 8; settle; answer 0 0; answer 1 0; answer 2 0
-  answer 3 0; settle; close_conn 0 1; settle; send 0 100 4; close_conn 1 1
-  step $((6 << 3)); settle; accept 0 0; accept 1 0; hello_ack 0 0 0 0
-  hello_ack 1 0 0 0; settle; ack 0 0; ack 1 0; settle; } \
+  answer 3 0; step $((4 << 3)); settle; ack 0 0; ack 1 0; ack 2 0; ack 3 0
+  close_conn 0 1; settle; send 0 100 4; close_conn 1 1; step $((5 << 3))
+  settle; ack 2 0; ack 3 0; step $((5 << 3)); settle; accept 0 0
+  accept 1 0; hello_ack 0 0 0 0; hello_ack 1 0 0 0; settle; ack 0 0
+  ack 1 0; ack 2 0; ack 3 0; step $((4 << 3)); settle; } \
     > "$dir/failover-resend"
 # A peer that stops reading: the agent's writes wait for room, part-way
 # through a frame, while acks and heartbeats are due.
@@ -161,6 +167,21 @@ done
 { byte 0; dial 0 0 0 0; big_am 0 16; settle; big_am 0 16; settle
   big_am 0 16; settle; close_conn 0 1; settle; step $((6 << 3)); settle
   recv; settle; } > "$dir/regress-blocked-reset"
+# With a backlog smaller than a frame (mode 8): the ring full, a small
+# frame backlogged, then a frame too large for the backlog waits in its
+# link. The backlog resumed the peer on every pass and the waiting frame
+# paused it again: a PAUSE/RESUME storm until the client read.
+# (15 frames of 64 KiB and one of 65024 bytes fill the 1 MiB ring exactly.)
+{ byte 8; dial 0 0 0 0; big_am 0 15; byte 3 $((15 << 4)) 127 0 0 0 0
+  am 0 1 100 0 0 0; huge_am 0 1; settle; settle; } \
+    > "$dir/regress-pause-resume-storm"
+# srmctl fault --mute on a connection whose writes waited for room (the
+# peer had stopped reading): when the peer read again, the room woke the
+# agent on every pass until the failover timeout.
+{ byte 4; send 0 20 1; settle; answer 0 0; answer 1 0; answer 2 0
+  answer 3 0; settle; deaf 0; deaf 2; send 0 0 16 15; send 0 100 16; settle
+  ctl $((7 << 1 | 1 << 6)); settle; deaf 0; deaf 2; settle; ack 0 0
+  ack 2 0; settle; } > "$dir/regress-mute-while-writes-wait"
 
 # The agent stops with held frames, a backlog, queued and unacked frames.
 # Without failover (18), closing a link at the stop fails its node, which

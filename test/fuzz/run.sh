@@ -60,9 +60,10 @@ link_fuzz_attach="$agent/srm_agent.c $agent/srm_auth.c $agent/srm_channel.c \
     $common/srm_proto.c $common/srm_ring.c $common/srm_shm.c \
     $(pkg-config --libs ucx-ucs libcrypto)"
 link_fuzz_wire="$link_fuzz_attach"
-# fuzz_wire runs the agent on a clock of its own, and keeps it from dialling
-# any address but its own sockets.
-flags_fuzz_wire="-Wl,--wrap=srm_agent_now -Wl,--wrap=srm_wire_tcp_connect"
+# fuzz_wire runs the agent on a clock of its own, keeps it from dialling any
+# address but its own sockets, and gives its sockets small send buffers.
+flags_fuzz_wire="-Wl,--wrap=srm_agent_now -Wl,--wrap=srm_wire_tcp_connect \
+    -Wl,--wrap=srm_wire_tcp_accept"
 
 # Keeps UCS's own error handlers out of the sanitizers' way.
 export UCX_HANDLE_ERRORS=none

@@ -6,7 +6,7 @@
  * the clients that named it and costs nothing else; a wrong cluster secret
  * is refused. And what test/fuzz/fuzz_wire found: a peer that numbers a
  * frame twice, a connection reset while the receiver is full, a departed
- * node that had been paused.
+ * node that had been paused, pauses for a frame larger than the backlog.
  */
 #include "srm_test_agent.h"
 
@@ -15,6 +15,7 @@
 #include <arpa/inet.h>
 #include <chrono>
 #include <csignal>
+#include <cstdlib>
 #include <cstring>
 #include <cstdio>
 #include <fstream>
@@ -204,6 +205,26 @@ uint32_t send_until_stalled(raw_client &a, raw_client &b)
         }
     }
     return sent;
+}
+
+/* Sends one frame of length bytes, waiting for room in a's ring. */
+void send_one(raw_client &a, raw_client &b, uint32_t length, uint32_t seq)
+{
+    std::vector<uint8_t> data(length);
+    for (int i = 0; (i < 5000) && !a.send(b.port(), b.key(), data.data(),
+                                           length, seq, 1); ++i) {
+        usleep(1000);
+    }
+}
+
+/* A node counter from the first node line of an agent's status. */
+unsigned long long node_counter(const agent &node, const std::string &name)
+{
+    std::string status = node.status();
+    size_t pos         = status.find(" " + name + " ", status.find("\nnode "));
+    return (pos == std::string::npos) ?
+           0 : std::strtoull(status.c_str() + pos + name.size() + 2, nullptr,
+                             10);
 }
 
 std::string write_secret(const std::string &text)
@@ -497,4 +518,31 @@ TEST(wire, a_departed_node_that_was_paused_keeps_no_queue)
         }
     }
     EXPECT_EQ(2u, invalid) << status;
+}
+
+TEST(wire, a_frame_larger_than_the_backlog_pauses_its_sender_once)
+{
+    agent node_a(kLoopbackWire);
+    agent node_b({"UCX_SRM_DEVICES=lo", "UCX_SRM_PORT_BACKLOG=1k"});
+    raw_client a(node_a.socket()), b(node_b.socket());
+    connect_clients(a, b);
+
+    /* b reads nothing: its 1 MiB ring fills to the byte, a small frame
+     * goes to the backlog, and a frame too large for it waits. */
+    uint32_t seq = 0;
+    for (; seq < 15; ++seq) {
+        send_one(a, b, 65536, seq);
+    }
+    send_one(a, b, 65024, seq++);
+    send_one(a, b, 100, seq++);
+    send_one(a, b, 131072, seq++);
+    usleep(500000);
+    EXPECT_LT(node_counter(node_a, "pauses"), 10u) << node_a.status();
+
+    frame f;
+    for (uint32_t i = 0; i < seq; ++i) {
+        ASSERT_TRUE(b.recv_wait(&f, 5000)) << "frame " << i << "\n"
+                                           << node_b.status();
+        ASSERT_EQ(i, f.hdr.seq);
+    }
 }

@@ -211,7 +211,9 @@ static unsigned srm_deliver_backlog(srm_agent_t *agent, srm_client_t *dst)
         free(frame);
         ++count;
     }
-    if ((dst->num_paused_nodes > 0) &&
+    /* Only once the port took frames: a frame too large for the backlog
+     * that waits in its link would pause them again at once, every pass. */
+    if ((count > 0) && (dst->num_paused_nodes > 0) &&
         (dst->backlog_bytes <= agent->config.port_backlog / 2)) {
         srm_deliver_resume(agent, dst);
     }

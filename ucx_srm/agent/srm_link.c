@@ -739,6 +739,11 @@ unsigned srm_link_inject_fault(srm_agent_t *agent, uint32_t node_index,
                 srm_warn("fault injected: node %u %s channel path %d muted",
                          i, srm_node_kind_name(k), link->path);
                 link->muted = 1;
+                if (link->want_write) {
+                    /* It writes no more: room on it must not wake us. */
+                    link->want_write = 0;
+                    srm_link_set_events(agent, link);
+                }
                 continue;
             }
             setsockopt(link->fd, SOL_SOCKET, SO_LINGER, &abort_close,
