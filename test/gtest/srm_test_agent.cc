@@ -210,11 +210,7 @@ bool raw_client::send(uint32_t dst_port, uint32_t dst_key, const void *data,
         SRM_RING_OK) {
         return false;
     }
-    std::memset(hdr, 0, sizeof(*hdr));
-    hdr->magic    = SRM_FRAME_MAGIC;
-    hdr->version  = SRM_FRAME_VERSION;
-    hdr->type     = SRM_FRAME_AM;
-    hdr->length   = length;
+    srm_frame_hdr_init(hdr, SRM_FRAME_AM, length);
     hdr->src_port = 0xdead; /* the agent must overwrite this */
     hdr->dst_port = dst_port;
     hdr->dst_key  = dst_key;

@@ -109,11 +109,7 @@ TEST(agent, oversized_frame_length_drops_the_client)
 
     /* A well-formed header whose length runs far past what was published. */
     srm_frame_hdr_t *hdr = reinterpret_cast<srm_frame_hdr_t*>(rogue.tx_data());
-    std::memset(hdr, 0, sizeof(*hdr));
-    hdr->magic    = SRM_FRAME_MAGIC;
-    hdr->version  = SRM_FRAME_VERSION;
-    hdr->type     = SRM_FRAME_AM;
-    hdr->length   = 0x7fffffff;
+    srm_frame_hdr_init(hdr, SRM_FRAME_AM, 0x7fffffff);
     hdr->dst_port = b.port();
     hdr->dst_key  = b.key();
     srm_store_release(&rogue.ctl()->tx[0].head, (uint64_t)64);
@@ -150,11 +146,7 @@ TEST(agent, ring_broken_after_a_delivered_frame_drops_only_that_client)
     /* A frame to itself, then garbage, published together: one round. */
     std::memset(rogue.tx_data(), 0x5a, 256);
     srm_frame_hdr_t *hdr = reinterpret_cast<srm_frame_hdr_t*>(rogue.tx_data());
-    std::memset(hdr, 0, sizeof(*hdr));
-    hdr->magic    = SRM_FRAME_MAGIC;
-    hdr->version  = SRM_FRAME_VERSION;
-    hdr->type     = SRM_FRAME_AM;
-    hdr->length   = 8;
+    srm_frame_hdr_init(hdr, SRM_FRAME_AM, 8);
     hdr->dst_port = rogue.port();
     hdr->dst_key  = rogue.key();
     srm_store_release(&rogue.ctl()->tx[0].head,

@@ -133,7 +133,7 @@ public:
             srm_frame_hdr_t hdr;
             srm_hello_t     hello;
         } msg = {};
-        frame_hdr(&msg.hdr, SRM_FRAME_HELLO, sizeof(msg.hello));
+        srm_frame_hdr_init(&msg.hdr, SRM_FRAME_HELLO, sizeof(msg.hello));
         msg.hello.node_id = id;
         msg.hello.ipv4[0] = sin.sin_addr.s_addr;
         msg.hello.port[0] = sin.sin_port;
@@ -164,7 +164,7 @@ public:
     {
         std::vector<uint8_t> buf(sizeof(srm_frame_hdr_t) + text.size());
         srm_frame_hdr_t hdr;
-        frame_hdr(&hdr, SRM_FRAME_AM, text.size());
+        srm_frame_hdr_init(&hdr, SRM_FRAME_AM, text.size());
         hdr.src_port = 1;
         hdr.dst_port = dst.port();
         hdr.dst_key  = dst.key();
@@ -177,16 +177,6 @@ public:
     }
 
 private:
-    static void frame_hdr(srm_frame_hdr_t *hdr, srm_frame_type_t type,
-                          size_t length)
-    {
-        memset(hdr, 0, sizeof(*hdr));
-        hdr->magic   = SRM_FRAME_MAGIC;
-        hdr->version = SRM_FRAME_VERSION;
-        hdr->type    = (uint8_t)type;
-        hdr->length  = (uint32_t)length;
-    }
-
     int fd_ = -1, listen_fd_ = -1;
 };
 

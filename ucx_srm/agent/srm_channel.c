@@ -222,10 +222,7 @@ void srm_channel_send_flow(srm_agent_t *agent, unsigned node_index,
     if (node->state == SRM_NODE_INVALID) {
         return; /* nobody to tell; its queue must stay empty */
     }
-    memset(&frame, 0, sizeof(frame));
-    frame.magic    = SRM_FRAME_MAGIC;
-    frame.version  = SRM_FRAME_VERSION;
-    frame.type     = (uint8_t)type;
+    srm_frame_hdr_init(&frame, type, 0);
     frame.dst_port = port;
     /* Control frames ignore the depth limit: they are what lifts it. */
     if (srm_channel_put(agent, node, &node->chan[SRM_CHANNEL_SMALL], &frame,
@@ -328,10 +325,7 @@ static int srm_channel_write(srm_agent_t *agent, srm_node_t *node, int kind,
     if ((link->ctl_left == 0) && agent->config.failover &&
         (ack || (data && (chan->rx_expected != chan->rx_acked))) &&
         (!data || (chan->sent == chan->frame_end))) {
-        memset(&link->ctl, 0, sizeof(link->ctl));
-        link->ctl.magic   = SRM_FRAME_MAGIC;
-        link->ctl.version = SRM_FRAME_VERSION;
-        link->ctl.type    = SRM_FRAME_ACK;
+        srm_frame_hdr_init(&link->ctl, SRM_FRAME_ACK, 0);
         link->ctl.seq     = chan->rx_expected;
         link->ctl_left    = sizeof(link->ctl);
         chan->rx_acked    = chan->rx_expected;

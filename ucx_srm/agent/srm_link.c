@@ -241,16 +241,6 @@ static int srm_link_send_raw(srm_link_t *link, const void *msg, size_t size)
     return 0;
 }
 
-static void srm_link_frame_hdr(srm_frame_hdr_t *hdr, srm_frame_type_t type,
-                               size_t length)
-{
-    memset(hdr, 0, sizeof(*hdr));
-    hdr->magic   = SRM_FRAME_MAGIC;
-    hdr->version = SRM_FRAME_VERSION;
-    hdr->type    = (uint8_t)type;
-    hdr->length  = (uint32_t)length;
-}
-
 static int srm_link_send_hello(srm_agent_t *agent, srm_link_t *link,
                                srm_frame_type_t type)
 {
@@ -262,7 +252,7 @@ static int srm_link_send_hello(srm_agent_t *agent, srm_link_t *link,
     int path;
 
     memset(&msg, 0, sizeof(msg));
-    srm_link_frame_hdr(&msg.hdr, type, sizeof(msg.hello));
+    srm_frame_hdr_init(&msg.hdr, type, sizeof(msg.hello));
     msg.hello.node_id  = agent->node_id;
     for (path = 0; path < SRM_WIRE_PATHS; ++path) {
         msg.hello.ipv4[path] = agent->wire[path].ipv4;
@@ -413,7 +403,7 @@ static int srm_link_on_hello_ack(srm_agent_t *agent, srm_link_t *link,
         return -1;
     }
     if (agent->auth.len > 0) {
-        srm_link_frame_hdr(&msg.hdr, SRM_FRAME_AUTH, sizeof(msg.proof));
+        srm_frame_hdr_init(&msg.hdr, SRM_FRAME_AUTH, sizeof(msg.proof));
         srm_auth_prove(&agent->auth, SRM_AUTH_ROLE_INITIATOR, &ctx,
                        msg.proof.mac);
         if (srm_link_send_raw(link, &msg, sizeof(msg)) != 0) {
@@ -703,7 +693,7 @@ void srm_link_say_bye(srm_agent_t *agent)
     srm_link_t *link;
     unsigned i;
 
-    srm_link_frame_hdr(&bye, SRM_FRAME_BYE, 0);
+    srm_frame_hdr_init(&bye, SRM_FRAME_BYE, 0);
     for (i = 0; i < agent->num_links; ++i) {
         link = agent->links[i];
         if ((link != NULL) && (link->state == SRM_LINK_READY) &&

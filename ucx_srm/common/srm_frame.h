@@ -8,6 +8,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #define SRM_FRAME_MAGIC    0x5352u /* "SR" */
 #define SRM_FRAME_VERSION  2u
@@ -97,6 +98,17 @@ static inline size_t srm_frame_align(size_t n)
 static inline size_t srm_frame_record_size(size_t payload)
 {
     return srm_frame_align(sizeof(srm_frame_hdr_t) + payload);
+}
+
+/* A header of this version with everything else zero. */
+static inline void srm_frame_hdr_init(srm_frame_hdr_t *hdr,
+                                      srm_frame_type_t type, uint32_t length)
+{
+    memset(hdr, 0, sizeof(*hdr));
+    hdr->magic   = SRM_FRAME_MAGIC;
+    hdr->version = SRM_FRAME_VERSION;
+    hdr->type    = (uint8_t)type;
+    hdr->length  = length;
 }
 
 static inline void *srm_frame_payload(srm_frame_hdr_t *hdr)
