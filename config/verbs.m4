@@ -13,7 +13,9 @@ AC_DEFUN([SRM_CHECK_VERBS], [
     ])
     AS_IF([test "x$have_verbs" = xyes], [
         AC_DEFINE([HAVE_VERBS], [1], [libibverbs is available])
+        VERBS_LIBS=-libverbs
         AC_CHECK_DECLS([IBV_QPT_XRC_SEND, ibv_import_pd], [], [], [[#include <infiniband/verbs.h>]])
     ])
+    AC_SUBST([VERBS_LIBS])
     AM_CONDITIONAL([HAVE_VERBS], [test "x$have_verbs" = xyes])
 ])

@@ -1332,7 +1332,10 @@ static void fuzz_op_hello(fuzz_input_t *in, fuzz_conn_t *conn, int variant)
     }
     hello.secret   = (uint8_t)(fuzz_secret() ^ (flags & 1));
     hello.accepted = (flags >> 2) & 1;
-    hello.reserved = flags >> 3;
+    hello.reserved[0] = flags >> 3;
+    if ((flags & 0xf8) == 0xf8) {
+        hello.wire = (uint8_t)(flags >> 6); /* not ours: refused */
+    }
     if (flags & 2) {
         hello.secret = flags;
     }

@@ -169,6 +169,9 @@ static void srm_agent_handle_event(srm_agent_t *agent,
     } else if (kind == SRM_EPOLL_LINK) {
         srm_link_event(agent, slot, ev->events);
         return;
+    } else if (kind == SRM_EPOLL_VERBS) {
+        srm_link_verbs_event(agent, slot);
+        return;
     }
     client = (slot < agent->num_slots) ? agent->slots[slot] : NULL;
     if (client == NULL) {

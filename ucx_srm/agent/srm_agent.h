@@ -13,6 +13,7 @@
 #include <ucx_srm/common/srm_log.h>
 #include <ucx_srm/common/srm_proto.h>
 #include <ucx_srm/common/srm_shm.h>
+#include <ucx_srm/wire/srm_wire_verbs.h>
 
 #include <stdint.h>
 #include <sys/types.h>
@@ -26,6 +27,7 @@ enum {
     SRM_EPOLL_DOORBELL = 2,
     SRM_EPOLL_WIRE     = 3, /* the tcp wire's listening socket (slot: path) */
     SRM_EPOLL_LINK     = 4, /* a connection to another agent */
+    SRM_EPOLL_VERBS    = 5, /* a verbs device's completions (slot: path) */
 };
 
 #define SRM_EPOLL_DATA(_kind, _slot) (((uint64_t)(_kind) << 32) | (_slot))
@@ -125,7 +127,8 @@ typedef struct srm_agent {
     /* The wire: other nodes' agents, on one or two interfaces (paths). */
     int                wire_fd[SRM_WIRE_PATHS];
     srm_wire_addr_t    wire[SRM_WIRE_PATHS]; /* [0].ipv4 0: no wire */
-    char               wire_device[SRM_WIRE_PATHS][32];
+    char               wire_device[SRM_WIRE_PATHS][64];
+    srm_verbs_dev_t    *verbs[SRM_WIRE_PATHS]; /* NULL: the path is tcp */
     unsigned           num_devices;
     srm_auth_t         auth;
     srm_node_t         **nodes;
@@ -207,6 +210,11 @@ void srm_link_accept(srm_agent_t *agent, unsigned path);
 void srm_link_connect(srm_agent_t *agent, srm_node_t *node, int kind,
                       int path);
 void srm_link_event(srm_agent_t *agent, unsigned index, uint32_t events);
+void srm_link_verbs_event(srm_agent_t *agent, unsigned path);
+/* Writes to the link's wire (its socket, or its queue pair): the bytes
+ * taken (0: no room now), or -1 with errno. */
+ssize_t srm_link_sendv(srm_link_t *link, const struct iovec *iov,
+                       int iovcnt);
 unsigned srm_link_progress(srm_agent_t *agent);
 void srm_link_timers(srm_agent_t *agent, double now);
 void srm_link_close(srm_agent_t *agent, srm_link_t *link,

@@ -347,7 +347,7 @@ static int srm_channel_write(srm_agent_t *agent, srm_node_t *node, int kind,
         return 0;
     }
 
-    sent = srm_wire_tcp_sendv(link->fd, iov, iovcnt);
+    sent = srm_link_sendv(link, iov, iovcnt);
     if (sent < 0) {
         srm_link_close(agent, link, SRM_LOG_WARN, "send failed: %m");
         return -1;

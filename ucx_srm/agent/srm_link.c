@@ -40,6 +40,22 @@ static const char *srm_link_state_names[] = {
     [SRM_LINK_READY]      = "ready",
 };
 
+static int srm_link_ready(srm_agent_t *agent, srm_link_t *link);
+static int srm_link_read_qp(srm_agent_t *agent, srm_link_t *link);
+
+/* The verbs device of a path, or NULL for tcp. With one device, both
+ * paths are on it, as both go to the one interface on the tcp wire. */
+static srm_verbs_dev_t *srm_link_path_verbs(const srm_agent_t *agent,
+                                            int path)
+{
+    return agent->verbs[((unsigned)path < agent->num_devices) ? path : 0];
+}
+
+static int srm_link_on_qp(const srm_link_t *link)
+{
+    return (link->qp != NULL) && (link->state == SRM_LINK_READY);
+}
+
 void srm_link_set_events(srm_agent_t *agent, srm_link_t *link)
 {
     struct epoll_event ev = {
@@ -47,7 +63,21 @@ void srm_link_set_events(srm_agent_t *agent, srm_link_t *link)
                     (link->want_write ? EPOLLOUT : 0),
         .data.u64 = SRM_EPOLL_DATA(SRM_EPOLL_LINK, link->index)
     };
+
+    if (srm_link_on_qp(link)) {
+        /* The socket only tells that the peer left; room and input are
+         * the queue pair's completions. */
+        ev.events = EPOLLIN;
+    }
     epoll_ctl(agent->epoll_fd, EPOLL_CTL_MOD, link->fd, &ev);
+}
+
+ssize_t srm_link_sendv(srm_link_t *link, const struct iovec *iov, int iovcnt)
+{
+    if (srm_link_on_qp(link)) {
+        return srm_verbs_qp_sendv(link->qp, iov, iovcnt);
+    }
+    return srm_wire_tcp_sendv(link->fd, iov, iovcnt);
 }
 
 static srm_link_t *srm_link_new(srm_agent_t *agent, int fd, int initiator)
@@ -155,6 +185,7 @@ void srm_link_close(srm_agent_t *agent, srm_link_t *link,
         srm_channel_link_lost(agent, link);
     }
     close(link->fd);
+    srm_verbs_qp_destroy(link->qp);
     free(link->in_buf);
     free(link);
 }
@@ -197,6 +228,11 @@ void srm_link_connect(srm_agent_t *agent, srm_node_t *node, int kind,
     link->path         = path;
     chan->links[path]  = link;
     chan->connects++;
+    if ((srm_link_path_verbs(agent, path) != NULL) &&
+        ((link->qp = srm_verbs_qp_create(srm_link_path_verbs(agent, path),
+                                         link->index)) == NULL)) {
+        srm_link_close(agent, link, SRM_LOG_WARN, "no queue pair");
+    }
 }
 
 void srm_link_accept(srm_agent_t *agent, unsigned path)
@@ -234,7 +270,9 @@ static void srm_link_auth_context(const srm_agent_t *agent,
 /* Handshake frames are small: a fresh socket always has room for them. */
 static int srm_link_send_raw(srm_link_t *link, const void *msg, size_t size)
 {
-    if (srm_wire_tcp_send(link->fd, msg, size) != (ssize_t)size) {
+    struct iovec iov = {.iov_base = (void*)msg, .iov_len = size};
+
+    if (srm_link_sendv(link, &iov, 1) != (ssize_t)size) {
         return -1;
     }
     link->last_tx = srm_agent_now();
@@ -262,6 +300,10 @@ static int srm_link_send_hello(srm_agent_t *agent, srm_link_t *link,
     msg.hello.path     = (uint8_t)link->path;
     msg.hello.accepted = (uint8_t)link->accepted;
     msg.hello.secret   = agent->auth.len > 0;
+    if (link->qp != NULL) {
+        msg.hello.wire = SRM_HELLO_WIRE_VERBS;
+        srm_verbs_qp_local(link->qp, &msg.hello.qp);
+    }
     memcpy(msg.hello.nonce, link->nonce, SRM_AUTH_NONCE_LEN);
     if ((type == SRM_FRAME_HELLO_ACK) && (agent->auth.len > 0)) {
         srm_link_auth_context(agent, link, &ctx);
@@ -304,9 +346,65 @@ static int srm_link_install(srm_agent_t *agent, srm_link_t *link)
                        "replaced by the peer's connection");
     }
     link->node               = node;
-    link->state              = SRM_LINK_READY;
     chan->links[link->path]  = link;
+    return srm_link_ready(agent, link);
+}
+
+/* Both ends of a path must use the same wire; 0 if they do. */
+static int srm_link_check_wire(srm_agent_t *agent, srm_link_t *link,
+                               uint8_t peer_wire)
+{
+    static const char *names[] = {"tcp", "verbs"};
+    uint8_t ours = (srm_link_path_verbs(agent, link->path) != NULL) ?
+                   SRM_HELLO_WIRE_VERBS : SRM_HELLO_WIRE_TCP;
+
+    if (peer_wire == ours) {
+        return 0;
+    }
+    srm_link_close(agent, link, SRM_LOG_WARN,
+                   "refused: path %d of the peer is on the %s wire, ours on "
+                   "the %s wire (UCX_SRM_DEVICES must name the same kind of "
+                   "device on every node)", link->path,
+                   (peer_wire <= SRM_HELLO_WIRE_VERBS) ? names[peer_wire] :
+                                                         "unknown",
+                   names[ours]);
+    return -1;
+}
+
+/* Verbs wire: our queue pair, connected to the peer's. */
+static int srm_link_connect_qp(srm_agent_t *agent, srm_link_t *link,
+                               const srm_hello_qp_t *peer)
+{
+    if ((link->qp == NULL) &&
+        ((link->qp = srm_verbs_qp_create(srm_link_path_verbs(agent,
+                                                             link->path),
+                                         link->index)) == NULL)) {
+        srm_link_close(agent, link, SRM_LOG_WARN, "no queue pair");
+        return -1;
+    }
+    if (srm_verbs_qp_connect(link->qp, peer) != 0) {
+        srm_link_close(agent, link, SRM_LOG_WARN,
+                       "cannot connect queue pair 0x%x to the peer's 0x%x: %m",
+                       srm_verbs_qp_num(link->qp), peer->qpn);
+        return -1;
+    }
+    return 0;
+}
+
+/* Called while the handshake is parsed; -1 if the link died meanwhile. */
+static int srm_link_ready(srm_agent_t *agent, srm_link_t *link)
+{
+    unsigned index = link->index;
+
+    link->state = SRM_LINK_READY;
+    srm_link_set_events(agent, link);
     srm_channel_link_ready(agent, link);
+    if (agent->links[index] != link) {
+        return -1;
+    }
+    /* The peer's queue pair may have sent before this side was ready:
+     * read once the handshake's input is parsed. */
+    link->qp_unread = (link->qp != NULL);
     return 0;
 }
 
@@ -339,11 +437,19 @@ static int srm_link_on_hello(srm_agent_t *agent, srm_link_t *link,
         return -1;
     }
 
+    if (srm_link_check_wire(agent, link, hello->wire) != 0) {
+        return -1;
+    }
+
     node         = srm_node_find(agent, hello->node_id);
     old          = (node != NULL) ? node->chan[link->kind].links[link->path] :
                                     NULL;
     link->accepted = (old == NULL) || (old->state != SRM_LINK_READY &&
                                        hello->node_id < agent->node_id);
+    if (link->accepted && (hello->wire == SRM_HELLO_WIRE_VERBS) &&
+        (srm_link_connect_qp(agent, link, &hello->qp) != 0)) {
+        return -1;
+    }
     if (srm_link_send_hello(agent, link, SRM_FRAME_HELLO_ACK) != 0) {
         srm_link_close(agent, link, SRM_LOG_WARN, "cannot answer HELLO: %m");
         return -1;
@@ -353,7 +459,9 @@ static int srm_link_on_hello(srm_agent_t *agent, srm_link_t *link,
                        "our connection to that node stays");
         return -1;
     }
-    if (agent->auth.len > 0) {
+    if ((agent->auth.len > 0) || (link->qp != NULL)) {
+        /* A queue pair also waits for AUTH: it says the initiator's
+         * queue pair is ready to receive. */
         link->state = SRM_LINK_AUTH_WAIT;
         return 0;
     }
@@ -402,18 +510,24 @@ static int srm_link_on_hello_ack(srm_agent_t *agent, srm_link_t *link,
                        "the peer's connection won the tie-break");
         return -1;
     }
-    if (agent->auth.len > 0) {
+    if ((srm_link_check_wire(agent, link, ack->wire) != 0) ||
+        ((link->qp != NULL) &&
+         (srm_link_connect_qp(agent, link, &ack->qp) != 0))) {
+        return -1;
+    }
+    if ((agent->auth.len > 0) || (link->qp != NULL)) {
         srm_frame_hdr_init(&msg.hdr, SRM_FRAME_AUTH, sizeof(msg.proof));
-        srm_auth_prove(&agent->auth, SRM_AUTH_ROLE_INITIATOR, &ctx,
-                       msg.proof.mac);
+        memset(&msg.proof, 0, sizeof(msg.proof));
+        if (agent->auth.len > 0) {
+            srm_auth_prove(&agent->auth, SRM_AUTH_ROLE_INITIATOR, &ctx,
+                           msg.proof.mac);
+        }
         if (srm_link_send_raw(link, &msg, sizeof(msg)) != 0) {
             srm_link_close(agent, link, SRM_LOG_WARN, "cannot send AUTH: %m");
             return -1;
         }
     }
-    link->state = SRM_LINK_READY;
-    srm_channel_link_ready(agent, link);
-    return 0;
+    return srm_link_ready(agent, link);
 }
 
 static int srm_link_on_auth(srm_agent_t *agent, srm_link_t *link,
@@ -422,7 +536,8 @@ static int srm_link_on_auth(srm_agent_t *agent, srm_link_t *link,
     srm_auth_context_t ctx;
 
     srm_link_auth_context(agent, link, &ctx);
-    if (!srm_auth_check(&agent->auth, SRM_AUTH_ROLE_INITIATOR, &ctx,
+    if ((agent->auth.len > 0) &&
+        !srm_auth_check(&agent->auth, SRM_AUTH_ROLE_INITIATOR, &ctx,
                         proof->mac)) {
         srm_link_close(agent, link, SRM_LOG_WARN,
                        "refused: the peer proved another cluster secret");
@@ -546,13 +661,72 @@ static int srm_link_parse(srm_agent_t *agent, srm_link_t *link)
     memmove(link->in_buf, link->in_buf + offset, link->in_len - offset);
     link->in_len -= offset;
     srm_link_set_events(agent, link);
+    if (link->qp_unread) {
+        link->qp_unread = 0;
+        return srm_link_read_qp(agent, link);
+    }
     return 0;
+}
+
+/* Verbs: what the queue pair received, parsed as the socket's input
+ * would be, until it is all taken or the input waits for room. -1 if the
+ * link died. */
+static int srm_link_read_qp(srm_agent_t *agent, srm_link_t *link)
+{
+    ssize_t got;
+
+    while (!link->in_blocked) {
+        got = srm_verbs_qp_recv(link->qp, link->in_buf + link->in_len,
+                                SRM_LINK_IN_BUF - link->in_len);
+        if (got < 0) {
+            srm_link_close(agent, link, SRM_LOG_WARN,
+                           "queue pair 0x%x: %s", srm_verbs_qp_num(link->qp),
+                           srm_verbs_qp_error(link->qp));
+            return -1;
+        }
+        if ((got == 0) && ((srm_verbs_qp_pending(link->qp) == 0) ||
+                           (link->in_len == SRM_LINK_IN_BUF))) {
+            return 0;
+        }
+        if (link->muted) {
+            continue; /* a dead path: what arrives is lost */
+        }
+        link->last_rx  = srm_agent_now();
+        link->in_len  += (size_t)got;
+        if (srm_link_parse(agent, link) != 0) {
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* Verbs: the link's socket carries nothing after the handshake but the
+ * news that the peer went away. */
+static void srm_link_read_control(srm_agent_t *agent, srm_link_t *link)
+{
+    uint8_t byte;
+    ssize_t got = srm_wire_tcp_recv(link->fd, &byte, sizeof(byte));
+
+    if ((got < 0) && (errno == 0)) {
+        srm_link_close(agent, link, SRM_LOG_INFO, "the peer closed it");
+    } else if (got < 0) {
+        srm_link_close(agent, link, SRM_LOG_WARN,
+                       "control connection failed: %m");
+    } else if (got > 0) {
+        agent->stats.bad_frames++;
+        srm_link_close(agent, link, SRM_LOG_WARN,
+                       "bytes on the control connection of a queue pair");
+    }
 }
 
 static void srm_link_read(srm_agent_t *agent, srm_link_t *link)
 {
     ssize_t got;
 
+    if (srm_link_on_qp(link)) {
+        srm_link_read_control(agent, link);
+        return;
+    }
     if (link->in_blocked) {
         return;
     }
@@ -634,6 +808,36 @@ void srm_link_event(srm_agent_t *agent, unsigned index, uint32_t events)
     }
 }
 
+/* A verbs device's completion queues fired: their links read and write. */
+void srm_link_verbs_event(srm_agent_t *agent, unsigned path)
+{
+    srm_verbs_qp_t *qp;
+    srm_link_t *link;
+    unsigned index;
+
+    if ((path >= SRM_WIRE_PATHS) || (agent->verbs[path] == NULL)) {
+        return;
+    }
+    while ((qp = srm_verbs_dev_next_event(agent->verbs[path])) != NULL) {
+        index = srm_verbs_qp_owner(qp);
+        link  = (index < agent->num_links) ? agent->links[index] : NULL;
+        if ((link == NULL) || (link->qp != qp)) {
+            continue;
+        }
+        if (srm_verbs_qp_poll(qp) != 0) {
+            srm_link_close(agent, link, SRM_LOG_WARN, "queue pair 0x%x: %s",
+                           srm_verbs_qp_num(qp), srm_verbs_qp_error(qp));
+            continue;
+        }
+        if (link->state != SRM_LINK_READY) {
+            continue; /* what came early waits for srm_link_ready */
+        }
+        if ((srm_link_read_qp(agent, link) == 0) && link->want_write) {
+            srm_channel_write_link(agent, link, 0);
+        }
+    }
+}
+
 /* Links whose input waited for room try again; returns how many went on. */
 unsigned srm_link_progress(srm_agent_t *agent)
 {
@@ -643,8 +847,11 @@ unsigned srm_link_progress(srm_agent_t *agent)
     for (i = 0; i < agent->num_links; ++i) {
         link = agent->links[i];
         if ((link != NULL) && link->in_blocked &&
-            (srm_link_parse(agent, link) == 0)) {
-            count += !link->in_blocked;
+            (srm_link_parse(agent, link) == 0) && !link->in_blocked) {
+            ++count;
+            if (link->qp != NULL) {
+                srm_link_read_qp(agent, link); /* no event will come */
+            }
         }
     }
     return count;
@@ -697,8 +904,11 @@ void srm_link_say_bye(srm_agent_t *agent)
     for (i = 0; i < agent->num_links; ++i) {
         link = agent->links[i];
         if ((link != NULL) && (link->state == SRM_LINK_READY) &&
-            (link->ctl_left == 0) && srm_channel_at_boundary(link)) {
-            srm_link_send_raw(link, &bye, sizeof(bye));
+            (link->ctl_left == 0) && srm_channel_at_boundary(link) &&
+            (srm_link_send_raw(link, &bye, sizeof(bye)) == 0) &&
+            (link->qp != NULL)) {
+            /* Closing a queue pair drops what it has not sent yet. */
+            srm_verbs_qp_drain(link->qp, 0.1);
         }
     }
 }
@@ -736,6 +946,16 @@ unsigned srm_link_inject_fault(srm_agent_t *agent, uint32_t node_index,
                 }
                 continue;
             }
+            if (link->qp != NULL) {
+                /* Its flushed work requests fail the link, as a real
+                 * queue pair error would. */
+                srm_warn("fault injected: node %u %s channel path %d queue "
+                         "pair 0x%x moved to the error state", i,
+                         srm_node_kind_name(k), link->path,
+                         srm_verbs_qp_num(link->qp));
+                srm_verbs_qp_force_error(link->qp);
+                continue;
+            }
             setsockopt(link->fd, SOL_SOCKET, SO_LINGER, &abort_close,
                        sizeof(abort_close));
             srm_link_close(agent, link, SRM_LOG_WARN,
@@ -752,11 +972,28 @@ static int srm_link_listen(srm_agent_t *agent, unsigned path,
                              .data.u64 = SRM_EPOLL_DATA(SRM_EPOLL_WIRE, path)};
     uint16_t port = (path > 0) ? agent->wire[0].port :
                                  htons((uint16_t)agent->config.tcp_port);
+    struct epoll_event verbs_ev = {
+        .events   = EPOLLIN,
+        .data.u64 = SRM_EPOLL_DATA(SRM_EPOLL_VERBS, path)};
     uint16_t bound_port = 0;
+    char addr[32], netdev[32];
     uint32_t ipv4;
-    char addr[32];
     int fd;
 
+    if (srm_verbs_is_device_spec(device)) {
+        /* Frames go on queue pairs; handshakes on the port's interface. */
+        if ((srm_verbs_dev_open(device, &agent->verbs[path], netdev,
+                                sizeof(netdev)) != 0)) {
+            return -1;
+        }
+        if (epoll_ctl(agent->epoll_fd, EPOLL_CTL_ADD,
+                      srm_verbs_dev_event_fd(agent->verbs[path]),
+                      &verbs_ev) != 0) {
+            srm_error("epoll on the completions of %s failed: %m", device);
+            return -1;
+        }
+        device = netdev;
+    }
     if (srm_wire_tcp_iface_addr(device, &ipv4, agent->wire_device[path],
                                 sizeof(agent->wire_device[path])) != 0) {
         if (strcmp(device, "auto") == 0) {
@@ -787,6 +1024,10 @@ static int srm_link_listen(srm_agent_t *agent, unsigned path,
     agent->wire_fd[path]   = fd;
     agent->wire[path].ipv4 = ipv4;
     agent->wire[path].port = bound_port;
+    if (agent->verbs[path] != NULL) {
+        snprintf(agent->wire_device[path], sizeof(agent->wire_device[path]),
+                 "%s (%s)", srm_verbs_dev_name(agent->verbs[path]), netdev);
+    }
     srm_info("path %u: channels to other nodes on %s (%s)", path,
              srm_wire_tcp_str(ipv4, bound_port, addr, sizeof(addr)),
              agent->wire_device[path]);
@@ -847,5 +1088,7 @@ void srm_link_cleanup(srm_agent_t *agent)
         if (agent->wire_fd[i] >= 0) {
             close(agent->wire_fd[i]);
         }
+        srm_verbs_dev_close(agent->verbs[i]);
+        agent->verbs[i] = NULL;
     }
 }

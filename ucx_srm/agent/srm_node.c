@@ -381,6 +381,23 @@ void srm_node_cleanup(srm_agent_t *agent)
     agent->num_nodes = 0;
 }
 
+/* " qp LOCAL>REMOTE ..." and the newline; what snprintf returns. */
+static int srm_node_format_qp(const srm_verbs_qp_t *qp, char *buf,
+                              size_t size)
+{
+    const srm_verbs_stats_t *stats = srm_verbs_qp_stats(qp);
+
+    return snprintf(buf, size,
+                    " qp 0x%x>0x%x send_wrs %llu doorbells %llu signaled %llu "
+                    "inline %llu recv_wrs %llu\n", srm_verbs_qp_num(qp),
+                    srm_verbs_qp_remote_num(qp),
+                    (unsigned long long)stats->send_wrs,
+                    (unsigned long long)stats->doorbells,
+                    (unsigned long long)stats->signaled,
+                    (unsigned long long)stats->inline_wrs,
+                    (unsigned long long)stats->recv_wrs);
+}
+
 void srm_node_format(srm_agent_t *agent, char *buf, size_t size,
                      size_t *len)
 {
@@ -441,6 +458,14 @@ void srm_node_format(srm_agent_t *agent, char *buf, size_t size,
                 return;
             }
             *len += (size_t)n;
+            if ((link != NULL) && (link->qp != NULL)) {
+                --*len; /* the queue pair goes on the same line */
+                n = srm_node_format_qp(link->qp, buf + *len, size - *len);
+                if ((n < 0) || ((size_t)n >= size - *len)) {
+                    return;
+                }
+                *len += (size_t)n;
+            }
         }
     }
 }

@@ -21,6 +21,7 @@
 #include <stdint.h>
 
 typedef struct srm_node srm_node_t;
+typedef struct srm_verbs_qp srm_verbs_qp_t;
 
 typedef enum {
     SRM_LINK_CONNECTING, /* our connect in progress */
@@ -32,7 +33,10 @@ typedef enum {
 } srm_link_state_t;
 
 typedef struct srm_link {
-    int              fd;
+    int              fd;          /* TCP: the handshake; then the frames,
+                                     or, with a qp, only the peer's exit */
+    srm_verbs_qp_t   *qp;         /* verbs wire: carries the frames */
+    int              qp_unread;   /* ready: read what the qp holds */
     unsigned         index;       /* in agent->links, for epoll */
     srm_link_state_t state;
     int              initiator;

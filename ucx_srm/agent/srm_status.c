@@ -63,16 +63,13 @@ size_t srm_status_format(srm_agent_t *agent, char *buf, size_t size)
                  (unsigned long long)agent->stats.wakeups);
 
     if (agent->wire[0].ipv4 != 0) {
-        srm_text_add(&text, "wire: tcp %s on %s",
-                     srm_wire_tcp_str(agent->wire[0].ipv4, agent->wire[0].port,
-                                      addr, sizeof(addr)),
-                     agent->wire_device[0]);
-        if (agent->num_devices > 1) {
-            srm_text_add(&text, " and %s on %s",
-                         srm_wire_tcp_str(agent->wire[1].ipv4,
-                                          agent->wire[1].port, addr,
+        for (i = 0; i < agent->num_devices; ++i) {
+            srm_text_add(&text, "%s%s %s on %s", (i == 0) ? "wire: " : " and ",
+                         (agent->verbs[i] != NULL) ? "verbs" : "tcp",
+                         srm_wire_tcp_str(agent->wire[i].ipv4,
+                                          agent->wire[i].port, addr,
                                           sizeof(addr)),
-                         agent->wire_device[1]);
+                         agent->wire_device[i]);
         }
         srm_text_add(&text, ", %u remote nodes, bad_frames %llu, failover "
                      "%s (timeout %.0f ms, peer timeout %.1f s), secret %s\n",

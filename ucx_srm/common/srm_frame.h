@@ -11,7 +11,7 @@
 #include <string.h>
 
 #define SRM_FRAME_MAGIC    0x5352u /* "SR" */
-#define SRM_FRAME_VERSION  2u
+#define SRM_FRAME_VERSION  3u
 #define SRM_FRAME_ALIGN    8u
 
 /* Largest payload a frame may carry; a client may choose less. */
@@ -58,6 +58,22 @@ typedef struct srm_frame_hdr {
 #define SRM_AUTH_NONCE_LEN 16
 #define SRM_AUTH_MAC_LEN   32
 
+/* How a link carries its frames once the handshake is done. */
+typedef enum {
+    SRM_HELLO_WIRE_TCP   = 0, /* on the handshake's own TCP connection */
+    SRM_HELLO_WIRE_VERBS = 1, /* on an RC queue pair; TCP stays as control */
+} srm_hello_wire_t;
+
+/* The verbs wire: what the other side needs to connect its RC QP to ours. */
+typedef struct srm_hello_qp {
+    uint8_t  gid[16];
+    uint32_t qpn;
+    uint32_t psn;
+    uint16_t lid;       /* InfiniBand; 0 on RoCE */
+    uint8_t  mtu;       /* enum ibv_mtu of the port */
+    uint8_t  reserved[5];
+} srm_hello_qp_t;
+
 /*
  * Payload of HELLO and HELLO_ACK: who is on the other end of a channel, and
  * (with a cluster secret) the acceptor's proof that it knows the secret.
@@ -70,9 +86,11 @@ typedef struct srm_hello {
     uint8_t  path;      /* 0 or 1: which of the paths this connection is */
     uint8_t  accepted;  /* HELLO_ACK: 1 if this connection carries the kind */
     uint8_t  secret;    /* 1 if the sender authenticates with a secret */
-    uint32_t reserved;
+    uint8_t  wire;      /* srm_hello_wire_t of this path */
+    uint8_t  reserved[3];
     uint8_t  nonce[SRM_AUTH_NONCE_LEN];
     uint8_t  mac[SRM_AUTH_MAC_LEN]; /* HELLO_ACK: see srm_auth.h */
+    srm_hello_qp_t qp;  /* wire VERBS: the sender's queue pair */
 } srm_hello_t;
 
 /* Payload of AUTH: the initiator's proof (srm_auth.h). */

@@ -1,0 +1,817 @@
+/*
+ * The verbs wire (see srm_wire_verbs.h): devices, RC queue pairs, and the
+ * byte stream over SEND/RECV.
+ *
+ * Send room is a ring of SRM_VERBS_SEND_SLOTS registered slots used in
+ * order. Only some sends ask for a completion (every quarter of the ring,
+ * and the one that fills it); since RC completes in order, a completion
+ * frees its slot and every slot before it.
+ */
+#define _GNU_SOURCE
+#include "srm_wire_verbs.h"
+
+#ifdef HAVE_CONFIG_H
+#  include "config.h"   /* HAVE_VERBS; the fuzz builds go without */
+#endif
+#include <ucx_srm/common/srm_log.h>
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+int srm_verbs_is_device_spec(const char *spec)
+{
+    /* Interface names cannot hold ':' (aliases aside, which have no
+     * address of their own here); device specs always do. */
+    return strchr(spec, ':') != NULL;
+}
+
+#if defined(HAVE_VERBS) && HAVE_VERBS
+
+#include <fcntl.h>
+#include <net/if.h>
+#include <sys/random.h>
+#include <time.h>
+#include <infiniband/verbs.h>
+
+#define SRM_VERBS_SIGNAL_EVERY (SRM_VERBS_SEND_SLOTS / 4)
+#define SRM_VERBS_MAX_INLINE   256u
+#define SRM_VERBS_POLL_BATCH   16
+
+struct srm_verbs_dev {
+    char                     name[64];      /* "rxe0:1" */
+    struct ibv_context       *ctx;
+    struct ibv_pd            *pd;
+    struct ibv_comp_channel  *channel;
+    uint8_t                  port;
+    uint8_t                  link_layer;
+    uint8_t                  gid_index;
+    uint8_t                  mtu;
+    uint16_t                 lid;
+    union ibv_gid            gid;
+};
+
+/* A received buffer waiting to be read. */
+typedef struct srm_verbs_rx {
+    uint32_t slot;
+    uint32_t len;
+} srm_verbs_rx_t;
+
+struct srm_verbs_qp {
+    srm_verbs_dev_t   *dev;
+    unsigned          owner;
+    struct ibv_cq     *cq;
+    struct ibv_qp     *qp;
+    struct ibv_mr     *mr;
+    uint8_t           *buf;          /* send slots, then receive slots */
+    uint32_t          psn;
+    uint32_t          remote_qpn;
+    uint32_t          max_inline;
+    uint64_t          send_head;     /* sends posted */
+    uint64_t          send_done;     /* sends known complete */
+    uint64_t          last_signaled; /* send_head after the last signaled */
+    srm_verbs_rx_t    rx[SRM_VERBS_RECV_SLOTS]; /* completed, unread */
+    unsigned          rx_first, rx_count;
+    size_t            rx_offset;     /* bytes of rx[rx_first] already read */
+    size_t            rx_bytes;      /* unread bytes in rx[] */
+    int               failed;
+    char              error[96];
+    srm_verbs_stats_t stats;
+};
+
+int srm_verbs_built(void)
+{
+    return 1;
+}
+
+static uint8_t *srm_verbs_send_slot(srm_verbs_qp_t *qp, uint64_t n)
+{
+    return qp->buf + (n % SRM_VERBS_SEND_SLOTS) * SRM_VERBS_SLOT_SIZE;
+}
+
+static uint8_t *srm_verbs_recv_slot(srm_verbs_qp_t *qp, uint32_t slot)
+{
+    return qp->buf +
+           (SRM_VERBS_SEND_SLOTS + slot) * (size_t)SRM_VERBS_SLOT_SIZE;
+}
+
+/* "NAME[:PORT][@NETDEV]" into its parts. */
+static int srm_verbs_parse_spec(const char *spec, char *name, size_t size,
+                                unsigned *port, char *netdev,
+                                size_t netdev_size)
+{
+    const char *colon = strchr(spec, ':'), *at = strchr(spec, '@');
+    size_t name_len = colon ? (size_t)(colon - spec) :
+                      at    ? (size_t)(at - spec) : strlen(spec);
+    char *end;
+
+    if ((name_len == 0) || (name_len >= size)) {
+        return -1;
+    }
+    memcpy(name, spec, name_len);
+    name[name_len] = '\0';
+    *port          = 1;
+    if (colon != NULL) {
+        *port = (unsigned)strtoul(colon + 1, &end, 10);
+        if ((end == colon + 1) || ((*end != '\0') && (*end != '@')) ||
+            (*port == 0) || (*port > 255)) {
+            return -1;
+        }
+    }
+    netdev[0] = '\0';
+    if (at != NULL) {
+        if ((at[1] == '\0') || (strlen(at + 1) >= netdev_size)) {
+            return -1;
+        }
+        snprintf(netdev, netdev_size, "%s", at + 1);
+    }
+    return 0;
+}
+
+static int srm_verbs_is_ipv4_gid(const union ibv_gid *gid)
+{
+    static const uint8_t prefix[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+                                       0xff, 0xff};
+
+    return memcmp(gid->raw, prefix, sizeof(prefix)) == 0;
+}
+
+/*
+ * RoCE: the port's RoCE v2 GID of an IPv4 address, which is what routes
+ * between hosts. Without a named interface, the GID's own interface is the
+ * handshake's; with one, a GID on it is preferred, but any will do (the
+ * device's interface may be in another network namespace, whose index
+ * means nothing here).
+ */
+static int srm_verbs_find_gid(srm_verbs_dev_t *dev, int gid_table_len,
+                              char *netdev, size_t netdev_size)
+{
+    struct ibv_gid_entry entry;
+    char ifname[IF_NAMESIZE];
+    int i, found = -1;
+
+    for (i = 0; i < gid_table_len; ++i) {
+        if ((ibv_query_gid_ex(dev->ctx, dev->port, (uint32_t)i, &entry, 0) !=
+             0) ||
+            (entry.gid_type != IBV_GID_TYPE_ROCE_V2) ||
+            !srm_verbs_is_ipv4_gid(&entry.gid)) {
+            continue;
+        }
+        if (if_indextoname(entry.ndev_ifindex, ifname) == NULL) {
+            ifname[0] = '\0';
+        }
+        if ((netdev[0] == '\0') && (ifname[0] != '\0')) {
+            snprintf(netdev, netdev_size, "%s", ifname);
+        } else if ((netdev[0] == '\0') ||
+                   ((strcmp(netdev, ifname) != 0) && (found >= 0))) {
+            continue;
+        }
+        found          = i;
+        dev->gid_index = (uint8_t)i;
+        dev->gid       = entry.gid;
+        if (strcmp(netdev, ifname) == 0) {
+            break;
+        }
+    }
+    return (found >= 0) ? 0 : -1;
+}
+
+static struct ibv_context *srm_verbs_open_by_name(const char *name)
+{
+    struct ibv_device **list;
+    struct ibv_context *ctx = NULL;
+    int i, num;
+
+    list = ibv_get_device_list(&num);
+    if (list == NULL) {
+        return NULL;
+    }
+    for (i = 0; i < num; ++i) {
+        if (strcmp(ibv_get_device_name(list[i]), name) == 0) {
+            ctx = ibv_open_device(list[i]);
+            break;
+        }
+    }
+    if (i == num) {
+        errno = ENODEV;
+    }
+    ibv_free_device_list(list);
+    return ctx;
+}
+
+int srm_verbs_dev_open(const char *spec, srm_verbs_dev_t **dev_p,
+                       char *netdev, size_t netdev_size)
+{
+    struct ibv_port_attr port_attr;
+    char name[48];
+    unsigned port;
+    srm_verbs_dev_t *dev;
+    int flags;
+
+    if (srm_verbs_parse_spec(spec, name, sizeof(name), &port, netdev,
+                             netdev_size) != 0) {
+        srm_error("UCX_SRM_DEVICES: '%s' is not NAME:PORT[@INTERFACE]", spec);
+        return -1;
+    }
+    dev = calloc(1, sizeof(*dev));
+    if (dev == NULL) {
+        srm_error("no memory for verbs device %s", spec);
+        return -1;
+    }
+    dev->port = (uint8_t)port;
+    snprintf(dev->name, sizeof(dev->name), "%s:%u", name, port);
+
+    dev->ctx = srm_verbs_open_by_name(name);
+    if (dev->ctx == NULL) {
+        srm_error("verbs device %s: %s", name,
+                  (errno == ENODEV) ? "no such device (see ibv_devices)" :
+                                      strerror(errno));
+        goto err;
+    }
+    if (ibv_query_port(dev->ctx, dev->port, &port_attr) != 0) {
+        srm_error("verbs device %s: no port %u", name, port);
+        goto err;
+    }
+    if (port_attr.state != IBV_PORT_ACTIVE) {
+        srm_error("verbs device %s: port is %s, not active", dev->name,
+                  ibv_port_state_str(port_attr.state));
+        goto err;
+    }
+    dev->link_layer = port_attr.link_layer;
+    dev->mtu        = (uint8_t)port_attr.active_mtu;
+    dev->lid        = port_attr.lid;
+    if (dev->link_layer == IBV_LINK_LAYER_ETHERNET) {
+        if (srm_verbs_find_gid(dev, port_attr.gid_tbl_len, netdev,
+                               netdev_size) != 0) {
+            srm_error("verbs device %s: no RoCE v2 GID with an IPv4 address%s%s"
+                      " (give the interface an IPv4 address)", dev->name,
+                      (netdev[0] != '\0') ? " on " : "", netdev);
+            goto err;
+        }
+    } else {
+        if (netdev[0] == '\0') {
+            srm_error("verbs device %s is InfiniBand: name the IPoIB "
+                      "interface for the handshake, as %s@ib0", dev->name,
+                      dev->name);
+            goto err;
+        }
+        dev->gid_index = 0;
+        if (ibv_query_gid(dev->ctx, dev->port, 0, &dev->gid) != 0) {
+            memset(&dev->gid, 0, sizeof(dev->gid));
+        }
+    }
+
+    dev->pd      = ibv_alloc_pd(dev->ctx);
+    dev->channel = ibv_create_comp_channel(dev->ctx);
+    if ((dev->pd == NULL) || (dev->channel == NULL)) {
+        srm_error("verbs device %s: cannot allocate a protection domain or "
+                  "completion channel: %m", dev->name);
+        goto err;
+    }
+    flags = fcntl(dev->channel->fd, F_GETFL);
+    if ((flags < 0) ||
+        (fcntl(dev->channel->fd, F_SETFL, flags | O_NONBLOCK) != 0)) {
+        srm_error("verbs device %s: completion channel: %m", dev->name);
+        goto err;
+    }
+    srm_info("verbs device %s: %s, mtu %d, gid index %u, handshake on %s",
+             dev->name,
+             (dev->link_layer == IBV_LINK_LAYER_ETHERNET) ? "RoCE v2" :
+                                                             "InfiniBand",
+             128 << dev->mtu, dev->gid_index, netdev);
+    *dev_p = dev;
+    return 0;
+
+err:
+    srm_verbs_dev_close(dev);
+    return -1;
+}
+
+void srm_verbs_dev_close(srm_verbs_dev_t *dev)
+{
+    if (dev == NULL) {
+        return;
+    }
+    if (dev->channel != NULL) {
+        ibv_destroy_comp_channel(dev->channel);
+    }
+    if (dev->pd != NULL) {
+        ibv_dealloc_pd(dev->pd);
+    }
+    if (dev->ctx != NULL) {
+        ibv_close_device(dev->ctx);
+    }
+    free(dev);
+}
+
+const char *srm_verbs_dev_name(const srm_verbs_dev_t *dev)
+{
+    return dev->name;
+}
+
+int srm_verbs_dev_event_fd(const srm_verbs_dev_t *dev)
+{
+    return dev->channel->fd;
+}
+
+srm_verbs_qp_t *srm_verbs_dev_next_event(srm_verbs_dev_t *dev)
+{
+    struct ibv_cq *cq;
+    void *context;
+
+    if (ibv_get_cq_event(dev->channel, &cq, &context) != 0) {
+        return NULL;
+    }
+    ibv_ack_cq_events(cq, 1);
+    ibv_req_notify_cq(cq, 0);
+    return context;
+}
+
+static void srm_verbs_fail(srm_verbs_qp_t *qp, const char *fmt, const char *what)
+{
+    if (!qp->failed) {
+        qp->failed = 1;
+        snprintf(qp->error, sizeof(qp->error), fmt, what);
+    }
+}
+
+static int srm_verbs_post_recvs(srm_verbs_qp_t *qp, const uint32_t *slots,
+                                unsigned count)
+{
+    struct ibv_recv_wr wr[SRM_VERBS_RECV_SLOTS], *bad;
+    struct ibv_sge sge[SRM_VERBS_RECV_SLOTS];
+    unsigned i;
+    int ret;
+
+    if (count == 0) {
+        return 0;
+    }
+    for (i = 0; i < count; ++i) {
+        sge[i].addr   = (uintptr_t)srm_verbs_recv_slot(qp, slots[i]);
+        sge[i].length = SRM_VERBS_SLOT_SIZE;
+        sge[i].lkey   = qp->mr->lkey;
+        wr[i].wr_id   = slots[i];
+        wr[i].sg_list = &sge[i];
+        wr[i].num_sge = 1;
+        wr[i].next    = (i + 1 < count) ? &wr[i + 1] : NULL;
+    }
+    ret = ibv_post_recv(qp->qp, wr, &bad);
+    if (ret != 0) {
+        srm_verbs_fail(qp, "ibv_post_recv failed: %s", strerror(ret));
+        errno = ret;
+        return -1;
+    }
+    qp->stats.recv_doorbells++;
+    return 0;
+}
+
+static int srm_verbs_to_init(srm_verbs_qp_t *qp)
+{
+    struct ibv_qp_attr attr = {
+        .qp_state        = IBV_QPS_INIT,
+        .pkey_index      = 0,
+        .port_num        = qp->dev->port,
+        .qp_access_flags = 0, /* SEND/RECV only */
+    };
+
+    return ibv_modify_qp(qp->qp, &attr,
+                         IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
+                         IBV_QP_ACCESS_FLAGS);
+}
+
+srm_verbs_qp_t *srm_verbs_qp_create(srm_verbs_dev_t *dev, unsigned owner)
+{
+    size_t size = (size_t)(SRM_VERBS_SEND_SLOTS + SRM_VERBS_RECV_SLOTS) *
+                  SRM_VERBS_SLOT_SIZE;
+    struct ibv_qp_init_attr init = {
+        .cap = {.max_send_wr     = SRM_VERBS_SEND_SLOTS,
+                .max_recv_wr     = SRM_VERBS_RECV_SLOTS,
+                .max_send_sge    = 1,
+                .max_recv_sge    = 1,
+                .max_inline_data = SRM_VERBS_MAX_INLINE},
+        .qp_type    = IBV_QPT_RC,
+        .sq_sig_all = 0,
+    };
+    uint32_t slots[SRM_VERBS_RECV_SLOTS];
+    srm_verbs_qp_t *qp;
+    uint32_t i;
+
+    qp = calloc(1, sizeof(*qp));
+    if ((qp == NULL) || (posix_memalign((void**)&qp->buf, 4096, size) != 0)) {
+        srm_error("no memory for a queue pair on %s", dev->name);
+        free(qp);
+        return NULL;
+    }
+    qp->dev   = dev;
+    qp->owner = owner;
+    qp->mr    = ibv_reg_mr(dev->pd, qp->buf, size, IBV_ACCESS_LOCAL_WRITE);
+    qp->cq    = ibv_create_cq(dev->ctx,
+                              SRM_VERBS_SEND_SLOTS + SRM_VERBS_RECV_SLOTS, qp,
+                              dev->channel, 0);
+    if ((qp->mr == NULL) || (qp->cq == NULL) ||
+        (ibv_req_notify_cq(qp->cq, 0) != 0)) {
+        srm_error("%s: cannot register buffers or create a completion queue: "
+                  "%m", dev->name);
+        goto err;
+    }
+    init.send_cq = qp->cq;
+    init.recv_cq = qp->cq;
+    qp->qp       = ibv_create_qp(dev->pd, &init);
+    if (qp->qp == NULL) {
+        init.cap.max_inline_data = 0; /* the provider may have no inline */
+        qp->qp = ibv_create_qp(dev->pd, &init);
+    }
+    if (qp->qp == NULL) {
+        srm_error("%s: cannot create an RC queue pair: %m", dev->name);
+        goto err;
+    }
+    qp->max_inline = init.cap.max_inline_data;
+    if (srm_verbs_to_init(qp) != 0) {
+        srm_error("%s: queue pair 0x%x to INIT failed: %m", dev->name,
+                  qp->qp->qp_num);
+        goto err;
+    }
+    for (i = 0; i < SRM_VERBS_RECV_SLOTS; ++i) {
+        slots[i] = i;
+    }
+    if (srm_verbs_post_recvs(qp, slots, SRM_VERBS_RECV_SLOTS) != 0) {
+        srm_error("%s: %s", dev->name, qp->error);
+        goto err;
+    }
+    if (getrandom(&qp->psn, sizeof(qp->psn), 0) != sizeof(qp->psn)) {
+        qp->psn = (uint32_t)time(NULL);
+    }
+    qp->psn &= 0xffffff;
+    return qp;
+
+err:
+    srm_verbs_qp_destroy(qp);
+    return NULL;
+}
+
+void srm_verbs_qp_destroy(srm_verbs_qp_t *qp)
+{
+    if (qp == NULL) {
+        return;
+    }
+    if (qp->qp != NULL) {
+        ibv_destroy_qp(qp->qp);
+    }
+    if (qp->cq != NULL) {
+        ibv_destroy_cq(qp->cq);
+    }
+    if (qp->mr != NULL) {
+        ibv_dereg_mr(qp->mr);
+    }
+    free(qp->buf);
+    free(qp);
+}
+
+unsigned srm_verbs_qp_owner(const srm_verbs_qp_t *qp)
+{
+    return qp->owner;
+}
+
+void srm_verbs_qp_local(const srm_verbs_qp_t *qp, srm_hello_qp_t *info)
+{
+    memset(info, 0, sizeof(*info));
+    memcpy(info->gid, qp->dev->gid.raw, sizeof(info->gid));
+    info->qpn = qp->qp->qp_num;
+    info->psn = qp->psn;
+    info->lid = qp->dev->lid;
+    info->mtu = qp->dev->mtu;
+}
+
+int srm_verbs_qp_connect(srm_verbs_qp_t *qp, const srm_hello_qp_t *remote)
+{
+    struct ibv_qp_attr attr;
+    int ret;
+
+    if ((remote->qpn == 0) || (remote->qpn > 0xffffff) ||
+        (remote->mtu < IBV_MTU_256) || (remote->mtu > IBV_MTU_4096)) {
+        errno = EPROTO;
+        return -1;
+    }
+    memset(&attr, 0, sizeof(attr));
+    attr.qp_state           = IBV_QPS_RTR;
+    attr.path_mtu           = (remote->mtu < qp->dev->mtu) ?
+                              (enum ibv_mtu)remote->mtu :
+                              (enum ibv_mtu)qp->dev->mtu;
+    attr.dest_qp_num        = remote->qpn;
+    attr.rq_psn             = remote->psn & 0xffffff;
+    attr.max_dest_rd_atomic = 1;
+    attr.min_rnr_timer      = 12; /* 0.64 ms */
+    attr.ah_attr.port_num   = qp->dev->port;
+    if (qp->dev->link_layer == IBV_LINK_LAYER_ETHERNET) {
+        attr.ah_attr.is_global      = 1;
+        attr.ah_attr.grh.sgid_index = qp->dev->gid_index;
+        attr.ah_attr.grh.hop_limit  = 64;
+        memcpy(attr.ah_attr.grh.dgid.raw, remote->gid, sizeof(remote->gid));
+    } else {
+        attr.ah_attr.dlid = remote->lid;
+    }
+    ret = ibv_modify_qp(qp->qp, &attr,
+                        IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
+                        IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
+                        IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER);
+    if (ret != 0) {
+        errno = ret;
+        return -1;
+    }
+
+    memset(&attr, 0, sizeof(attr));
+    attr.qp_state      = IBV_QPS_RTS;
+    attr.timeout       = 14; /* 67 ms per try */
+    attr.retry_cnt     = 7;
+    attr.rnr_retry     = 7;  /* a receiver out of buffers: wait, forever */
+    attr.sq_psn        = qp->psn;
+    attr.max_rd_atomic = 1;
+    ret = ibv_modify_qp(qp->qp, &attr,
+                        IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
+                        IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN |
+                        IBV_QP_MAX_QP_RD_ATOMIC);
+    if (ret != 0) {
+        errno = ret;
+        return -1;
+    }
+    qp->remote_qpn = remote->qpn;
+    return 0;
+}
+
+int srm_verbs_qp_poll(srm_verbs_qp_t *qp)
+{
+    struct ibv_wc wc[SRM_VERBS_POLL_BATCH];
+    srm_verbs_rx_t *rx;
+    int i, n;
+
+    do {
+        n = ibv_poll_cq(qp->cq, SRM_VERBS_POLL_BATCH, wc);
+        if (n < 0) {
+            srm_verbs_fail(qp, "%s", "ibv_poll_cq failed");
+            break;
+        }
+        for (i = 0; i < n; ++i) {
+            if (wc[i].status != IBV_WC_SUCCESS) {
+                srm_verbs_fail(qp, "work request failed: %s",
+                               ibv_wc_status_str(wc[i].status));
+                continue;
+            }
+            if (!(wc[i].opcode & IBV_WC_RECV)) {
+                qp->send_done = wc[i].wr_id + 1;
+                continue;
+            }
+            if ((wc[i].wr_id >= SRM_VERBS_RECV_SLOTS) ||
+                (qp->rx_count == SRM_VERBS_RECV_SLOTS)) {
+                srm_verbs_fail(qp, "%s", "a receive completed twice");
+                continue;
+            }
+            rx = &qp->rx[(qp->rx_first + qp->rx_count) %
+                         SRM_VERBS_RECV_SLOTS];
+            rx->slot = (uint32_t)wc[i].wr_id;
+            rx->len  = wc[i].byte_len;
+            qp->rx_count++;
+            qp->rx_bytes += wc[i].byte_len;
+            qp->stats.recv_wrs++;
+            qp->stats.recv_bytes += wc[i].byte_len;
+        }
+    } while (n == SRM_VERBS_POLL_BATCH);
+    return qp->failed ? -1 : 0;
+}
+
+ssize_t srm_verbs_qp_sendv(srm_verbs_qp_t *qp, const struct iovec *iov,
+                           int iovcnt)
+{
+    struct ibv_send_wr wr[SRM_VERBS_SEND_SLOTS], *bad;
+    struct ibv_sge sge[SRM_VERBS_SEND_SLOTS];
+    size_t iov_off = 0, total = 0, len, chunk;
+    unsigned count = 0, room;
+    uint8_t *slot;
+    int i = 0, ret;
+
+    if ((qp->send_head - qp->send_done) >= SRM_VERBS_SEND_SLOTS / 2) {
+        srm_verbs_qp_poll(qp);
+    }
+    if (qp->failed) {
+        errno = EIO;
+        return -1;
+    }
+    room = SRM_VERBS_SEND_SLOTS - (unsigned)(qp->send_head - qp->send_done);
+    while ((count < room) && (i < iovcnt)) {
+        slot = srm_verbs_send_slot(qp, qp->send_head + count);
+        len  = 0;
+        while ((len < SRM_VERBS_SLOT_SIZE) && (i < iovcnt)) {
+            chunk = iov[i].iov_len - iov_off;
+            if (chunk > SRM_VERBS_SLOT_SIZE - len) {
+                chunk = SRM_VERBS_SLOT_SIZE - len;
+            }
+            memcpy(slot + len, (const uint8_t*)iov[i].iov_base + iov_off,
+                   chunk);
+            len     += chunk;
+            iov_off += chunk;
+            if (iov_off == iov[i].iov_len) {
+                ++i;
+                iov_off = 0;
+            }
+        }
+        if (len == 0) {
+            break;
+        }
+        memset(&wr[count], 0, sizeof(wr[count]));
+        sge[count].addr       = (uintptr_t)slot;
+        sge[count].length     = (uint32_t)len;
+        sge[count].lkey       = qp->mr->lkey;
+        wr[count].wr_id       = qp->send_head + count;
+        wr[count].sg_list     = &sge[count];
+        wr[count].num_sge     = 1;
+        wr[count].opcode      = IBV_WR_SEND;
+        if (len <= qp->max_inline) {
+            wr[count].send_flags |= IBV_SEND_INLINE;
+            qp->stats.inline_wrs++;
+        }
+        total += len;
+        ++count;
+    }
+    if (count == 0) {
+        return 0;
+    }
+    for (i = 0; i < (int)count; ++i) {
+        wr[i].next = (i + 1 < (int)count) ? &wr[i + 1] : NULL;
+        /* A completion every quarter ring, and for the send that fills it
+         * (else nothing would tell us when room comes back). */
+        if ((((qp->send_head + i + 1) % SRM_VERBS_SIGNAL_EVERY) == 0) ||
+            ((unsigned)i + 1 == room)) {
+            wr[i].send_flags |= IBV_SEND_SIGNALED;
+            qp->stats.signaled++;
+        }
+    }
+    ret = ibv_post_send(qp->qp, wr, &bad);
+    if (ret != 0) {
+        srm_verbs_fail(qp, "ibv_post_send failed: %s", strerror(ret));
+        errno = ret;
+        return -1;
+    }
+    qp->send_head += count;
+    qp->stats.send_wrs += count;
+    qp->stats.doorbells++;
+    qp->stats.send_bytes += total;
+    return (ssize_t)total;
+}
+
+ssize_t srm_verbs_qp_recv(srm_verbs_qp_t *qp, void *buf, size_t len)
+{
+    uint32_t done[SRM_VERBS_RECV_SLOTS];
+    unsigned num_done = 0;
+    size_t total = 0, chunk;
+    srm_verbs_rx_t *rx;
+
+    if (srm_verbs_qp_poll(qp) != 0) {
+        errno = EIO;
+        return -1;
+    }
+    while ((qp->rx_count > 0) && (total < len)) {
+        rx    = &qp->rx[qp->rx_first];
+        chunk = rx->len - qp->rx_offset;
+        if (chunk > len - total) {
+            chunk = len - total;
+        }
+        memcpy((uint8_t*)buf + total,
+               srm_verbs_recv_slot(qp, rx->slot) + qp->rx_offset, chunk);
+        total         += chunk;
+        qp->rx_offset += chunk;
+        qp->rx_bytes  -= chunk;
+        if (qp->rx_offset == rx->len) {
+            done[num_done++] = rx->slot;
+            qp->rx_first     = (qp->rx_first + 1) % SRM_VERBS_RECV_SLOTS;
+            qp->rx_count--;
+            qp->rx_offset    = 0;
+        }
+    }
+    if (srm_verbs_post_recvs(qp, done, num_done) != 0) {
+        return -1;
+    }
+    return (ssize_t)total;
+}
+
+size_t srm_verbs_qp_pending(const srm_verbs_qp_t *qp)
+{
+    return qp->rx_bytes;
+}
+
+int srm_verbs_qp_drain(srm_verbs_qp_t *qp, double timeout)
+{
+    struct ibv_send_wr wr = {.opcode = IBV_WR_SEND,
+                             .send_flags = IBV_SEND_SIGNALED}, *bad;
+    struct timespec start, now;
+
+    if (qp->failed || (qp->send_head == qp->send_done)) {
+        return qp->failed ? -1 : 0;
+    }
+    if ((qp->send_head - qp->send_done) < SRM_VERBS_SEND_SLOTS) {
+        /* An empty send that asks for a completion covers the unsignaled
+         * ones before it; the peer reads zero bytes. */
+        wr.wr_id = qp->send_head;
+        if (ibv_post_send(qp->qp, &wr, &bad) == 0) {
+            qp->send_head++;
+        }
+    }
+    clock_gettime(CLOCK_MONOTONIC, &start);
+    do {
+        if (srm_verbs_qp_poll(qp) != 0) {
+            return -1;
+        }
+        clock_gettime(CLOCK_MONOTONIC, &now);
+    } while ((qp->send_done != qp->send_head) &&
+             ((double)(now.tv_sec - start.tv_sec) +
+              (double)(now.tv_nsec - start.tv_nsec) * 1e-9 < timeout));
+    return (qp->send_done == qp->send_head) ? 0 : -1;
+}
+
+void srm_verbs_qp_force_error(srm_verbs_qp_t *qp)
+{
+    struct ibv_qp_attr attr = {.qp_state = IBV_QPS_ERR};
+
+    ibv_modify_qp(qp->qp, &attr, IBV_QP_STATE);
+}
+
+const char *srm_verbs_qp_error(const srm_verbs_qp_t *qp)
+{
+    return qp->error;
+}
+
+uint32_t srm_verbs_qp_num(const srm_verbs_qp_t *qp)
+{
+    return qp->qp->qp_num;
+}
+
+uint32_t srm_verbs_qp_remote_num(const srm_verbs_qp_t *qp)
+{
+    return qp->remote_qpn;
+}
+
+const srm_verbs_stats_t *srm_verbs_qp_stats(const srm_verbs_qp_t *qp)
+{
+    return &qp->stats;
+}
+
+#else /* !HAVE_VERBS */
+
+int srm_verbs_built(void)
+{
+    return 0;
+}
+
+int srm_verbs_dev_open(const char *spec, srm_verbs_dev_t **dev_p,
+                       char *netdev, size_t netdev_size)
+{
+    srm_error("UCX_SRM_DEVICES: '%s' is a verbs device, but this srmd was "
+              "built without libibverbs (install libibverbs-dev and "
+              "rebuild)", spec);
+    errno = ENOSYS;
+    return -1;
+}
+
+void srm_verbs_dev_close(srm_verbs_dev_t *dev) {}
+const char *srm_verbs_dev_name(const srm_verbs_dev_t *dev) { return ""; }
+int srm_verbs_dev_event_fd(const srm_verbs_dev_t *dev) { return -1; }
+srm_verbs_qp_t *srm_verbs_dev_next_event(srm_verbs_dev_t *dev) { return NULL; }
+srm_verbs_qp_t *srm_verbs_qp_create(srm_verbs_dev_t *dev, unsigned owner)
+{
+    errno = ENOSYS;
+    return NULL;
+}
+void srm_verbs_qp_destroy(srm_verbs_qp_t *qp) {}
+unsigned srm_verbs_qp_owner(const srm_verbs_qp_t *qp) { return 0; }
+void srm_verbs_qp_local(const srm_verbs_qp_t *qp, srm_hello_qp_t *info)
+{
+    memset(info, 0, sizeof(*info));
+}
+int srm_verbs_qp_connect(srm_verbs_qp_t *qp, const srm_hello_qp_t *remote)
+{
+    errno = ENOSYS;
+    return -1;
+}
+ssize_t srm_verbs_qp_sendv(srm_verbs_qp_t *qp, const struct iovec *iov,
+                           int iovcnt)
+{
+    errno = ENOSYS;
+    return -1;
+}
+ssize_t srm_verbs_qp_recv(srm_verbs_qp_t *qp, void *buf, size_t len)
+{
+    errno = ENOSYS;
+    return -1;
+}
+int srm_verbs_qp_poll(srm_verbs_qp_t *qp) { return -1; }
+size_t srm_verbs_qp_pending(const srm_verbs_qp_t *qp) { return 0; }
+int srm_verbs_qp_drain(srm_verbs_qp_t *qp, double timeout) { return -1; }
+void srm_verbs_qp_force_error(srm_verbs_qp_t *qp) {}
+const char *srm_verbs_qp_error(const srm_verbs_qp_t *qp) { return "no verbs"; }
+uint32_t srm_verbs_qp_num(const srm_verbs_qp_t *qp) { return 0; }
+uint32_t srm_verbs_qp_remote_num(const srm_verbs_qp_t *qp) { return 0; }
+const srm_verbs_stats_t *srm_verbs_qp_stats(const srm_verbs_qp_t *qp)
+{
+    return NULL;
+}
+
+#endif

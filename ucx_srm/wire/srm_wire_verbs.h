@@ -1,0 +1,109 @@
+/*
+ * The verbs wire: RC queue pairs between agents, owned by the agent.
+ *
+ * A queue pair here carries exactly what a TCP connection carries on the
+ * tcp wire: the channel's byte stream of frames. Each SEND moves the next
+ * piece of the stream (at most one 8 KB scheduling unit), RC delivers the
+ * pieces in order, and the receiver appends them to the link's input as a
+ * socket read would. So framing, acks, order, flow control and failover stay
+ * in the channel layer, the same for both wires. The handshake, and the
+ * news that a peer went away, stay on the link's TCP connection.
+ *
+ * Built without libibverbs, every function fails with ENOSYS.
+ */
+#ifndef SRM_WIRE_VERBS_H
+#define SRM_WIRE_VERBS_H
+
+#include <ucx_srm/common/srm_frame.h>
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <sys/uio.h>
+
+#define SRM_VERBS_SLOT_SIZE  8192u /* bytes per work request: one unit */
+#define SRM_VERBS_SEND_SLOTS 32u   /* 256 KB in flight: the channel depth */
+#define SRM_VERBS_RECV_SLOTS 32u
+
+typedef struct srm_verbs_dev srm_verbs_dev_t;
+typedef struct srm_verbs_qp  srm_verbs_qp_t;
+
+typedef struct srm_verbs_stats {
+    uint64_t send_wrs;      /* SEND work requests posted */
+    uint64_t inline_wrs;    /* of them, with the data inline */
+    uint64_t signaled;      /* of them, asking for a completion */
+    uint64_t doorbells;     /* ibv_post_send calls: one per batch */
+    uint64_t send_bytes;
+    uint64_t recv_wrs;      /* receives completed */
+    uint64_t recv_doorbells;
+    uint64_t recv_bytes;
+} srm_verbs_stats_t;
+
+/* Whether this build has the verbs wire. */
+int srm_verbs_built(void);
+
+/* Whether a UCX_SRM_DEVICES entry names a verbs device ("mlx5_0:1",
+ * "rxe0:1@eth0") rather than a network interface. */
+int srm_verbs_is_device_spec(const char *spec);
+
+/*
+ * Opens "NAME[:PORT][@NETDEV]": the device, one protection domain and one
+ * completion channel. netdev gets the interface the handshake connections
+ * use: NETDEV if given, else the one behind the port's RoCE v2 IPv4 GID.
+ * On error, -1 with the reason logged.
+ */
+int srm_verbs_dev_open(const char *spec, srm_verbs_dev_t **dev_p,
+                       char *netdev, size_t netdev_size);
+void srm_verbs_dev_close(srm_verbs_dev_t *dev);
+
+/* "rxe0:1"; the file descriptor that becomes readable on completions. */
+const char *srm_verbs_dev_name(const srm_verbs_dev_t *dev);
+int srm_verbs_dev_event_fd(const srm_verbs_dev_t *dev);
+
+/* A queue pair whose completion queue fired (the event acknowledged and the
+ * queue armed again), or NULL when there is none left. */
+srm_verbs_qp_t *srm_verbs_dev_next_event(srm_verbs_dev_t *dev);
+
+/* A new RC queue pair with its receives posted; owner is returned by
+ * srm_verbs_qp_owner (the link's index). NULL with the reason logged. */
+srm_verbs_qp_t *srm_verbs_qp_create(srm_verbs_dev_t *dev, unsigned owner);
+void srm_verbs_qp_destroy(srm_verbs_qp_t *qp);
+unsigned srm_verbs_qp_owner(const srm_verbs_qp_t *qp);
+
+void srm_verbs_qp_local(const srm_verbs_qp_t *qp, srm_hello_qp_t *info);
+/* To RTR and RTS against the peer's queue pair; -1 with errno. */
+int srm_verbs_qp_connect(srm_verbs_qp_t *qp, const srm_hello_qp_t *remote);
+
+/*
+ * Posts as much of iov as there is send room for, in units of at most
+ * SRM_VERBS_SLOT_SIZE, all in one ibv_post_send. Returns the bytes taken
+ * (0: no room; a completion will free some), or -1 with errno.
+ */
+ssize_t srm_verbs_qp_sendv(srm_verbs_qp_t *qp, const struct iovec *iov,
+                           int iovcnt);
+
+/* Copies received bytes, in order, into buf; 0 if none. -1 (errno EIO) once
+ * a work request failed: the queue pair is in the error state. */
+ssize_t srm_verbs_qp_recv(srm_verbs_qp_t *qp, void *buf, size_t len);
+
+/* Takes the completions that are there; -1 once the queue pair failed. */
+int srm_verbs_qp_poll(srm_verbs_qp_t *qp);
+
+/* Bytes received and not yet taken by srm_verbs_qp_recv. */
+size_t srm_verbs_qp_pending(const srm_verbs_qp_t *qp);
+
+/* Waits (polling) until everything posted has completed, for at most
+ * timeout seconds; 0 if it did. */
+int srm_verbs_qp_drain(srm_verbs_qp_t *qp, double timeout);
+
+/* Moves the queue pair to the error state (fault injection). */
+void srm_verbs_qp_force_error(srm_verbs_qp_t *qp);
+
+/* Why the queue pair failed ("" if it did not). */
+const char *srm_verbs_qp_error(const srm_verbs_qp_t *qp);
+
+uint32_t srm_verbs_qp_num(const srm_verbs_qp_t *qp);
+uint32_t srm_verbs_qp_remote_num(const srm_verbs_qp_t *qp);
+const srm_verbs_stats_t *srm_verbs_qp_stats(const srm_verbs_qp_t *qp);
+
+#endif
