@@ -473,7 +473,7 @@ plot_script() {
     printf 'set output "%s-p99.png"\n' "$PLOT_STEM"
     printf 'set title "Short flows (64 B-8 KB): p99 flow completion time\\n%s"\n' "$sub"
     printf 'set xlabel "offered load (fraction of the link rate per host)"\n'
-    printf 'set ylabel "short-flow p99 FCT (us)"\nset logscale y\nset grid ytics\n'
+    printf 'set ylabel "short-flow p99 FCT (ms)"\nset logscale y\nset format y "%%g"\nset grid ytics\n'
     printf 'set style data histograms\nset style histogram errorbars gap 1 lw 1\n'
     printf 'set style fill solid 0.7 border -1\nset key top left\nset yrange [*:*]\n'
     printf 'plot '
@@ -481,9 +481,11 @@ plot_script() {
         c=${CONFIGS[$i]}
         (( i == 0 )) || printf ', \\\n     '
         if (( i == 0 )); then
-            printf '"%s-p99.dat" using %d:%d:%d:xtic(1) title "%s"' "$PLOT_STEM" $(( 2 + 3 * i )) $(( 3 + 3 * i )) $(( 4 + 3 * i )) "${CONFIG_TEXT[$c]}"
+            printf '"%s-p99.dat" using ($%d/1e3):($%d/1e3):($%d/1e3):xtic(1) title "%s"' \
+                "$PLOT_STEM" $(( 2 + 3 * i )) $(( 3 + 3 * i )) $(( 4 + 3 * i )) "${CONFIG_TEXT[$c]}"
         else
-            printf '"" using %d:%d:%d title "%s"' $(( 2 + 3 * i )) $(( 3 + 3 * i )) $(( 4 + 3 * i )) "${CONFIG_TEXT[$c]}"
+            printf '"" using ($%d/1e3):($%d/1e3):($%d/1e3) title "%s"' \
+                $(( 2 + 3 * i )) $(( 3 + 3 * i )) $(( 4 + 3 * i )) "${CONFIG_TEXT[$c]}"
         fi
     done
     printf '\n'
