@@ -3,7 +3,7 @@
  * experiments (contrib/bench/mesh.sh, resources.sh): windowed, acknowledged
  * streams of checked messages, message rate and latency percentiles.
  *
- * Usage: srm_mesh [-p mesh|one-to-many] [-s BYTES] [-t SECONDS]
+ * Usage: srm_mesh [-p mesh|one-to-many] [-s BYTES[,...]] [-t SECONDS]
  *                 [-w WARMUP_SECONDS] [-W WINDOW] [-a ACK_EVERY]
  *                 [-H HOLD_SECONDS] [-C N] [-v]
  *
@@ -22,7 +22,10 @@
  * receivers check source, length, order, check byte and pattern.
  *
  * Only what happens in the measured window (after the warm-up, SECONDS
- * long) is counted. At the end rank 0 prints one line of key=value pairs:
+ * long) is counted. -s takes a list (8,65536): the n-th message of every stream has the
+ * (n mod count)-th size.
+ *
+ * At the end rank 0 prints one line of key=value pairs:
  *   srm_mesh: result pattern=P size=S ranks=R hosts=H senders=.. ...
  *     msgs (data messages received in the window, all ranks), msg_rate
  *     (msgs/s), mb_rate (MB/s of data, MB = 2^20 B), acks, ack_rate,
@@ -103,13 +106,16 @@ typedef struct {
 } mesh_source_t;
 
 static int      g_rank, g_size;
-static size_t   g_msg_size = 8;
+static size_t   g_msg_size = 8; /* the largest of g_sizes */
+static size_t   g_sizes[16] = {8};
+static int      g_nsizes = 1;
+static char     g_size_arg[128] = "8";
 static uint32_t g_window, g_ack_every;
 static uint8_t *g_pattern;  /* g_msg_size + 256 bytes */
 static long     g_errors;
 static double   g_win_start, g_win_end;
 static unsigned long long g_hist[HIST_BUCKETS];
-static unsigned long long g_msgs, g_acks;
+static unsigned long long g_msgs, g_acks, g_bytes;
 static double   g_lat_max;
 static unsigned long g_corrupt_every;
 
@@ -239,6 +245,39 @@ static double hist_percentile_us(const unsigned long long *hist,
     return max_us;
 }
 
+/* Message seq of every stream has the (seq mod n)-th size of -s. */
+static size_t msg_len(uint32_t seq)
+{
+    return g_sizes[seq % (uint32_t)g_nsizes];
+}
+
+/* -s LIST: sizes separated by commas; 0 if it is not one. */
+static int parse_sizes(const char *arg)
+{
+    char *end;
+
+    g_nsizes   = 0;
+    g_msg_size = 0;
+    snprintf(g_size_arg, sizeof(g_size_arg), "%s", arg);
+    do {
+        if (g_nsizes == 16) {
+            return 0;
+        }
+        errno = 0;
+        g_sizes[g_nsizes] = strtoul(arg, &end, 0);
+        if (errno || (end == arg) || (g_sizes[g_nsizes] < HDR_BYTES) ||
+            (g_sizes[g_nsizes] > (1u << 30))) {
+            return 0;
+        }
+        if (g_sizes[g_nsizes] > g_msg_size) {
+            g_msg_size = g_sizes[g_nsizes];
+        }
+        g_nsizes++;
+        arg = end + 1;
+    } while (*end == ',');
+    return *end == '\0';
+}
+
 static int in_window(double t)
 {
     return (t >= g_win_start) && (t < g_win_end);
@@ -258,7 +297,7 @@ static void send_one(mesh_target_t *t, int kind, double now)
     uint32_t seq  = t->sent++;
     uint32_t slot = seq % (2 * g_window);
     uint8_t *buf;
-    int len = kind == KIND_DATA ? (int)g_msg_size : HDR_BYTES;
+    int len = kind == KIND_DATA ? (int)msg_len(seq) : HDR_BYTES;
 
     /* The acknowledgement of this message, if it gets one, is received
      * into a receive posted before the message leaves. */
@@ -280,11 +319,11 @@ static void send_one(mesh_target_t *t, int kind, double now)
     if (kind == KIND_DATA) {
         memcpy(buf + HDR_BYTES, g_pattern + pattern_offset(seq, g_rank,
                                                            t->rank),
-               g_msg_size - HDR_BYTES);
+               (size_t)len - HDR_BYTES);
     }
     if ((kind == KIND_DATA) && g_corrupt_every &&
         ((seq % g_corrupt_every) == g_corrupt_every - 1)) {
-        buf[g_msg_size > HDR_BYTES ? g_msg_size - 1 : HDR_BYTES - 1] ^= 4;
+        buf[len - 1] ^= 4;
     }
     t->send_time[slot] = now;
     MPI_Isend(buf, len, MPI_BYTE, t->rank, TAG_DATA, MPI_COMM_WORLD,
@@ -312,15 +351,16 @@ static void on_data(mesh_source_t *s, uint32_t slot, MPI_Status *st,
         kind = KIND_DATA;       /* keep the stream going */
     }
     if (kind == KIND_DATA) {
-        if (len != (int)g_msg_size) {
+        if (len != (int)msg_len(seq)) {
             fail("message %u from %d: %d B, want %zu", seq, s->rank, len,
-                 g_msg_size);
+                 msg_len(seq));
         } else if (memcmp(buf + HDR_BYTES,
                           g_pattern + pattern_offset(seq, s->rank, g_rank),
-                          g_msg_size - HDR_BYTES) != 0) {
+                          (size_t)len - HDR_BYTES) != 0) {
             fail("message %u from %d: payload differs", seq, s->rank);
         } else if (in_window(now)) {
             g_msgs++;
+            g_bytes += (unsigned long long)len;
         }
     } else if (kind == KIND_END) {
         if (len != HDR_BYTES) {
@@ -413,9 +453,9 @@ static void usage(const char *prog)
 {
     if (g_rank == 0) {
         fprintf(stderr,
-                "usage: %s [-p mesh|one-to-many] [-s BYTES] [-t SECONDS] "
-                "[-w WARMUP_SECONDS]\n"
-                "          [-W WINDOW] [-a ACK_EVERY] [-H HOLD_SECONDS] "
+                "usage: %s [-p mesh|one-to-many] [-s BYTES[,BYTES...]] "
+                "[-t SECONDS]\n"
+                "          [-w WARMUP_SECONDS] [-W WINDOW] [-a ACK_EVERY] [-H HOLD_SECONDS] "
                 "[-C N] [-v]\n", prog);
     }
 }
@@ -432,7 +472,7 @@ int main(int argc, char **argv)
     MPI_Request *reqs;
     MPI_Status *stats;
     int *indices;
-    unsigned long long sums[3], all_sums[3], all_hist[HIST_BUCKETS];
+    unsigned long long sums[4], all_sums[4], all_hist[HIST_BUCKETS];
     double lat_max = 0;
     char *end;
 
@@ -445,7 +485,16 @@ int main(int argc, char **argv)
         end   = NULL;
         switch (opt) {
         case 'p': pattern    = optarg; break;
-        case 's': g_msg_size = strtoul(optarg, &end, 0); break;
+        case 's':
+            if (!parse_sizes(optarg)) {
+                if (g_rank == 0) {
+                    fprintf(stderr, "srm_mesh: -s: bad size list '%s'\n",
+                            optarg);
+                }
+                MPI_Finalize();
+                return 2;
+            }
+            break;
         case 't': seconds    = strtod(optarg, &end); break;
         case 'w': warmup     = strtod(optarg, &end); break;
         case 'W': window     = strtol(optarg, &end, 0); break;
@@ -482,8 +531,7 @@ int main(int argc, char **argv)
     if (warmup < 0) {
         warmup = seconds / 10 > 0.2 ? seconds / 10 : 0.2;
     }
-    if ((g_msg_size < HDR_BYTES) || (g_msg_size > (1u << 30)) ||
-        (seconds <= 0) || (hold < 0) || (window < 1) || (window > 4096) ||
+    if ((seconds <= 0) || (hold < 0) || (window < 1) || (window > 4096) ||
         (ack_every < 1) || (ack_every > window) || (g_size < 2) ||
         (g_size > 65535)) {
         if (g_rank == 0) {
@@ -715,23 +763,24 @@ int main(int argc, char **argv)
     sums[0] = g_msgs;
     sums[1] = g_acks;
     sums[2] = (unsigned long long)g_errors;
-    MPI_Reduce(sums, all_sums, 3, MPI_UNSIGNED_LONG_LONG, MPI_SUM, 0,
+    sums[3] = g_bytes;
+    MPI_Reduce(sums, all_sums, 4, MPI_UNSIGNED_LONG_LONG, MPI_SUM, 0,
                MPI_COMM_WORLD);
     MPI_Reduce(g_hist, all_hist, HIST_BUCKETS, MPI_UNSIGNED_LONG_LONG,
                MPI_SUM, 0, MPI_COMM_WORLD);
     MPI_Reduce(&g_lat_max, &lat_max, 1, MPI_DOUBLE, MPI_MAX, 0,
                MPI_COMM_WORLD);
     if (g_rank == 0) {
-        printf("srm_mesh: result pattern=%s size=%zu ranks=%d hosts=%d "
+        printf("srm_mesh: result pattern=%s size=%s ranks=%d hosts=%d "
                "senders=%d receivers=%d window=%u ack_every=%u "
                "seconds=%.3f msgs=%llu msg_rate=%.1f mb_rate=%.3f "
                "acks=%llu ack_rate=%.1f lat_samples=%llu lat_p50_us=%.2f "
                "lat_p99_us=%.2f lat_p999_us=%.2f lat_max_us=%.2f "
                "errors=%llu\n",
-               pattern, g_msg_size, g_size, nhosts, senders, receivers,
+               pattern, g_size_arg, g_size, nhosts, senders, receivers,
                g_window, g_ack_every, seconds, all_sums[0],
                all_sums[0] / seconds,
-               all_sums[0] * (double)g_msg_size / seconds / 1048576.0,
+               all_sums[3] / seconds / 1048576.0,
                all_sums[1], all_sums[1] / seconds, all_sums[1],
                hist_percentile_us(all_hist, all_sums[1], 0.50, lat_max * 1e6),
                hist_percentile_us(all_hist, all_sums[1], 0.99, lat_max * 1e6),
