@@ -315,6 +315,16 @@ stats() {
               printf "%.6f %.6f %.6f\n", m, v[1], v[NR] }'
 }
 
+# median_of KEY: the median of VALUES[KEY] (the caller's array).
+# shellcheck disable=SC2086  # a list of numbers
+median_of() { local med; read -r med _ _ < <(stats ${VALUES[$1]}); printf '%s' "$med"; }
+
+# fit_slope: least-squares slope of the "X Y" lines on stdin.
+fit_slope() {
+    awk '{ n++; sx += $1; sy += $2; sxx += $1 * $1; sxy += $1 * $2 }
+         END { d = n * sxx - sx * sx; if (n < 2 || d == 0) print 0; else printf "%.6f\n", (n * sxy - sx * sy) / d }'
+}
+
 # fmt KIND NUMBER: NUMBER for the table; KIND lat (us), bw (MB/s; below 10
 # with decimals), mr (msg/s).
 fmt() {
@@ -497,6 +507,7 @@ mpi_job_start() {
     printf '# %s\n%s\n' "$label" "$(quote "${cmd[@]}")" >"$JOB_DIR/cmd"
     cat "$JOB_DIR/cmd" >>"$CMDS"
     printf '\n' >>"$CMDS"
+    : >"$JOB_OUT"
     "${cmd[@]}" >"$JOB_OUT" 2>&1 &
     JOB_PID=$!
     PIDS+=("$JOB_PID")

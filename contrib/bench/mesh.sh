@@ -306,10 +306,6 @@ ELAPSED=$(seconds_between "$T_START" "$T_END" %.0f)
 out_stem mesh
 PLOT_KINDS=(o2m rate lat)
 
-# median_of KEY: the median of VALUES[KEY].
-# shellcheck disable=SC2086  # a list of numbers
-median_of() { local med; read -r med _ _ < <(stats ${VALUES[$1]}); printf '%s' "$med"; }
-
 plot_data() {
     local tl x
     case $1 in

@@ -5,7 +5,7 @@
  *
  * Usage: srm_mesh [-p mesh|one-to-many] [-s BYTES[,...]] [-t SECONDS]
  *                 [-w WARMUP_SECONDS] [-W WINDOW] [-a ACK_EVERY]
- *                 [-H HOLD_SECONDS] [-C N] [-v]
+ *                 [-H HOLD_SECONDS [-F FILE]] [-C N] [-v]
  *
  * Patterns:
  *   mesh         every rank streams to every other rank
@@ -40,7 +40,8 @@
  * With -H the ranks, once done, stay in the job for HOLD_SECONDS without
  * traffic (every endpoint stays connected) after rank 0 printed
  * "srm_mesh: holding H s", so that connections and memory can be counted
- * from outside.
+ * from outside; with -F the hold ends as soon as FILE exists (rank 0
+ * looks every 50 ms).
  */
 #include <mpi.h>
 
@@ -455,14 +456,14 @@ static void usage(const char *prog)
         fprintf(stderr,
                 "usage: %s [-p mesh|one-to-many] [-s BYTES[,BYTES...]] "
                 "[-t SECONDS]\n"
-                "          [-w WARMUP_SECONDS] [-W WINDOW] [-a ACK_EVERY] [-H HOLD_SECONDS] "
-                "[-C N] [-v]\n", prog);
+                "          [-w WARMUP_SECONDS] [-W WINDOW] [-a ACK_EVERY]\n"
+                "          [-H HOLD_SECONDS [-F FILE]] [-C N] [-v]\n", prog);
     }
 }
 
 int main(int argc, char **argv)
 {
-    const char *pattern = "mesh";
+    const char *pattern = "mesh", *release = NULL;
     double seconds = 2, warmup = -1, hold = 0, now, t0, t_stop;
     long window = -1, ack_every = -1, total_errors;
     int verbose = 0, one_to_many, opt, nhosts, r, i, k, idx, done, outcount;
@@ -480,7 +481,7 @@ int main(int argc, char **argv)
     MPI_Comm_rank(MPI_COMM_WORLD, &g_rank);
     MPI_Comm_size(MPI_COMM_WORLD, &g_size);
 
-    while ((opt = getopt(argc, argv, "p:s:t:w:W:a:H:C:vh")) != -1) {
+    while ((opt = getopt(argc, argv, "p:s:t:w:W:a:H:F:C:vh")) != -1) {
         errno = 0;
         end   = NULL;
         switch (opt) {
@@ -500,6 +501,7 @@ int main(int argc, char **argv)
         case 'W': window     = strtol(optarg, &end, 0); break;
         case 'a': ack_every  = strtol(optarg, &end, 0); break;
         case 'H': hold       = strtod(optarg, &end); break;
+        case 'F': release    = optarg; break;
         case 'C': g_corrupt_every = strtoul(optarg, &end, 0); break;
         case 'v': verbose    = 1; break;
         default:
@@ -797,8 +799,16 @@ int main(int argc, char **argv)
             printf("srm_mesh: holding %.1f s\n", hold);
             fflush(stdout);
         }
-        sleep((unsigned)hold);
-        usleep((useconds_t)((hold - (unsigned)hold) * 1e6));
+        /* Rank 0 decides when the hold ends; the others wait for it in
+         * the barrier, asleep. */
+        if (g_rank == 0) {
+            double until = MPI_Wtime() + hold;
+
+            while ((MPI_Wtime() < until) &&
+                   ((release == NULL) || (access(release, F_OK) != 0))) {
+                usleep(50000);
+            }
+        }
         quiet_barrier();
     }
     MPI_Finalize();
