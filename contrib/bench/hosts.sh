@@ -775,9 +775,6 @@ plot_data() {
     done
 }
 
-# gp_str TEXT: TEXT as a gnuplot single-quoted string.
-gp_str() { printf "'%s'" "${1//\'/\'\'}"; }
-
 # plot_script TERMINAL: the gnuplot script that draws the PNGs from the
 # data files; file names relative to PLOT_DIR.
 plot_script() {
@@ -887,9 +884,6 @@ iter_ranges() {
     done
     printf '%s' "$text"
 }
-
-# md_dest PATH: PATH as a markdown link destination (<...> if it has blanks).
-md_dest() { if [[ $1 == *[[:space:]]* ]]; then printf '<%s>' "$1"; else printf '%s' "$1"; fi; }
 
 report() {
     local spec id kind label tl med lo hi h

@@ -315,14 +315,25 @@ stats() {
               printf "%.6f %.6f %.6f\n", m, v[1], v[NR] }'
 }
 
-# fmt KIND NUMBER: NUMBER for the table; KIND lat (us), bw (MB/s), mr (msg/s).
+# median_of KEY: the median of VALUES[KEY] (the caller's array).
+# shellcheck disable=SC2086  # a list of numbers
+median_of() { local med; read -r med _ _ < <(stats ${VALUES[$1]}); printf '%s' "$med"; }
+
+# fit_slope: least-squares slope of the "X Y" lines on stdin.
+fit_slope() {
+    awk '{ n++; sx += $1; sy += $2; sxx += $1 * $1; sxy += $1 * $2 }
+         END { d = n * sxx - sx * sx; if (n < 2 || d == 0) print 0; else printf "%.6f\n", (n * sxy - sx * sy) / d }'
+}
+
+# fmt KIND NUMBER: NUMBER for the table; KIND lat (us), bw (MB/s; below 10
+# with decimals), mr (msg/s).
 fmt() {
     awk -v k="$1" -v x="$2" 'BEGIN {
         if (k == "mr") {
             if (x >= 1e6)      printf "%.2fM", x / 1e6
             else if (x >= 1e3) printf "%.1fk", x / 1e3
             else               printf "%.0f", x
-        } else if (k == "bw") printf "%.0f", x
+        } else if (k == "bw") printf (x < 1 ? "%.3f" : (x < 10 ? "%.2f" : "%.0f")), x
         else if (x < 1)       printf "%.3f", x
         else if (x < 100)     printf "%.2f", x
         else                  printf "%.1f", x }'
@@ -368,4 +379,280 @@ print_inherited_ucx() {
     local inherited
     inherited=$(env | awk -F= '/^UCX_/ && $1 != "UCX_TLS" && $1 != "UCX_NET_DEVICES" { printf "%s%s", sep, $0; sep = " " }')
     [[ -z $inherited ]] || printf -- '- inherited UCX settings: %s\n' "$inherited"
+}
+
+# ------------------------------------------- MPI across simulated hosts --
+#
+# For mesh.sh and resources.sh: a private netns-cluster, one srmd per
+# host, MPI jobs through contrib/netns-mpirun.  Globals the caller sets:
+# NC (netns-cluster), PFX (cluster prefix), SOCK (the agents' socket),
+# SRMD, SRMCTL, SRM_MODULE (find_srm_build), WORK, CMDS, TIMEOUT; these
+# functions set HOSTS, CLUSTER_UP, AGENT[host] (declare -A AGENT first),
+# JOB_DIR, JOB_OUT, MESH_RESULT.
+# shellcheck disable=SC2004  # AGENT is the caller's associative array
+
+# pid_alive PID: PID runs (a zombie does not count); no subprocess.
+pid_alive() {
+    local line st
+    { read -r line <"/proc/$1/stat"; } 2>/dev/null || return 1
+    st=${line##*) }
+    st=${st%% *}
+    [[ -n $st && $st != Z && $st != X ]]
+}
+
+# agent_ctl HOST SRMCTL-ARGS...: srmctl inside HOST on @SOCK.
+agent_ctl() {
+    local h=$1
+    shift
+    timeout -k 2 10 "$NC" exec "$h" env -u LD_PRELOAD "$SRMCTL" -s "$SOCK" -t 3 "$@"
+}
+
+# cluster_up N: bring up hosts PFXh1..PFXhN (sets HOSTS, CLUSTER_UP=1),
+# refusing a cluster of that prefix that is already up (not ours).
+cluster_up() {
+    local n=$1 i
+    if timeout 20 "$NC" list --prefix "$PFX" 2>/dev/null | grep -q ': up'; then
+        die "a cluster with prefix $PFX is already up (not ours); not touching it"
+    fi
+    HOSTS=()
+    for (( i = 1; i <= n; i++ )); do HOSTS+=("${PFX}h$i"); done
+    CLUSTER_UP=1
+    timeout -k 5 120 "$NC" up "$n" --prefix "$PFX" >"$WORK/cluster.log" 2>&1 || {
+        cat "$WORK/cluster.log" >&2
+        die "netns-cluster up $n --prefix $PFX failed"; }
+    record_cmd '# cluster' '' "$NC" up "$n" --prefix "$PFX"
+}
+
+# cluster_down: tear down the cluster if cluster_up made it (for cleanup).
+cluster_down() {
+    (( ${CLUSTER_UP:-0} )) || return 0
+    CLUSTER_UP=0
+    timeout -k 5 60 "$NC" down --prefix "$PFX" >>"$WORK/cluster.log" 2>&1 ||
+        info "WARNING: 'netns-cluster down --prefix $PFX' failed (see $WORK/cluster.log)"
+}
+
+# agents_start TAG: one srmd per host on @SOCK, logs srmd.HOST.TAG.log;
+# waits until each answers and reports its own PID (AGENT[host]).  Called
+# from the main shell, so that $! is the srmd: netns-cluster exec execs.
+agents_start() {
+    local tag=$1 h i spid acmd
+    for h in "${HOSTS[@]}"; do
+        acmd=("$NC" exec "$h" env -u LD_PRELOAD -u UCX_SRM_SOCKET -u UCX_SRM_AGENT
+              "$SRMD" -q -s "$SOCK" -l "$WORK/srmd.$h.$tag.log")
+        "${acmd[@]}" >"$WORK/srmd.$h.$tag.out" 2>&1 &
+        AGENT[$h]=$!
+        record_cmd "# agent in $h" ' &' "${acmd[@]}"
+    done
+    for h in "${HOSTS[@]}"; do
+        for (( i = 0; i < 50; i++ )); do
+            pid_alive "${AGENT[$h]}" || {
+                cat "$WORK/srmd.$h.$tag.out" "$WORK/srmd.$h.$tag.log" >&2 2>/dev/null || true
+                die "srmd in $h exited at start (log above)"; }
+            agent_ctl "$h" ping >/dev/null 2>&1 && break
+            sleep 0.2
+        done
+        (( i < 50 )) || die "srmd in $h does not answer on @$SOCK after 10 s"
+        spid=$(agent_ctl "$h" status 2>/dev/null | awk '$1 == "agent:" {
+                   for (i = 1; i < NF; i++) if ($i == "pid") p = $(i + 1) } END { print p }')
+        [[ $spid == "${AGENT[$h]}" ]] ||
+            die "srmd in $h reports pid '$spid', but the started process is ${AGENT[$h]}"
+    done
+}
+
+# agents_alive: every AGENT still runs.
+agents_alive() {
+    local h
+    for h in "${HOSTS[@]}"; do
+        [[ -n ${AGENT[$h]:-} ]] && pid_alive "${AGENT[$h]}" || return 1
+    done
+}
+
+# agents_stop: TERM (then KILL) every AGENT; forgets them.
+agents_stop() {
+    local h
+    for h in "${HOSTS[@]}"; do
+        [[ -n ${AGENT[$h]:-} ]] || continue
+        kill_pids "${AGENT[$h]}"
+        AGENT[$h]=
+    done
+}
+
+# tl_env TL: sets TL_ENV, the words netns-mpirun gets in its environment
+# (and exports with -x) for transport TL: srm (UCX_TLS=srm, the module in
+# LD_PRELOAD of the ranks, our agents) or tcp (UCX_TLS=tcp on eth0).
+tl_env() {
+    case $1 in
+    srm) TL_ENV=(UCX_TLS=srm UCX_SRM_SOCKET="$SOCK" UCX_SRM_AGENT=never) ;;
+    tcp) TL_ENV=(UCX_TLS=tcp UCX_NET_DEVICES=eth0) ;;
+    *)   die "tl_env: unknown transport '$1'" ;;
+    esac
+}
+
+# mpi_job_start LABEL TL PPN PROGRAM [ARGS...]: start PROGRAM on every
+# host of HOSTS, PPN ranks each, through netns-mpirun (--timeout TIMEOUT)
+# in the background; sets JOB_PID, JOB_DIR (runs/LABEL), JOB_OUT.
+mpi_job_start() {
+    local label=$1 tl=$2 ppn=$3 w xs=() cmd
+    shift 3
+    tl_env "$tl"
+    for w in "${TL_ENV[@]}"; do xs+=(-x "${w%%=*}"); done
+    [[ $tl != srm ]] || xs+=(-x LD_PRELOAD="$SRM_MODULE")
+    JOB_DIR=$WORK/runs/$label
+    JOB_OUT=$JOB_DIR/job.log
+    mkdir -p "$JOB_DIR"
+    cmd=(env -u LD_PRELOAD -u UCX_TLS -u UCX_NET_DEVICES -u UCX_SRM_SOCKET -u UCX_SRM_AGENT
+         LC_ALL=C UCX_WARN_UNUSED_ENV_VARS=n "${TL_ENV[@]}"
+         "$SRCDIR/contrib/netns-mpirun" --hosts "$(IFS=,; echo "${HOSTS[*]}")"
+         --ppn "$ppn" --timeout "$TIMEOUT" -x UCX_WARN_UNUSED_ENV_VARS "${xs[@]}" -- "$@")
+    printf '# %s\n%s\n' "$label" "$(quote "${cmd[@]}")" >"$JOB_DIR/cmd"
+    cat "$JOB_DIR/cmd" >>"$CMDS"
+    printf '\n' >>"$CMDS"
+    : >"$JOB_OUT"
+    "${cmd[@]}" >"$JOB_OUT" 2>&1 &
+    JOB_PID=$!
+    PIDS+=("$JOB_PID")
+}
+
+# job_failure MESSAGE: show the command and log of the job in JOB_DIR and
+# the agents' logs, then die with MESSAGE.
+job_failure() {
+    local f
+    {
+        printf '\n--- failed job: command (%s/cmd) ---\n' "$JOB_DIR"
+        cat "$JOB_DIR/cmd"
+        printf -- '--- %s (last 30 lines) ---\n' "$JOB_OUT"
+        tail -n 30 "$JOB_OUT" || true
+        for f in "$WORK"/srmd.*.log "$WORK"/srmd.*.out; do
+            [[ -s $f ]] || continue
+            printf -- '--- %s (last 10 lines) ---\n' "$f"
+            tail -n 10 "$f" || true
+        done
+    } >&2
+    die "$*"
+}
+
+# mpi_job_wait: wait for JOB_PID; dies (job_failure) unless it exited 0.
+mpi_job_wait() {
+    local rc=0
+    wait "$JOB_PID" || rc=$?
+    forget_pid "$JOB_PID"
+    (( rc == 0 )) && return 0
+    (( rc == 124 )) && job_failure "job $JOB_DIR timed out after $TIMEOUT s (a hang?)"
+    job_failure "job $JOB_DIR exited with status $rc"
+}
+
+# mesh_result: the "srm_mesh: result" line of JOB_OUT into MESH_RESULT;
+# dies unless there is exactly one, with errors=0 and msgs > 0.
+mesh_result() {
+    local n
+    n=$(grep -ac '^srm_mesh: result ' "$JOB_OUT" || true)
+    [[ $n == 1 ]] || job_failure "job $JOB_DIR printed $n result lines, want 1"
+    MESH_RESULT=$(grep -a '^srm_mesh: result ' "$JOB_OUT")
+    [[ $(mesh_field errors) == 0 ]] || job_failure "job $JOB_DIR: $(mesh_field errors) data errors"
+    (( $(mesh_field msgs) > 0 )) || job_failure "job $JOB_DIR moved no messages"
+}
+
+# mesh_field KEY: the value of KEY=... in MESH_RESULT.
+mesh_field() {
+    awk -v k="$1" '{ for (i = 1; i <= NF; i++) if (index($i, k "=") == 1) { print substr($i, length(k) + 2); exit } }' \
+        <<<"$MESH_RESULT"
+}
+
+# build_mesh OUT: compile contrib/bench/srm_mesh.c with mpicc into OUT.
+build_mesh() {
+    mpicc -O2 -Wall -o "$1" "$SRCDIR/contrib/bench/srm_mesh.c" >"$WORK/mpicc.log" 2>&1 || {
+        cat "$WORK/mpicc.log" >&2; die "mpicc contrib/bench/srm_mesh.c failed"; }
+}
+
+# --------------------------------------------------------------- plots --
+
+# gp_str TEXT: TEXT as a gnuplot single-quoted string.
+gp_str() { printf "'%s'" "${1//\'/\'\'}"; }
+
+# plot_terminal: sets PLOT_TERM (pngcairo if gnuplot has it, else png) and
+# PLOT_PROBLEM (non-empty without gnuplot); prints the "set terminal" line.
+plot_terminal() {
+    PLOT_PROBLEM='' PLOT_TERM=pngcairo
+    if ! command -v gnuplot >/dev/null; then
+        PLOT_PROBLEM="gnuplot not found (Debian package gnuplot-nox, see contrib/install-deps.sh)"
+    elif ! timeout -k 2 20 gnuplot -e 'set terminal pngcairo' </dev/null >/dev/null 2>&1; then
+        PLOT_TERM=png
+    fi
+}
+
+# plot_run DIR SCRIPT PNG...: run gnuplot on SCRIPT in DIR unless
+# PLOT_PROBLEM is set; adds to PLOT_PROBLEM what went wrong (a PNG
+# missing).
+plot_run() {
+    local dir=$1 script=$2 png
+    shift 2
+    for png in "$@"; do rm -f -- "${dir:?}/$png"; done
+    [[ -z $PLOT_PROBLEM ]] || return 0
+    if ! (cd "$dir" && timeout -k 5 60 gnuplot "$script" </dev/null) >"$WORK/gnuplot.log" 2>&1; then
+        PLOT_PROBLEM="gnuplot failed: $(tail -n 3 "$WORK/gnuplot.log" | tr '\n' ' ')"
+        return 0
+    fi
+    for png in "$@"; do
+        [[ -s $dir/$png ]] || PLOT_PROBLEM+="${PLOT_PROBLEM:+; }gnuplot made no $dir/$png"
+    done
+}
+
+# plot_head TITLE-2ND-LINE: the common head of a plot script (terminal,
+# grid, key, styles) for PLOT_TERM.
+plot_head() {
+    if [[ $PLOT_TERM == pngcairo ]]; then
+        printf "set terminal pngcairo size 960,640 noenhanced font 'DejaVu Sans,11'\n"
+    else
+        printf 'set terminal png size 960,640 noenhanced\n'
+    fi
+    printf 'set grid\nset key below height 1.5\nset datafile commentschars "#"\n'
+    printf 'set style data linespoints\n'
+}
+
+# md_dest PATH: PATH as a markdown link destination (<...> if it has blanks).
+md_dest() { if [[ $1 == *[[:space:]]* ]]; then printf '<%s>' "$1"; else printf '%s' "$1"; fi; }
+
+# out_stem DEFAULT: sets PLOT_DIR, PLOT_STEM and PLOT_LINK from OUT (next
+# to it, named after it) or WORK (STEM DEFAULT, linked by full path).
+out_stem() {
+    if [[ -n $OUT ]]; then
+        PLOT_DIR=$(cd "$(dirname -- "$OUT")" && pwd)
+        PLOT_STEM=$(basename -- "$OUT")
+        PLOT_STEM=${PLOT_STEM%.md}
+        [[ -n $PLOT_STEM ]] || PLOT_STEM=$1
+        PLOT_LINK=
+    else
+        PLOT_DIR=$WORK PLOT_STEM=$1 PLOT_LINK=$WORK/
+    fi
+}
+
+# check_out: --out must name a writable place (checked before the runs).
+check_out() {
+    local d
+    [[ -n $OUT ]] || return 0
+    d=$(dirname -- "$OUT")
+    [[ -d $d && -w $d ]] || bad "--out: directory '$d' does not exist or is not writable"
+    [[ ! -d $OUT ]] || bad "--out: '$OUT' is a directory"
+}
+
+# check_prefix: --prefix must be a valid netns-cluster prefix.
+check_prefix() {
+    [[ $PFX =~ ^[A-Za-z][A-Za-z0-9-]{0,15}$ ]] ||
+        bad "--prefix must be a letter then up to 15 letters, digits or '-', not '$PFX'"
+}
+
+# procs_list OPTION LIST MAX: sets PROCS to the numbers of LIST (commas or
+# blanks), each 1..MAX, sorted, without duplicates.
+procs_list() {
+    local w words out=()
+    IFS=$', \t\n' read -r -a words <<<"$2"
+    for w in "${words[@]}"; do
+        [[ -n $w ]] || continue
+        if ! is_uint "$w" || (( ${#w} > 5 || 10#$w < 1 || 10#$w > $3 )); then
+            bad "$1: '$w' is not a number from 1 to $3"
+        fi
+        out+=("$(( 10#$w ))")
+    done
+    (( ${#out[@]} > 0 )) || bad "$1: empty list"
+    mapfile -t PROCS < <(printf '%s\n' "${out[@]}" | sort -n -u)
 }

@@ -1,0 +1,447 @@
+#!/usr/bin/env bash
+# mesh.sh - experiments 2 and 3 of issue 6: one-to-many throughput and
+# full-mesh message rate and latency, srm vs UCX tcp, with Open MPI across
+# simulated hosts (contrib/bench/srm_mesh.c); a markdown report and
+# gnuplot PNGs.
+set -euo pipefail
+
+PROG=${0##*/}
+export LC_ALL=C
+INFO_CLOCK=1
+# shellcheck source-path=SCRIPTDIR source=lib.sh
+. "$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/lib.sh"
+SRCDIR=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+NC=$SRCDIR/contrib/netns-cluster
+
+usage() {
+    cat <<USAGE
+NAME
+    $PROG - one-to-many and full-mesh MPI traffic, srm vs UCX tcp, across
+    simulated hosts
+
+SYNOPSIS
+    $PROG [--build DIR] [--reps N] [--out FILE] [--timeout SEC]
+            [--hosts N] [--procs LIST] [--o2m-procs P] [--sizes LIST]
+            [--seconds SEC] [--prefix NAME] [--keep-logs] [--quick]
+    $PROG -h | --help
+
+DESCRIPTION
+    Brings up N simulated hosts with contrib/netns-cluster (--prefix,
+    default mb<pid>: hosts mb<pid>h1..hN = 10.77.0.1..N), starts one srmd
+    per host on the abstract socket srm-mesh-<pid>, builds
+    contrib/bench/srm_mesh.c with mpicc and runs it with Open MPI (pml ucx)
+    through contrib/netns-mpirun, once per transport:
+
+      srm    UCX_TLS=srm, the module in the ranks' LD_PRELOAD,
+             UCX_SRM_AGENT=never (the ranks use the agents started here):
+             rank -> srmd -> node channel -> srmd -> rank, also between
+             ranks of one host;
+      tcp    UCX_TLS=tcp UCX_NET_DEVICES=eth0: UCX's own point-to-point
+             TCP connections, also between ranks of one host.
+
+    Experiment 2, one-to-many (the paper's DCT comparison): hosts x
+    --o2m-procs ranks; rank 0 (on h1) streams messages of each size of
+    --sizes round robin to the P ranks on each of the N-1 other hosts, 16
+    unacknowledged messages per receiver at most, an 8 B acknowledgement
+    every 8 (srm_mesh -p one-to-many).  The other ranks of h1 idle (they
+    sleep).  Reported: data messages received per second, all receivers
+    together, and the same in MB/s (2^20 B/s).
+
+    Experiment 3, full mesh: hosts x P ranks for every P of --procs; every
+    rank sends 8 B messages to every other rank, one at a time per pair:
+    the receiver answers each with an 8 B acknowledgement, and the sender
+    sends the next message when it has it (srm_mesh -p mesh -W 1 -a 1: a
+    ping-pong per ordered pair, all pairs at once).  Reported: the message
+    rate (data messages received per second, all ranks; the as many
+    acknowledgements are not counted) and the latency percentiles p50, p99
+    and p99.9 over every message of every rank: half the time from posting
+    a message (MPI_Isend) to receiving its acknowledgement, i.e.
+    round-trip / 2 under full-mesh load, timed by the sender with
+    MPI_Wtime (log-linear histogram, at most 3 % off).
+
+    Every job first warms up (connections are made) for a tenth of
+    --seconds (at least 0.2 s), then measures for --seconds.  Every message
+    is checked by its receiver (source, length, order, a check byte and
+    the payload pattern); a job fails when it reports any error or no
+    message.  Each cell is the median of --reps repetitions, with
+    [min, max]; repetitions are the outer loop and srm and tcp alternate.
+    The last column is srm / tcp of the medians.  Busy machines disturb
+    the numbers: runs during which other processes took more than 5 % of
+    a core, or ran right after, are counted in the report and their cells
+    marked "*".
+
+    Plots (gnuplot, next to --out FILE as STEM-*.png, STEM = FILE without
+    .md; else in the log directory, which is then kept):
+      STEM-o2m.png     one-to-many MB/s vs message size
+      STEM-rate.png    full-mesh message rate vs P
+      STEM-lat.png     full-mesh p50, p99, p99.9 latency vs P
+    with their data (STEM-*.dat) and script (STEM-plots.gp).
+
+    The report is printed (and written) only when every job succeeded.
+    A job fails when netns-mpirun exits non-zero (any rank failed, data
+    errors, or --timeout), when it prints no result line, or when an srmd
+    exits; the script then prints the command line and log tails and
+    exits 1.
+
+OPTIONS
+    --build DIR     srm build directory (default \$SRM_BUILD_DIR, else
+                    <repo>/build)
+    --reps N        repetitions (default 3; 1 with --quick)
+    --out FILE      also write the report and every command line to FILE,
+                    the plots next to it
+    --timeout SEC   limit of each MPI job (default 180; 60 with --quick)
+    --hosts N       simulated hosts, 2..16 (default 3)
+    --procs LIST    ranks per host of the full mesh, 1..32 (default
+                    1,2,4,8; 1,2 with --quick)
+    --o2m-procs P   ranks per host of one-to-many, 1..32 (default 4; 2
+                    with --quick)
+    --sizes LIST    one-to-many message sizes, 8 B .. 4 MB, K/M suffixes
+                    (default 8,64K)
+    --seconds SEC   measured time of each job (default 5; 0.5 with
+                    --quick)
+    --prefix NAME   netns-cluster prefix (default mb<pid>); the script
+                    refuses a cluster of that prefix that is already up
+    --keep-logs     keep the log directory after a complete run
+    --quick         smoke run: --reps 1, --seconds 0.5, --procs 1,2,
+                    --o2m-procs 2 (8 jobs, well under a minute on an idle
+                    machine); the numbers are not a measurement
+    -h, --help      this text
+
+ENVIRONMENT
+    SRM_BUILD_DIR   default for --build.
+    UCX_SRM_*       inherited by the agents (see "srmd --config").
+    TMPDIR          where the log directory is made (default /tmp).
+
+FILES
+    \$TMPDIR/srm-mesh.XXXXXX/   cluster, srmd and per-job logs, commands.sh
+
+EXIT STATUS
+    0 report printed; 1 a job failed or the environment is unusable; 2 bad
+    usage; 130/143 interrupted.  Whatever happens, the processes the
+    script started are killed by PID and the cluster is torn down.
+
+REQUIREMENTS
+    root, ip, nsenter, ss, timeout, mpicc and mpirun (Open MPI 4.1 with
+    pml ucx), ucx_info, an srm build; gnuplot for the plots.
+
+EXAMPLES
+    $PROG --build /tmp/build --quick
+    $PROG --build /tmp/build --out mesh.md
+    $PROG --hosts 4 --procs 1,4,8 --seconds 10 --reps 5
+USAGE
+}
+
+BUILD=${SRM_BUILD_DIR:-}
+REPS='' ITERS=0 OUT='' PORT_BASE=0 TIMEOUT='' KEEP_LOGS=0 QUICK=0
+NHOSTS=3 PROCS_ARG='' O2M_PROCS='' SIZES_ARG=8,64K SECS='' PFX=mb$$
+
+while [[ $# -gt 0 ]]; do
+    common_option "$@"
+    if (( OPT_SHIFT > 0 )); then
+        [[ $1 != --iters* && $1 != --port* ]] || bad "unknown argument: $1"
+        shift "$OPT_SHIFT"; continue
+    fi
+    case $1 in
+    --hosts)       need_arg "$@"; NHOSTS=$2; shift 2 ;;
+    --hosts=*)     NHOSTS=${1#*=}; shift ;;
+    --procs)       need_arg "$@"; PROCS_ARG=$2; shift 2 ;;
+    --procs=*)     PROCS_ARG=${1#*=}; shift ;;
+    --o2m-procs)   need_arg "$@"; O2M_PROCS=$2; shift 2 ;;
+    --o2m-procs=*) O2M_PROCS=${1#*=}; shift ;;
+    --sizes)       need_arg "$@"; SIZES_ARG=$2; shift 2 ;;
+    --sizes=*)     SIZES_ARG=${1#*=}; shift ;;
+    --seconds)     need_arg "$@"; SECS=$2; shift 2 ;;
+    --seconds=*)   SECS=${1#*=}; shift ;;
+    --prefix)      need_arg "$@"; PFX=$2; shift 2 ;;
+    --prefix=*)    PFX=${1#*=}; shift ;;
+    -h|--help)     usage; exit 0 ;;
+    *)             bad "unknown argument: $1" ;;
+    esac
+done
+if [[ $QUICK == 1 ]]; then
+    : "${REPS:=1}" "${TIMEOUT:=60}" "${SECS:=0.5}" "${PROCS_ARG:=1,2}" "${O2M_PROCS:=2}"
+else
+    : "${REPS:=3}" "${TIMEOUT:=180}" "${SECS:=5}" "${PROCS_ARG:=1,2,4,8}" "${O2M_PROCS:=4}"
+fi
+check_reps
+check_timeout
+check_prefix
+check_out
+if ! is_uint "$NHOSTS" || (( NHOSTS < 2 || NHOSTS > 16 )); then
+    bad "--hosts must be 2..16, not '$NHOSTS'"
+fi
+if ! is_uint "$O2M_PROCS" || (( O2M_PROCS < 1 || O2M_PROCS > 32 )); then
+    bad "--o2m-procs must be 1..32, not '$O2M_PROCS'"
+fi
+if ! is_number "$SECS" || ! awk -v s="$SECS" 'BEGIN { exit !(s >= 0.1 && s <= 600) }'; then
+    bad "--seconds must be a number from 0.1 to 600, not '$SECS'"
+fi
+procs_list --procs "$PROCS_ARG" 32
+MESH_PROCS=("${PROCS[@]}")
+SIZES=()
+IFS=$', \t\n' read -r -a words <<<"$SIZES_ARG"
+for w in "${words[@]}"; do
+    [[ -n $w ]] || continue
+    [[ $w =~ ^([0-9]{1,8})([kKmM]?)$ ]] || bad "--sizes: '$w' is not a size"
+    n=$(( 10#${BASH_REMATCH[1]} ))
+    case ${BASH_REMATCH[2]} in k|K) n=$(( n * 1024 )) ;; m|M) n=$(( n * 1048576 )) ;; esac
+    (( n >= 8 && n <= 4194304 )) || bad "--sizes: '$w' is not from 8 B to 4 MB"
+    SIZES+=("$n")
+done
+(( ${#SIZES[@]} > 0 )) || bad "--sizes: empty list"
+mapfile -t SIZES < <(printf '%s\n' "${SIZES[@]}" | sort -n -u)
+
+# ---------------------------------------------------------- environment --
+
+T_START=$(date +%s.%N)
+START_DATE=$(date -u '+%Y-%m-%d %H:%M:%S UTC')
+[[ $(id -u) == 0 ]] || die "must run as root (network namespaces)"
+[[ -x $NC ]] || die "$NC not found or not executable"
+require_tools " in PATH" ip nsenter ss timeout awk sort ps mpicc mpirun ucx_info
+[[ -n $BUILD ]] || BUILD=$SRCDIR/build
+[[ -d $BUILD ]] || die "build directory '$BUILD' does not exist (use --build DIR or set SRM_BUILD_DIR)"
+find_srm_build
+UCX_INFO=$(command -v ucx_info)
+SOCK=srm-mesh-$$
+NCPU=$(nproc)
+
+size_label() {
+    if (( $1 >= 1048576 && $1 % 1048576 == 0 )); then printf '%d MB' $(( $1 / 1048576 ))
+    elif (( $1 >= 1024 && $1 % 1024 == 0 )); then printf '%d KB' $(( $1 / 1024 ))
+    else printf '%d B' "$1"; fi
+}
+
+make_work_dir srm-mesh
+PIDS=()
+declare -A AGENT=()
+CLUSTER_UP=0
+FAILED=1
+
+cleanup() {
+    local rc=$?
+    trap - EXIT INT TERM
+    trap '' INT TERM
+    kill_pids "${PIDS[@]}" "${AGENT[@]}"
+    cluster_down
+    drop_work_dir
+    exit "$rc"
+}
+set_traps
+
+MESH_BIN=$WORK/srm_mesh
+build_mesh "$MESH_BIN"
+record_cmd '# the program' '' mpicc -O2 -Wall -o "$MESH_BIN" "$SRCDIR/contrib/bench/srm_mesh.c"
+
+info "bringing up $NHOSTS hosts (netns-cluster --prefix $PFX); logs in $WORK"
+cluster_up "$NHOSTS"
+agents_start 0
+AGENT_POLICY=$(agent_ctl "${HOSTS[0]}" status 2>/dev/null | status_field policy:)
+info "srmd in every host on @$SOCK: $(for h in "${HOSTS[@]}"; do printf '%s ' "${AGENT[$h]}"; done)($AGENT_POLICY)"
+
+# ------------------------------------------------------------------ runs --
+
+# job id | pattern | ranks per host | srm_mesh arguments | table rows
+JOBS=()
+for s in "${SIZES[@]}"; do
+    JOBS+=("o2m-$s|one-to-many|$O2M_PROCS|-p one-to-many -s $s")
+done
+for p in "${MESH_PROCS[@]}"; do
+    JOBS+=("mesh-$p|mesh|$p|-p mesh -s 8 -W 1 -a 1")
+done
+TRANSPORTS=(srm tcp)
+TOTAL_RUNS=$(( ${#JOBS[@]} * ${#TRANSPORTS[@]} * REPS ))
+DONE_RUNS=0 DISTURBED_RUNS=0 FOREIGN_CPU_TOTAL=0
+declare -A VALUES=() DISTURBED_IN=() FOREIGN_NAMES=()
+
+# note VALUE KEY: add VALUE to VALUES[tl/KEY] (and the disturbance mark).
+note() {
+    VALUES[$tl/$2]+="$1 "
+    (( DISTURBED == 0 )) || DISTURBED_IN[$tl/$2]=$(( ${DISTURBED_IN[$tl/$2]:-0} + 1 ))
+}
+
+info "$TOTAL_RUNS jobs: ${#JOBS[@]} x ${#TRANSPORTS[@]} transports x $REPS rep(s), $SECS s measured each, timeout $TIMEOUT s"
+for (( rep = 1; rep <= REPS; rep++ )); do
+    for spec in "${JOBS[@]}"; do
+        IFS='|' read -r id pattern ppn args <<<"$spec"
+        for tl in "${TRANSPORTS[@]}"; do
+            agents_alive || die "an srmd is gone before job $id ($tl, rep $rep)"
+            # shellcheck disable=SC2086  # args are words
+            read -r -a argv <<<"$args"
+            mark_start "${AGENT[@]}"
+            mpi_job_start "$id-$tl-r$rep" "$tl" "$ppn" "$MESH_BIN" "${argv[@]}" -t "$SECS"
+            mpi_job_wait
+            mark_end "${AGENT[@]}"
+            judge_run "$(foreign_load "${AGENT[@]}")"
+            agents_alive || job_failure "an srmd died during job $JOB_DIR"
+            mesh_result
+            if (( DISTURBED )); then tally_disturbed; fi
+            case $pattern in
+            one-to-many)
+                note "$(mesh_field msg_rate)" "$id-mr"
+                note "$(mesh_field mb_rate)" "$id-mb" ;;
+            mesh)
+                note "$(mesh_field msg_rate)" "$id-mr"
+                note "$(mesh_field lat_p50_us)" "$id-p50"
+                note "$(mesh_field lat_p99_us)" "$id-p99"
+                note "$(mesh_field lat_p999_us)" "$id-p999" ;;
+            esac
+            DONE_RUNS=$(( DONE_RUNS + 1 ))
+            info "[$DONE_RUNS/$TOTAL_RUNS] $tl $id rep $rep: $(mesh_field msg_rate) msg/s, $(mesh_field mb_rate) MB/s, p50/p99/p99.9 $(mesh_field lat_p50_us)/$(mesh_field lat_p99_us)/$(mesh_field lat_p999_us) us$( (( DISTURBED )) && printf ' DISTURBED (foreign CPU %s s%s)' "$FOREIGN_CPU" "${FOREIGN_SEEN:+, running: $FOREIGN_SEEN}")"
+        done
+    done
+done
+
+# srm's node channels after the runs.
+declare -A CONNS=()
+for h in "${HOSTS[@]}"; do
+    CONNS[$h]=$(timeout -k 2 20 "$NC" exec "$h" ss -tnpH state established 2>/dev/null |
+                awk -v pid="pid=${AGENT[$h]}," 'index($0, "\"srmd\"") && index($0, pid) { n++ } END { print n + 0 }')
+done
+agents_stop
+T_END=$(date +%s.%N)
+ELAPSED=$(seconds_between "$T_START" "$T_END" %.0f)
+
+# ----------------------------------------------------------------- plots --
+
+out_stem mesh
+PLOT_KINDS=(o2m rate lat)
+
+plot_data() {
+    local tl x
+    case $1 in
+    o2m)
+        printf '# one-to-many: data MB/s (2^20 B/s) vs message size; medians of %d run(s)\n' "$REPS"
+        printf '# columns: size (B), srm (MB/s), tcp (MB/s), srm (msg/s), tcp (msg/s)\n'
+        for x in "${SIZES[@]}"; do
+            printf '%s %s %s %s %s\n' "$x" "$(median_of "srm/o2m-$x-mb")" "$(median_of "tcp/o2m-$x-mb")" \
+                "$(median_of "srm/o2m-$x-mr")" "$(median_of "tcp/o2m-$x-mr")"
+        done ;;
+    rate)
+        printf '# full mesh 8 B: message rate (all ranks) vs ranks per host; medians of %d run(s)\n' "$REPS"
+        printf '# columns: P, srm (msg/s), tcp (msg/s)\n'
+        for x in "${MESH_PROCS[@]}"; do
+            printf '%s %s %s\n' "$x" "$(median_of "srm/mesh-$x-mr")" "$(median_of "tcp/mesh-$x-mr")"
+        done ;;
+    lat)
+        printf '# full mesh 8 B: latency (round trip / 2) vs ranks per host; medians of %d run(s)\n' "$REPS"
+        printf '# columns: P, srm p50, p99, p99.9, tcp p50, p99, p99.9 (us)\n'
+        for x in "${MESH_PROCS[@]}"; do
+            printf '%s' "$x"
+            for tl in srm tcp; do
+                printf ' %s %s %s' "$(median_of "$tl/mesh-$x-p50")" "$(median_of "$tl/mesh-$x-p99")" \
+                    "$(median_of "$tl/mesh-$x-p999")"
+            done
+            printf '\n'
+        done ;;
+    esac
+}
+
+plot_script() {
+    local sub tics='' x
+    plot_head
+    if (( REPS > 1 )); then sub="median of $REPS runs per point"; else sub="one run per point"; fi
+    sub+="; $NHOSTS simulated hosts; $START_DATE; $(uname -n), $NCPU cores"
+    [[ $QUICK == 0 ]] || sub+="\\n--quick smoke run, not a measurement"
+    (( DISTURBED_RUNS == 0 )) || sub+="\\nmachine not idle in $DISTURBED_RUNS of $TOTAL_RUNS runs"
+    for x in "${SIZES[@]}"; do tics+="${tics:+, }\"$(size_label "$x")\" $x"; done
+    printf '\nset output %s\n' "$(gp_str "$PLOT_STEM-o2m.png")"
+    printf 'set title "one-to-many: rank 0 to %d ranks on %d other hosts\\n%s"\n' \
+        $(( O2M_PROCS * (NHOSTS - 1) )) $(( NHOSTS - 1 )) "$sub"
+    printf 'set xlabel "message size"\nset ylabel "received data, all receivers (MB/s, MB = 2^20 B)"\n'
+    printf 'set logscale x\nset xtics (%s)\nset xrange [%s/2:%s*2]\nset yrange [0:*]\n' "$tics" "${SIZES[0]}" "${SIZES[-1]}"
+    printf 'plot %s using 1:2 title "srm" lw 2 pt 7, "" using 1:3 title "tcp" lw 2 pt 5\n' "$(gp_str "$PLOT_STEM-o2m.dat")"
+    printf '\nset output %s\nunset logscale\nset autoscale\n' "$(gp_str "$PLOT_STEM-rate.png")"
+    printf 'set title "full mesh, 8 B: message rate\\n%s"\n' "$sub"
+    printf 'set xlabel "P: ranks per host"\nset ylabel "data messages received per second, all ranks"\n'
+    printf 'set logscale x 2\nset xtics (%s)\nset xrange [%s/1.25:%s*1.25]\nset yrange [0:*]\n' \
+        "$(printf '%s\n' "${MESH_PROCS[@]}" | paste -sd, -)" "${MESH_PROCS[0]}" "${MESH_PROCS[-1]}"
+    printf 'plot %s using 1:2 title "srm" lw 2 pt 7, "" using 1:3 title "tcp" lw 2 pt 5\n' "$(gp_str "$PLOT_STEM-rate.dat")"
+    printf '\nset output %s\nset autoscale\nset xrange [%s/1.25:%s*1.25]\n' "$(gp_str "$PLOT_STEM-lat.png")" \
+        "${MESH_PROCS[0]}" "${MESH_PROCS[-1]}"
+    printf 'set title "full mesh, 8 B: latency (round trip / 2) under load\\n%s"\n' "$sub"
+    printf 'set ylabel "latency (us)"\nset logscale y\n'
+    printf 'plot %s using 1:2 title "srm p50" lw 2 pt 7 lc 1 dt 1, "" using 1:3 title "srm p99" lw 2 pt 7 lc 1 dt 2, ' "$(gp_str "$PLOT_STEM-lat.dat")"
+    printf '"" using 1:4 title "srm p99.9" lw 2 pt 7 lc 1 dt 3, "" using 1:5 title "tcp p50" lw 2 pt 5 lc 2 dt 1, '
+    printf '"" using 1:6 title "tcp p99" lw 2 pt 5 lc 2 dt 2, "" using 1:7 title "tcp p99.9" lw 2 pt 5 lc 2 dt 3\n'
+    printf '\nunset output\n'
+}
+
+plot_terminal
+for kind in "${PLOT_KINDS[@]}"; do write_out "$PLOT_DIR/$PLOT_STEM-$kind.dat" plot_data "$kind"; done
+write_out "$PLOT_DIR/$PLOT_STEM-plots.gp" plot_script
+PNGS=()
+for kind in "${PLOT_KINDS[@]}"; do PNGS+=("$PLOT_STEM-$kind.png"); done
+plot_run "$PLOT_DIR" "$PLOT_STEM-plots.gp" "${PNGS[@]}"
+[[ -z $PLOT_PROBLEM ]] || info "WARNING: no plots: $PLOT_PROBLEM"
+[[ -n $OUT ]] || KEEP_LOGS=1     # the plots and their data are in $WORK
+
+# ---------------------------------------------------------------- report --
+
+report() {
+    local s p h
+    printf '# One-to-many and full mesh: srm vs UCX tcp (Open MPI, %d simulated hosts)\n\n' "$NHOSTS"
+    printf -- '- machine: %s, nproc %d (%s), kernel %s; date %s\n' "$(uname -n)" "$NCPU" "$(cpu_model)" "$(uname -r)" "$START_DATE"
+    printf -- '- UCX %s; %s; %s\n' "$("$UCX_INFO" -v | awk '/Version/ && !v { v = $3 } END { print v }')" \
+        "$(srmd_version)" "$(mpirun --version 2>/dev/null | awk 'NR == 1')"
+    printf -- '- hosts %s (netns-cluster --prefix %s), one srmd each on @%s (%s); srm: UCX_TLS=srm; tcp: UCX_TLS=tcp UCX_NET_DEVICES=eth0; both also between ranks of one host\n' \
+        "$(IFS=,; echo "${HOSTS[*]}")" "$PFX" "$SOCK" "$AGENT_POLICY"
+    printf -- '- each job: warm-up max(%s s / 10, 0.2 s), then %s s measured; every message checked by its receiver: 0 errors in every job%s\n' \
+        "$SECS" "$SECS" "$([[ $QUICK == 1 ]] && printf '; **--quick smoke run, not a measurement**')"
+    (( NCPU > 2 )) || printf -- '- the ranks busy-poll (Open MPI, mpi_yield_when_idle per netns-mpirun) on 2 cores shared by all hosts and agents\n'
+    print_inherited_ucx
+    if (( DISTURBED_RUNS > 0 )); then
+        printf -- '- **WARNING: the machine was not idle**: other processes took %s s of CPU in %d of %d jobs%s; cells with such jobs are marked *\n' \
+            "$FOREIGN_CPU_TOTAL" "$DISTURBED_RUNS" "$TOTAL_RUNS" "$(seen_running)"
+    fi
+    [[ -z $PLOT_PROBLEM ]] || printf -- '- **WARNING: NO PLOTS: %s**\n' "$PLOT_PROBLEM"
+    if (( REPS > 1 )); then printf '\nCells: median [min, max] of %d runs.' "$REPS"; else printf '\nCells: one run each.'; fi
+    printf ' srm/tcp: ratio of the medians (rates: > 1 means srm is better; latency: < 1 means srm is better).\n'
+
+    printf '\n## Experiment 2: one-to-many\n\n'
+    printf 'Rank 0 on %s sends round robin to the %d ranks on each of the %d other hosts (%d receivers; %d ranks per host, the other %d on %s idle); at most 16 unacknowledged messages per receiver, an 8 B acknowledgement every 8th. Rate: data messages received per second by all receivers together.\n\n' \
+        "${HOSTS[0]}" "$O2M_PROCS" $(( NHOSTS - 1 )) $(( O2M_PROCS * (NHOSTS - 1) )) "$O2M_PROCS" $(( O2M_PROCS - 1 )) "${HOSTS[0]}"
+    table_head measurement srm tcp srm/tcp
+    for s in "${SIZES[@]}"; do
+        table_row "$(size_label "$s"), msg/s" mr "o2m-$s-mr"
+        table_row "$(size_label "$s"), MB/s" bw "o2m-$s-mb"
+    done
+
+    printf '\n## Experiment 3: full mesh, 8 B\n\n'
+    printf '%d hosts x P ranks; every rank sends to every other rank, one message in flight per ordered pair: the receiver acknowledges each (8 B), and the sender then sends the next (a ping-pong per pair, all pairs at once). Message rate: data messages received per second, all ranks (the acknowledgements, as many, not counted). Latency: half the time from posting a message to receiving its acknowledgement (round trip / 2 under full load), over every message of every rank; p50, p99, p99.9.\n\n' "$NHOSTS"
+    table_head measurement srm tcp srm/tcp
+    for p in "${MESH_PROCS[@]}"; do
+        table_row "P=$p ($(( p * NHOSTS )) ranks), msg/s" mr "mesh-$p-mr"
+        table_row "P=$p, p50 (us)" lat "mesh-$p-p50"
+        table_row "P=$p, p99 (us)" lat "mesh-$p-p99"
+        table_row "P=$p, p99.9 (us)" lat "mesh-$p-p999"
+    done
+
+    printf '\n## Plots\n\n'
+    if [[ -n $PLOT_PROBLEM ]]; then
+        printf '**No plots: %s.**\n\n' "$PLOT_PROBLEM"
+    else
+        printf '![one-to-many MB/s vs message size](%s)\n\n' "$(md_dest "$PLOT_LINK$PLOT_STEM-o2m.png")"
+        printf '![full mesh message rate vs ranks per host](%s)\n\n' "$(md_dest "$PLOT_LINK$PLOT_STEM-rate.png")"
+        printf '![full mesh latency percentiles vs ranks per host](%s)\n\n' "$(md_dest "$PLOT_LINK$PLOT_STEM-lat.png")"
+    fi
+    printf 'Data: %s-o2m.dat, %s-rate.dat, %s-lat.dat; gnuplot script %s-plots.gp (%s), in %s.\n' \
+        "$PLOT_STEM" "$PLOT_STEM" "$PLOT_STEM" "$PLOT_STEM" "$PLOT_TERM" "$PLOT_DIR"
+    printf '\nsrmd node-channel connections after the runs (established TCP, owned by srmd):'
+    for h in "${HOSTS[@]}"; do printf ' %s %s;' "$h" "${CONNS[$h]}"; done
+    printf ' %d jobs, %s s in all.\n' "$TOTAL_RUNS" "$ELAPSED"
+}
+
+commands() {
+    printf '\n## Commands\n\n```sh\n'
+    cat "$CMDS"
+    printf '```\n'
+}
+report_and_commands() { cat "$REPORT"; commands; }
+
+REPORT=$WORK/report.md
+report >"$REPORT"
+[[ -z $OUT ]] || write_out "$OUT" report_and_commands
+cat "$REPORT"
+[[ -z $OUT ]] || printf '\n(report and command lines written to %s)\n' "$OUT"
+[[ -n $OUT ]] || printf '\n(plots, data and logs in %s, kept)\n' "$WORK"
+FAILED=0
