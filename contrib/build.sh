@@ -45,6 +45,7 @@ if [ ! -x "$top/configure" ] || [ "$top/configure.ac" -nt "$top/configure" ] \
 fi
 
 mkdir -p "$build"
+build=$(cd "$build" && pwd) # configure wants an absolute --prefix
 cd "$build"
 if [ ! -f Makefile ] || [ "$top/configure" -nt Makefile ]; then
     echo "== configure (build dir $build)"
