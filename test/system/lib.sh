@@ -625,6 +625,49 @@ srm_netns_mpirun() {
     "${SRM_MPIRUN[@]}" -- "$@"
 }
 
+# ------------------------------------------------------- soft-RoCE VM --
+
+# srm_vm_self MEM_MB: on the host, run this test's own file again with
+# --guest inside the soft-RoCE VM (contrib/vm-rxe) and end the test with
+# the guest part's result. SKIP, loudly, when QEMU or the VM image is
+# missing and cannot be made; FAIL when the VM does not boot or times out
+# (SRM_VM_TIMEOUT, default 420 s). Prints the boot and whole-run times.
+srm_vm_self() {
+    local vm=$SRM_SRCDIR/contrib/vm-rxe mem=$1 t0 rc secs boot
+
+    command -v qemu-system-x86_64 >/dev/null 2>&1 ||
+        srm_skip "QEMU (qemu-system-x86_64, package qemu-system-x86) is not installed: the soft-RoCE tests did NOT run (contrib/vm-rxe/prepare installs it)"
+    if ! "$vm/prepare" --print >"$SRM_LOG/image.env" 2>"$SRM_LOG/prepare.log"; then
+        [ "$(id -u)" = 0 ] ||
+            srm_skip "no VM image and not root to make one: the soft-RoCE tests did NOT run (run contrib/vm-rxe/prepare as root)"
+        srm_log "no VM image yet; running contrib/vm-rxe/prepare (log $SRM_LOG/prepare.log)"
+        if ! nice -n 19 "$vm/prepare" >"$SRM_LOG/prepare.log" 2>&1; then
+            srm_show_log "$SRM_LOG/prepare.log" 10
+            srm_skip "contrib/vm-rxe/prepare failed (is Debian's kernel package linux-image-amd64 available?): the soft-RoCE tests did NOT run"
+        fi
+        "$vm/prepare" --print >"$SRM_LOG/image.env" 2>>"$SRM_LOG/prepare.log" ||
+            srm_skip "contrib/vm-rxe/prepare made no image: the soft-RoCE tests did NOT run"
+    fi
+    srm_pass "VM image: $(tr '\n' ' ' <"$SRM_LOG/image.env" | sed 's/STAMP=[^ ]* //')"
+
+    t0=$(srm_now_us)
+    "$vm/run" -o "$SRM_LOG" -t "${SRM_VM_TIMEOUT:-420}" -m "$mem" \
+        -e SRM_TEST_NAME="$SRM_TEST_NAME" -- bash "$SRM_SYSTEM_DIR/$SRM_TEST_NAME.sh" --guest \
+        2>"$SRM_LOG/vm-run.err"
+    rc=$?
+    secs=$(( ($(srm_now_us) - t0) / 1000000 ))
+    sed 's/^/vm: /' "$SRM_LOG/vm-run.err"
+    boot=$(sed -n 's/.*guest up after \([0-9.]*\) s.*/\1/p' "$SRM_LOG/vm-run.err")
+    srm_log "timings: VM boot ${boot:-?} s, whole run $secs s"
+    case $rc in
+    0) srm_pass "the guest part passed" ;;
+    77) exit 77 ;;                      # it printed its SKIP line
+    124) srm_fail "the VM timed out (see $SRM_LOG/vm-console.log)" ;;
+    *) srm_fail "the guest part failed (status $rc; console $SRM_LOG/vm-console.log)" ;;
+    esac
+    srm_done
+}
+
 # ------------------------------------------------------------------ setup --
 
 srm_find_build

@@ -1,0 +1,226 @@
+#!/bin/bash
+#
+# test_vm_verbs: srm's verbs wire (RC queue pairs owned by srmd) on
+# soft-RoCE, in the QEMU test VM (contrib/vm-rxe): this machine has no
+# RDMA device. On the host the test boots the VM and runs this same file
+# there with --guest (srm_vm_self in lib.sh: SKIP, loudly, without QEMU or
+# an image).
+#
+# In the guest:
+#   1. the wire gtests (test_wire.cc: streams on both channels, a queue
+#      pair forced to the error state mid-stream, silent links, failover
+#      off, secrets, unreachable and paused nodes) with
+#      SRM_TEST_WIRE_DEVICE=rxe on a veth of the guest, all agents on it;
+#   2. two hosts h1, h2 (contrib/vm-rxe/rxe-hosts), srmd in each with
+#      UCX_SRM_DEVICES=rxe_<host>:1@eth0 (queue pairs on the host's rxe,
+#      the handshake on its eth0): `srmctl status` says "wire: verbs" and
+#      shows the queue pairs;
+#   3. ucx_perftest with UCX_TLS=srm h2 -> h1: UCT am_lat, am_bw, UCP
+#      tag_lat 8 B, tag_bw 8 B, 64 KB and 4 MB; the agents' queue pairs must
+#      have carried it (send work requests counted);
+#   4. Open MPI 2 hosts x 2 ranks, test/mpi/srm_mpi_check.c over srm;
+#   5. the queue pairs of the srm job, counted with `rdma resource show
+#      qp`: srmd's own RC QPs (2 channels x 2 paths per remote node, per
+#      host), none in the ranks;
+#   6. failover: test/mpi/srm_stream_check.c streams 2 x 2 ranks while
+#      `srmctl fault` moves the active queue pairs of h2 to the error state
+#      SRM_VERBS_FAULTS times (3): nothing lost, duplicated, reordered or
+#      corrupt, and the agents counted the failovers.
+# Under TCG every step is about ten times slower than on the host: the
+# agents get UCX_SRM_FAILOVER_TIMEOUT=2s and the gtests
+# SRM_TEST_TIME_SCALE=10.
+#
+. "$(dirname "$0")/lib.sh"
+
+[ "${1:-}" = --guest ] || srm_vm_self 2048
+
+# ------------------------------------------------------------ the guest --
+[ "${SRM_VM_GUEST:-}" = 1 ] || { srm_fail "--guest outside the VM"; srm_done; }
+srm_netns_require --mpi mpicc mpirun rdma
+RXE_HOSTS=$SRM_SRCDIR/contrib/vm-rxe/rxe-hosts
+FAULTS=${SRM_VERBS_FAULTS:-3}
+STEP_TIMEOUT=180
+MPI_TIMEOUT=240
+export UCX_SRM_FAILOVER_TIMEOUT=2s UCX_SRM_PEER_TIMEOUT=20s
+
+# --- 1. the wire gtests on rxe ---------------------------------------------
+gtest=$SRM_BUILD_DIR/test/gtest/gtest
+if [ ! -x "$gtest" ]; then
+    srm_fail "the gtest binary $gtest was not built (make check builds it)"
+else
+    ip link add srmvg0 type veth peer name srmvg1 &&
+        ip addr add 10.79.250.1/24 dev srmvg0 &&
+        ip link set srmvg0 up && ip link set srmvg1 up &&
+        rdma link add rxe_gt type rxe netdev srmvg0 ||
+        srm_fail "cannot make an rxe device on a veth for the gtests"
+    for i in $(seq 1 50); do
+        grep -qs 'ffff:0a4f:fa01' /sys/class/infiniband/rxe_gt/ports/1/gids/* && break
+        sleep 0.2
+    done
+    t0=$(srm_now_us)
+    rc=0
+    env LD_PRELOAD="$SRM_MODULE" UCX_SRM_AGENT_PATH="$SRM_SRMD" \
+        UCX_SRM_SOCKET="srm-vm-gtest-$$" UCX_SRM_IDLE_TIMEOUT=1s \
+        SRM_TEST_WIRE_DEVICE=rxe_gt:1 SRM_TEST_TIME_SCALE=10 \
+        timeout -k 5 600 "$gtest" --gtest_filter='wire.*' \
+        >"$SRM_LOG/gtest-wire.log" 2>&1 || rc=$?
+    secs=$(( ($(srm_now_us) - t0) / 1000000 ))
+    summary=$(grep -E '^\[  (PASSED|FAILED)  \] [0-9]+ test' "$SRM_LOG/gtest-wire.log" |
+              paste -sd ' ' -)
+    if [ "$rc" = 0 ] && grep -q '^\[  PASSED  \]' "$SRM_LOG/gtest-wire.log"; then
+        srm_pass "wire gtests on rxe_gt ($secs s): $summary"
+    else
+        srm_fail "wire gtests on rxe_gt: exit $rc ($secs s): ${summary:-no summary}"
+        grep -E '^\[  FAILED  \]|Failure' "$SRM_LOG/gtest-wire.log" | sed 's/^/    | /'
+    fi
+    rdma link delete rxe_gt 2>/dev/null
+    ip link delete srmvg0 2>/dev/null
+fi
+
+# --- 2. two hosts, srmd on the verbs wire ------------------------------------
+SRM_NETNS_PREFIX=vv
+SRM_NETNS_HOSTS=(vvh1 vvh2)
+SRM_NETNS_HOST_LIST=vvh1,vvh2
+declare -A SRM_NETNS_AGENT_PID=()
+
+guest_on_exit() {
+    local rc=$?
+    trap - EXIT
+    srm_cleanup
+    "$RXE_HOSTS" down >>"$SRM_LOG/rxe-hosts.log" 2>&1
+    exit "$rc"
+}
+trap guest_on_exit EXIT
+if ! "$RXE_HOSTS" up 2 --prefix "$SRM_NETNS_PREFIX" >"$SRM_LOG/rxe-hosts.log" 2>&1; then
+    srm_fail "rxe-hosts up 2"
+    srm_show_log "$SRM_LOG/rxe-hosts.log"
+    srm_done
+fi
+for h in "${SRM_NETNS_HOSTS[@]}"; do
+    srm_netns_agent_start "$h" "$SRM_LOG/srmd.$h.log" \
+        UCX_SRM_DEVICES="rxe_$h:1@eth0" || srm_done
+done
+wire=$(srm_netns_status vvh1 | grep '^wire:')
+if [[ $wire == "wire: verbs "*"on rxe_vvh1:1 (eth0)"* ]]; then
+    srm_pass "srmd in vvh1: $wire"
+else
+    srm_fail "srmd in vvh1 is not on the verbs wire: '$wire'"
+fi
+
+# --- 3. ucx_perftest over srm --------------------------------------------------
+export UCX_TLS=srm UCX_SRM_AGENT=never
+port=13500
+for spec in uct:am_lat:8:2000 uct:am_bw:1024:2000 ucp:tag_lat:8:2000 \
+            ucp:tag_bw:8:5000 ucp:tag_bw:65536:200 ucp:tag_bw:4194304:10; do
+    IFS=: read -r layer t size iters <<<"$spec"
+    args=(-t "$t" -s "$size" -n "$iters" -w 10)
+    [ "$layer" = uct ] && args+=(-x srm -d node)
+    label=perftest-$t-$size
+    srm_netns_perftest_pair "$label" "$port" "$STEP_TIMEOUT" "${args[@]}"
+    port=$((port + 1))
+    final=$(grep '^Final:' "$SRM_LOG/$label.client.log" | tail -n 1 | sed 's/  */ /g')
+    if [ "$SRM_CLIENT_RC" = 0 ] && [ "$SRM_SERVER_RC" = 0 ] && [ -n "$final" ]; then
+        srm_pass "ucx_perftest $layer $t $size B x $iters over srm/verbs: $final"
+    else
+        srm_fail "ucx_perftest $layer $t $size B: client $SRM_CLIENT_RC, server $SRM_SERVER_RC"
+        srm_show_log "$SRM_LOG/$label.client.log" 8
+        srm_show_log "$SRM_LOG/$label.server.log" 8
+    fi
+done
+# qp_field HOST FIELD: FIELD summed over HOST's node lines with a queue pair.
+qp_field() {
+    srm_netns_status "$1" | awk -v f="$2" '$1 == "node" && / qp 0x/ {
+        for (i = 1; i < NF; i++) if ($i == f) s += $(i + 1) } END { print s + 0 }'
+}
+wrs=$(qp_field vvh2 send_wrs)
+bells=$(qp_field vvh2 doorbells)
+srm_netns_status vvh2 | grep '^node' | sed 's/^/    /'
+if [ "$wrs" -gt 0 ]; then
+    srm_pass "vvh2's queue pairs posted $wrs send work requests in $bells doorbells"
+else
+    srm_fail "vvh2's status shows no send work requests on queue pairs"
+fi
+
+# --- 4, 5. MPI over srm/verbs, and its queue pairs ------------------------------
+bin=$SRM_LOG/srm_mpi_check
+srm_mpicc "$SRM_SRCDIR/test/mpi/srm_mpi_check.c" "$bin"
+out=$SRM_LOG/mpi-check.log
+srm_netns_mpirun_cmd "$SRM_NETNS_HOST_LIST" 2 "$MPI_TIMEOUT" srm
+"${SRM_MPIRUN[@]}" -- "$bin" >"$out" 2>&1 &
+mpi_pid=$!
+srm_track "$mpi_pid"
+# srmd's RC QPs in RTS while the job runs (they outlive it: sampled once
+# the job has started to talk), and any QP of a rank.
+agent_qps=0 rank_qps=0
+for i in $(seq 1 100); do
+    grep -qa '^PASS:' "$out" 2>/dev/null && break
+    srm_alive "$mpi_pid" || break
+    sleep 0.3
+done
+rdma resource show qp >"$SRM_LOG/qps.txt" 2>&1
+agent_qps=$(awk '/comm srmd/ && /type RC/ && /state RTS/' "$SRM_LOG/qps.txt" | grep -c .)
+rank_qps=$(awk '/comm srm_mpi_check/' "$SRM_LOG/qps.txt" | grep -c .)
+rc=0
+wait "$mpi_pid" || rc=$?
+srm_untrack "$mpi_pid"
+summary=$(grep -a '^srm_mpi_check: .* passed' "$out" | tail -n 1)
+if [ "$rc" = 0 ] && printf '%s\n' "$summary" | grep -q ' 0 failed$'; then
+    srm_pass "srm_mpi_check 2 hosts x 2 ranks over srm/verbs: $summary"
+else
+    srm_fail "srm_mpi_check over srm/verbs: exit $rc, '${summary:-no summary}'"
+    srm_show_log "$out" 20
+fi
+# 2 hosts, each: 2 channels x 2 paths to the other = 4 RC QPs.
+if [ "$agent_qps" = 8 ] && [ "$rank_qps" = 0 ]; then
+    srm_pass "queue pairs: srmd 8 RC in all (4 per host: 2 channels x 2 paths), ranks 0"
+else
+    srm_fail "queue pairs: srmd $agent_qps RC (want 8), ranks $rank_qps (want 0); see $SRM_LOG/qps.txt"
+fi
+
+# --- 6. failover on queue pair errors -------------------------------------------
+bin=$SRM_LOG/srm_stream_check
+srm_mpicc "$SRM_SRCDIR/test/mpi/srm_stream_check.c" "$bin"
+out=$SRM_LOG/stream-check.log
+stop=$SRM_LOG/stop
+rm -f "$stop"
+before=$(srm_netns_status vvh2 | awk '$1 == "node" {
+    for (i = 1; i < NF; i++) if ($i == "failovers") s += $(i + 1) } END { print s + 0 }')
+"${SRM_MPIRUN[@]}" -- "$bin" -n 200000 -s 65536 -w 16 -f "$stop" >"$out" 2>&1 &
+mpi_pid=$!
+srm_track "$mpi_pid"
+for i in $(seq 1 200); do
+    grep -q '^progress:' "$out" 2>/dev/null && break
+    srm_alive "$mpi_pid" || break
+    sleep 0.3
+done
+hit=0
+for i in $(seq 1 "$FAULTS"); do
+    sleep 3
+    reply=$(srm_netns_ctl vvh2 fault --kind small 2>&1)
+    srm_log "    fault $i: vvh2: $reply"
+    case $reply in reset\ [1-9]*) hit=$((hit + 1)) ;; esac
+done
+sleep 3
+touch "$stop"
+rc=0
+wait "$mpi_pid" || rc=$?
+srm_untrack "$mpi_pid"
+result=$(grep '^ranks ' "$out" | tail -1)
+after=$(srm_netns_status vvh2 | awk '$1 == "node" {
+    for (i = 1; i < NF; i++) if ($i == "failovers") s += $(i + 1) } END { print s + 0 }')
+if [ "$rc" = 0 ] && [ -n "$result" ]; then
+    srm_pass "stream check across $hit queue pair errors: $result"
+else
+    srm_fail "stream check: exit $rc${result:+ ($result)}"
+    srm_show_log "$out" 20
+fi
+grep -h 'moved to the error state\|queue pair 0x' "$SRM_LOG/srmd.vvh2.log" | tail -n 4 | sed 's/^/    /'
+if [ "$hit" = "$FAULTS" ] && [ $((after - before)) -ge "$FAULTS" ]; then
+    srm_pass "$hit queue pairs forced to the error state; vvh2 counted $((after - before)) failovers"
+else
+    srm_fail "faults hit $hit of $FAULTS; vvh2 failovers $before -> $after"
+fi
+for h in "${SRM_NETNS_HOSTS[@]}"; do
+    srm_netns_agent_answers "$h" "$SRM_LOG/srmd.$h.log" || srm_fail "srmd of $h died"
+done
+srm_done
