@@ -15,6 +15,7 @@ PACKAGES=(
     iproute2 netpipe-openmpi
     clang libclang-rt-14-dev
     gnuplot-nox procps util-linux
+    qemu-system-x86 busybox-static cpio kmod ibverbs-utils
 )
 
 usage() {
