@@ -16,7 +16,9 @@
 #   -b, --build-dir DIR  the srm build tree (or install prefix) to test;
 #                        default: $SRM_BUILD_DIR, else the current
 #                        directory or the source tree if either is a build
-#   -t, --timeout SEC    per-test timeout (default $SRM_TEST_TIMEOUT or 600)
+#   -t, --timeout SEC    per-test timeout (default $SRM_TEST_TIMEOUT or 600;
+#                        a test may ask for more with a header line
+#                        "# srm-test-timeout: SECONDS")
 #   -h, --help           this text
 #
 # A test exits 0 (pass), 77 (skip, after a "SKIP: reason" line) or anything
@@ -97,7 +99,12 @@ for f in "${tests[@]}"; do
     t0=$(date +%s)
     # timeout puts the test in a process group of its own and signals the
     # whole group when the time is up; the test's traps clean up.
-    SRM_TEST_NAME=$name timeout -k 20 "$timeout_s" bash "$f" >"$log" 2>&1 \
+    # A test that needs longer (the VM ones) says so in its header:
+    # "# srm-test-timeout: SECONDS".
+    own=$(sed -n 's/^# srm-test-timeout: \([0-9][0-9]*\)$/\1/p' "$f" | head -n 1)
+    limit=$timeout_s
+    [ -n "$own" ] && [ "$own" -gt "$limit" ] && limit=$own
+    SRM_TEST_NAME=$name timeout -k 20 "$limit" bash "$f" >"$log" 2>&1 \
         </dev/null
     rc=$?
     secs=$(( $(date +%s) - t0 ))
