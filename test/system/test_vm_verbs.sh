@@ -129,13 +129,13 @@ for spec in uct:am_lat:8:100 uct:am_bw:1024:200 ucp:tag_lat:8:100 \
         srm_show_log "$SRM_LOG/$label.server.log" 8
     fi
 done
-# qp_field HOST FIELD: FIELD summed over HOST's node lines with a queue pair.
-qp_field() {
-    srm_netns_status "$1" | awk -v f="$2" '$1 == "node" && / qp 0x/ {
+# node_sum HOST FIELD: FIELD summed over the node lines of HOST's status.
+node_sum() {
+    srm_netns_status "$1" | awk -v f="$2" '$1 == "node" {
         for (i = 1; i < NF; i++) if ($i == f) s += $(i + 1) } END { print s + 0 }'
 }
-wrs=$(qp_field vvh2 send_wrs)
-bells=$(qp_field vvh2 doorbells)
+wrs=$(node_sum vvh2 send_wrs)
+bells=$(node_sum vvh2 doorbells)
 srm_netns_status vvh2 | grep '^node' | sed 's/^/    /'
 if [ "$wrs" -gt 0 ]; then
     srm_pass "vvh2's queue pairs posted $wrs send work requests in $bells doorbells"
@@ -148,7 +148,7 @@ bin=$SRM_LOG/srm_mpi_check
 srm_mpicc "$SRM_SRCDIR/test/mpi/srm_mpi_check.c" "$bin"
 out=$SRM_LOG/mpi-check.log
 srm_netns_mpirun_cmd "$SRM_NETNS_HOST_LIST" 2 "$MPI_TIMEOUT" srm
-"${SRM_MPIRUN[@]}" -- "$bin" >"$out" 2>&1 &
+"${SRM_MPIRUN[@]}" -- "$bin" -i 1 -m 256K >"$out" 2>&1 &
 mpi_pid=$!
 srm_track "$mpi_pid"
 # srmd's RC QPs in RTS while the job runs (they outlive it: sampled once
@@ -185,8 +185,7 @@ srm_mpicc "$SRM_SRCDIR/test/mpi/srm_stream_check.c" "$bin"
 out=$SRM_LOG/stream-check.log
 stop=$SRM_LOG/stop
 rm -f "$stop"
-before=$(srm_netns_status vvh2 | awk '$1 == "node" {
-    for (i = 1; i < NF; i++) if ($i == "failovers") s += $(i + 1) } END { print s + 0 }')
+before=$(node_sum vvh2 failovers)
 "${SRM_MPIRUN[@]}" -- "$bin" -n 200000 -s 65536 -w 16 -f "$stop" >"$out" 2>&1 &
 mpi_pid=$!
 srm_track "$mpi_pid"
@@ -208,8 +207,7 @@ rc=0
 wait "$mpi_pid" || rc=$?
 srm_untrack "$mpi_pid"
 result=$(grep '^ranks ' "$out" | tail -1)
-after=$(srm_netns_status vvh2 | awk '$1 == "node" {
-    for (i = 1; i < NF; i++) if ($i == "failovers") s += $(i + 1) } END { print s + 0 }')
+after=$(node_sum vvh2 failovers)
 if [ "$rc" = 0 ] && [ -n "$result" ]; then
     srm_pass "stream check across $hit queue pair errors: $result"
 else
