@@ -16,8 +16,8 @@ export LC_ALL=C
 # Every cost: key, default, unit, source.  Queue lengths and segment sizes
 # are UCX 1.13.1's defaults as "ucx_info -c -f" prints them (Debian 12);
 # the host-side costs of tcp and srm are what resources.sh measured once
-# (--quick, 2-core VM, Linux 6.18, 2025) and are replaced by the cost file
-# of your own run with --costs.
+# here (--quick: 3 hosts, P = 1, 2, 4; 2-core VM, Linux 6.18) and are
+# replaced by the cost file of your own run with --costs.
 
 COST_KEYS=(wqe_bytes qp_ctx_bytes rc_tx_queue_len rc_rx_queue_len ib_seg_size
            dc_tx_queue_len dc_rx_queue_len ud_tx_queue_len ud_rx_queue_len
@@ -29,8 +29,8 @@ declare -A COST=(
     [dc_tx_queue_len]=128 [dc_rx_queue_len]=4095
     [ud_tx_queue_len]=256 [ud_rx_queue_len]=4096 [ud_seg_size]=8192
     [ud_ep_bytes]=512
-    [tcp_conn_bytes]=6464 [srm_conn_bytes]=''
-    [agent_base_bytes]=3145728 [port_rss_bytes]=65536 [port_ring_bytes]=6291456
+    [tcp_conn_bytes]=281091 [srm_conn_bytes]=2368
+    [agent_base_bytes]=4345856 [port_rss_bytes]=5520240 [port_ring_bytes]=6291456
     [chan_buf_bytes]=393248
 )
 declare -A COST_SRC=(
@@ -45,10 +45,10 @@ declare -A COST_SRC=(
     [ud_rx_queue_len]="UCX_UD_VERBS_RX_QUEUE_LEN, UCX 1.13 default"
     [ud_seg_size]="UCX_UD_VERBS_SEG_SIZE (8K), UCX 1.13 default"
     [ud_ep_bytes]="estimate: UCX's software state per UD peer (uct_ud_ep_t, its window and timers)"
-    [tcp_conn_bytes]="default: resources.sh --quick here (kernel TCP slab object 2368 B + a tcp rank's RSS per connection)"
-    [srm_conn_bytes]="= tcp_conn_bytes: a node channel connection is a TCP socket on the tcp wire"
+    [tcp_conn_bytes]="default: resources.sh --quick here: kernel TCP socket object (2368 B) + slope of a UCX tcp rank's RSS over its connections (UCX's per-endpoint buffers)"
+    [srm_conn_bytes]="default: kernel TCP socket object (/proc/slabinfo TCP objsize here): a node channel connection on the tcp wire; its buffer is chan_buf_bytes"
     [agent_base_bytes]="default: srmd RSS with no client, resources.sh --quick here"
-    [port_rss_bytes]="default: slope of srmd RSS over its ports, resources.sh --quick here"
+    [port_rss_bytes]="default: slope of srmd RSS over its ports, resources.sh --quick here (mostly the ring pages the agent maps)"
     [port_ring_bytes]="UCX_SRM_TX_RINGS x UCX_SRM_TX_RING_SIZE + UCX_SRM_RX_RING_SIZE = 4 x 1 MiB + 2 MiB (module defaults)"
     [chan_buf_bytes]="UCX_SRM_CHANNEL_DEPTH (256 KiB) + largest frame (128 KiB + 32 B header): a channel's send buffer, allocated on first use"
 )
@@ -104,12 +104,16 @@ DESCRIPTION
             Q_ud = ud_tx_queue_len x wqe_bytes + qp_ctx_bytes
             S_ud = ud_rx_queue_len x ud_seg_size
       tcp   P^2 (N-1) tcp_conn_bytes
-      srm   agent_base_bytes + P (port_ring_bytes + port_rss_bytes)
+      srm   agent_base_bytes + P max(port_ring_bytes, port_rss_bytes)
             + 4(N-1) srm_conn_bytes + 2(N-1) chan_buf_bytes
+            (a port's rings are one shared memfd the process and the
+            agent both map: counted once; the agent's RSS per port is
+            mostly those pages, so the larger of the two)
 
     The cost file resources.sh writes (key=value lines; --costs) replaces
     the defaults of tcp_conn_bytes, agent_base_bytes, port_rss_bytes and
-    port_ring_bytes; --cost KEY=VALUE replaces any cost (applied after the
+    port_ring_bytes, and srm_conn_bytes by its tcp_conn_kernel_bytes;
+    --cost KEY=VALUE replaces any cost (applied after the
     cost file).  --list-costs prints every key, its default and its
     source.  The verbs counts are what the transports need by their
     design; the memory is an estimate from queue lengths, not a
@@ -145,7 +149,7 @@ list_costs() {
     local k
     printf '%-18s %-10s %s\n' key default source
     for k in "${COST_KEYS[@]}"; do
-        printf '%-18s %-10s %s\n' "$k" "${COST[$k]:-(tcp_conn_bytes)}" "${COST_SRC[$k]}"
+        printf '%-18s %-10s %s\n' "$k" "${COST[$k]}" "${COST_SRC[$k]}"
     done
 }
 
@@ -206,6 +210,10 @@ if [[ -n $COSTS ]]; then
             COST[$k]=$v
             COST_SRC[$k]="measured: $COSTS"
             FROM_FILE+=("$k") ;;
+        tcp_conn_kernel_bytes)
+            is_number "$v" || die "$COSTS: $k='$v' is not a number"
+            COST[srm_conn_bytes]=$v
+            COST_SRC[srm_conn_bytes]="measured: $COSTS (tcp_conn_kernel_bytes, the kernel's TCP socket object)" ;;
         esac
     done <"$COSTS"
     (( ${#FROM_FILE[@]} > 0 )) || die "$COSTS holds none of tcp_conn_bytes, agent_base_bytes, port_rss_bytes, port_ring_bytes"
@@ -214,9 +222,6 @@ for o in "${OVERRIDES[@]}"; do
     [[ $o == *=* ]] || bad "--cost wants KEY=VALUE, not '$o'"
     set_cost "${o%%=*}" "${o#*=}" "--cost ${o%%=*}=${o#*=}"
 done
-if [[ -z ${COST[srm_conn_bytes]} ]]; then
-    COST[srm_conn_bytes]=${COST[tcp_conn_bytes]}
-fi
 
 # ---------------------------------------------------------------- model --
 
@@ -240,7 +245,7 @@ model() {
             out("XRC", N, P, 2 * P * R,   P * R * q_rc + P * R * qp_ctx_bytes + P * s_rc)
             out("UD",  N, P, P,           P * (q_ud + s_ud) + P * P * R * ud_ep_bytes)
             out("tcp", N, P, P * P * R,   P * P * R * tcp_conn_bytes)
-            out("srm", N, P, 4 * R,       agent_base_bytes + P * (port_ring_bytes + port_rss_bytes) + 4 * R * srm_conn_bytes + 2 * R * chan_buf_bytes)
+            out("srm", N, P, 4 * R,       agent_base_bytes + P * (port_ring_bytes > port_rss_bytes ? port_ring_bytes : port_rss_bytes) + 4 * R * srm_conn_bytes + 2 * R * chan_buf_bytes)
         }
     }
     function out(t, N, P, c, b) { printf "%s %d %d %.0f %.0f\n", t, N, P, c, b }'
@@ -358,7 +363,7 @@ report() {
     printf '| XRC | N-1 INI QPs (one per remote node) | P(N-1) INI + P(N-1) TGT = 2P(N-1) | P(N-1) Q_rc + P(N-1) ctx + P S_rc |\n'
     printf '| UD | 1 QP (+ state per remote peer, P(N-1)) | P | P (Q_ud + S_ud) + P^2 (N-1) ud_ep |\n'
     printf '| tcp (UCX) | P(N-1) sockets | P^2 (N-1) | P^2 (N-1) tcp_conn |\n'
-    printf '| srm | 0 (a UNIX socket and rings to the agent) | 2 channels x 2 connections x (N-1) = 4(N-1) | agent_base + P (port_ring + port_rss) + 4(N-1) srm_conn + 2(N-1) chan_buf |\n\n'
+    printf '| srm | 0 (a UNIX socket and rings to the agent) | 2 channels x 2 connections x (N-1) = 4(N-1) | agent_base + P max(port_ring, port_rss) + 4(N-1) srm_conn + 2(N-1) chan_buf |\n\n'
     printf 'Q_rc = rc_tx_queue_len x wqe_bytes + ctx = %s; S_rc = rc_rx_queue_len x ib_seg_size = %s; Q_dci = dc_tx_queue_len x wqe_bytes + ctx = %s; S_dc = dc_rx_queue_len x ib_seg_size = %s; Q_ud = ud_tx_queue_len x wqe_bytes + ctx = %s; S_ud = ud_rx_queue_len x ud_seg_size = %s; ctx = qp_ctx_bytes. A TGT QP has no queues of its own (it receives into the SRQ). srm'"'"'s connections are TCP sockets on the tcp wire (RC QPs on the verbs wire: the same 4(N-1)).\n\n' \
         "$(human "$(q_plus_ctx rc_tx_queue_len)")" "$(human "$(times_of rc_rx_queue_len ib_seg_size)")" \
         "$(human "$(q_plus_ctx dc_tx_queue_len)")" "$(human "$(times_of dc_rx_queue_len ib_seg_size)")" \

@@ -56,7 +56,9 @@ check "memory per node follows the formulas (round costs)" '
     (t == "XRC" && b == P * R * 1007 + P * R * 7 + P * 3000) ||
     (t == "UD"  && b == P * (207 + 150) + P * P * R * 11) ||
     (t == "tcp" && b == P * P * R * 1000) ||
-    (t == "srm" && b == 5000 + P * 640 + 4 * R * 900 + 2 * R * 300)' "${costs[@]}"
+    (t == "srm" && b == 5000 + P * 600 + 4 * R * 900 + 2 * R * 300)' "${costs[@]}"
+check "srm memory: a port costs the larger of its rings and the agent RSS per port" '
+    t != "srm" || b == 5000 + P * 700 + 4 * R * 900 + 2 * R * 300' "${costs[@]}" --cost port_rss_bytes=700
 
 # srm's connections do not depend on P, tcp's grow as P^2: per N, compare
 # the smallest and the largest P.
@@ -74,9 +76,9 @@ fi
 
 # The cost file of resources.sh replaces the defaults.
 cf=$SRM_LOG/costs.txt
-printf '# test\ntcp_conn_bytes=2000\nagent_base_bytes=1\nport_rss_bytes=2\nport_ring_bytes=3\nrank_rss_srm_1=99\n' >"$cf"
-check "--costs: tcp_conn_bytes, agent and port costs from the file" '
-    (t == "tcp" && b == P * P * R * 2000) || (t == "srm" && b == 1 + P * 5 + 4 * R * 2000 + 2 * R * 393248) ||
+printf '# test\ntcp_conn_bytes=2000\ntcp_conn_kernel_bytes=700\nagent_base_bytes=1\nport_rss_bytes=2\nport_ring_bytes=3\nrank_rss_srm_1=99\n' >"$cf"
+check "--costs: tcp_conn_bytes, the socket object, agent and port costs from the file" '
+    (t == "tcp" && b == P * P * R * 2000) || (t == "srm" && b == 1 + P * 3 + 4 * R * 700 + 2 * R * 393248) ||
     (t != "tcp" && t != "srm")' --costs "$cf"
 
 # Usage errors.
