@@ -140,7 +140,7 @@ done
 [[ -z $REPS ]] || check_reps
 
 NAMES=(hosts mesh resources flows model)
-declare -A NUM_OF=([hosts]=1 [mesh]=2,3 [resources]=4 [flows]=5 [model]=6)
+declare -A NUM_OF=([hosts]=1 [mesh]='2 and 3' [resources]=4 [flows]=5 [model]=6)
 declare -A SELECTED=()
 if [[ -z $ONLY ]]; then
     for n in "${NAMES[@]}"; do SELECTED[$n]=1; done
@@ -373,7 +373,7 @@ body() {
     awk -v num="$2" '
         /^```/ { fence = !fence }
         !fence && /^## Commands[[:space:]]*$/ { exit }
-        !fence && NR == 1 && /^# / { sub(/^# /, ""); print "## Experiment " num ": " $0; next }
+        !fence && NR == 1 && /^# / { sub(/^# /, ""); print "## Experiment" (num ~ / and / ? "s " : " ") num ": " $0; next }
         !fence && /^#+ / { print "#" $0; next }
         { print }' "$1"
 }
