@@ -77,7 +77,8 @@ OPTIONS
                   measurement)
     --smoke       the smallest run that still goes through every
                   experiment's code path: 2 hosts, 1 process per host,
-                  one size, one load, short runs (make check runs this)
+                  one size, one load, short runs; experiments 1-5 run
+                  at the same time, then 6 (make check runs this)
     --reps N      repetitions of experiments 1-5 (their default: 3; 1 with
                   --quick and --smoke)
     --out DIR     results folder, made if missing, must be empty if it
@@ -187,7 +188,7 @@ args_of() {
                      return 0 ;;
     full/*)          ARGS=("${common[@]}") ;;
     quick/*)         ARGS=("${common[@]}" --quick) ;;
-    smoke/hosts)     ARGS=("${common[@]}" --quick --sizes 8 --procs 1 --iters 50 --timeout 30) ;;
+    smoke/hosts)     ARGS=("${common[@]}" --quick --sizes 8 --procs 1 --iters 50 --timeout 60) ;;
     smoke/mesh)      ARGS=("${common[@]}" --quick --hosts 2 --procs 1 --o2m-procs 1 --sizes 8
                            --seconds 0.2 --timeout 60) ;;
     smoke/resources) ARGS=("${common[@]}" --quick --hosts 2 --procs 1 --hold 30 --timeout 60) ;;
@@ -197,48 +198,57 @@ args_of() {
     ARGS+=(--out "$OUTDIR/$1.md")
 }
 
-CHILD=''
+declare -A CHILD=()      # experiment name -> PID of its running script
 cleanup() {
-    local rc=$? i
+    local rc=$? i name alive
     trap - EXIT INT TERM
     trap '' INT TERM
-    if [[ -n $CHILD ]] && kill -0 "$CHILD" 2>/dev/null; then
-        info "stopping the running experiment (pid $CHILD); it takes its hosts down"
-        kill -TERM "$CHILD" 2>/dev/null || true
-        # Its trap kills its processes and tears its cluster down: give it
-        # time for that before forcing it.
-        for (( i = 0; i < 1200; i++ )); do
-            kill -0 "$CHILD" 2>/dev/null || break
-            sleep 0.1
-        done
-        if kill -0 "$CHILD" 2>/dev/null; then
-            info "WARNING: pid $CHILD did not end in 120 s; killing it (its hosts may stay up)"
-            kill -KILL "$CHILD" 2>/dev/null || true
+    for name in "${!CHILD[@]}"; do
+        kill -0 "${CHILD[$name]}" 2>/dev/null || continue
+        info "stopping $name.sh (pid ${CHILD[$name]}); it takes its hosts down"
+        kill -TERM "${CHILD[$name]}" 2>/dev/null || true
+    done
+    # Their traps kill their processes and tear their clusters down: give
+    # them time for that before forcing them.
+    for (( i = 0; i < 1200; i++ )); do
+        alive=0
+        for name in "${!CHILD[@]}"; do kill -0 "${CHILD[$name]}" 2>/dev/null && alive=1; done
+        (( alive )) || break
+        sleep 0.1
+    done
+    for name in "${!CHILD[@]}"; do
+        if kill -0 "${CHILD[$name]}" 2>/dev/null; then
+            info "WARNING: $name.sh (pid ${CHILD[$name]}) did not end in 120 s; killing it (its hosts may stay up)"
+            kill -KILL "${CHILD[$name]}" 2>/dev/null || true
         fi
-        wait "$CHILD" 2>/dev/null || true
-    fi
+        wait "${CHILD[$name]}" 2>/dev/null || true
+    done
     exit "$rc"
 }
 set_traps
 
 : >"$OUTDIR/commands.sh"
-declare -A SECS_OF=() CMD_OF=()
-T_START=$SECONDS
-for name in "${NAMES[@]}"; do
-    [[ -n ${SELECTED[$name]:-} ]] || continue
+declare -A SECS_OF=() CMD_OF=() T0_OF=()
+
+# start NAME: start NAME's script in the background (CHILD[NAME]).
+start() {
+    local name=$1 cmd
     args_of "$name"
     cmd=("$BENCH/$name.sh" "${ARGS[@]}")
     CMD_OF[$name]=$(quote "${cmd[@]}")
     printf '# experiment %s (%s)\n%s\n\n' "${NUM_OF[$name]}" "$name" "${CMD_OF[$name]}" >>"$OUTDIR/commands.sh"
-    log=$OUTDIR/logs/$name.log
-    info "experiment ${NUM_OF[$name]} ($name.sh) ... (log $log)"
-    t0=$SECONDS
-    "${cmd[@]}" >"$log" 2>&1 </dev/null &
-    CHILD=$!
-    rc=0
-    wait "$CHILD" || rc=$?
-    CHILD=''
-    SECS_OF[$name]=$(( SECONDS - t0 ))
+    info "experiment ${NUM_OF[$name]} ($name.sh) started (log $OUTDIR/logs/$name.log)"
+    T0_OF[$name]=$SECONDS
+    "${cmd[@]}" >"$OUTDIR/logs/$name.log" 2>&1 </dev/null &
+    CHILD[$name]=$!
+}
+
+# finish NAME RC: NAME's script ended with RC: die (the traps stop the
+# others) unless it succeeded and wrote its report.
+finish() {
+    local name=$1 rc=$2 log=$OUTDIR/logs/$1.log
+    unset "CHILD[$name]"
+    SECS_OF[$name]=$(( SECONDS - T0_OF[$name] ))
     if (( rc != 0 )); then
         {
             printf '\n--- %s: the last 40 lines of %s ---\n' "$name.sh" "$log"
@@ -249,7 +259,33 @@ for name in "${NAMES[@]}"; do
     fi
     [[ -s $OUTDIR/$name.md ]] || die "experiment ${NUM_OF[$name]} ($name.sh) exited 0 but wrote no $OUTDIR/$name.md"
     info "experiment ${NUM_OF[$name]} ($name.sh) done in ${SECS_OF[$name]} s"
+}
+
+# wait_all: wait for every started script, finishing each as it ends.
+wait_all() {
+    local pid rc name
+    while (( ${#CHILD[@]} > 0 )); do
+        pid='' rc=0
+        wait -n -p pid "${CHILD[@]}" || rc=$?
+        [[ -n $pid ]] || continue
+        for name in "${!CHILD[@]}"; do
+            [[ ${CHILD[$name]} != "$pid" ]] || finish "$name" "$rc"
+        done
+    done
+}
+
+T_START=$SECONDS
+# One after the other: the experiments measure, so nothing else of ours
+# may run beside them.  --smoke measures nothing: experiments 1-5 run at
+# the same time (each on its own simulated hosts and agent sockets), then
+# the model, which reads the costs of 4.
+for name in "${NAMES[@]}"; do
+    [[ -n ${SELECTED[$name]:-} ]] || continue
+    [[ $MODE == smoke && $name != model ]] || wait_all
+    start "$name"
+    [[ $MODE == smoke && $name != model ]] || wait_all
 done
+wait_all
 ELAPSED=$(( SECONDS - T_START ))
 
 # -------------------------------------------------------------- targets --
