@@ -65,13 +65,13 @@ if [ -f "$gtest_log" ]; then
 fi
 # The evaluation's smoke run (test/bench/smoke.sh, eval.sh --smoke): one
 # test, its result in its .trs file.
-smoke_trs="$build/test/bench/smoke.trs"
+smoke_trs="$build/test/bench/smoke.sh.trs"
 smoke=$(sed -n 's/^:test-result: *//p' "$smoke_trs" 2>/dev/null | head -n 1)
 case $smoke in
 PASS) passed=$((passed + 1)); echo "PASS bench smoke (eval.sh --smoke)" ;;
 SKIP) skipped=$((skipped + 1))
-      echo "SKIP bench smoke: $(grep -m1 '^SKIP: ' "$build/test/bench/smoke.log" | sed 's/^SKIP: //')" ;;
-FAIL|ERROR) failed=$((failed + 1)); echo "FAIL bench smoke (see $build/test/bench/smoke.log)" ;;
+      echo "SKIP bench smoke: $(grep -m1 '^SKIP: ' "$build/test/bench/smoke.sh.log" | sed 's/^SKIP: //')" ;;
+FAIL|ERROR) failed=$((failed + 1)); echo "FAIL bench smoke (see $build/test/bench/smoke.sh.log)" ;;
 esac
 if [ "$check_rc" != 0 ] && [ "${f:-0}" = 0 ] && [ "$smoke" != FAIL ] && [ "$smoke" != ERROR ]; then
     echo "run-tests.sh: make check failed before gtest reported (see $build/test-suite.log)"
