@@ -304,7 +304,16 @@ title_hosts() { awk 'NR == 1 { if (match($0, /[0-9]+ simulated hosts/)) print su
 # T_ROWS: the Targets table rows; T_WHY: the explanations of the misses.
 T_ROWS=() T_WHY=()
 target() { T_ROWS+=("| $1 | $2 | $3 | $4 | $5 |"); }
-why() { T_WHY+=("- **$1 not met:** $2"); }
+# why TARGET TEXT [REPORT]: the explanation of a miss; says so when
+# REPORT (an experiment's) found the machine busy during its runs.
+why() {
+    local text=$2 busy
+    if [[ -n ${3:-} && -s $3 ]]; then
+        busy=$(grep -o 'other processes took [0-9.]* s of CPU in [0-9]* of [0-9]* [a-z]*' "$3" | head -n 1 || true)
+        [[ -z $busy ]] || text+=" Besides, the machine was not idle: $busy (see its report)."
+    fi
+    T_WHY+=("- **$1 not met:** $text")
+}
 
 HOST_LAT8=''
 if [[ -s $OUTDIR/hosts-lat.dat ]]; then
@@ -322,7 +331,7 @@ if [[ -s $OUTDIR/mesh-lat.dat ]]; then
         target "T1" "$T1" "P=$P ($NH hosts): srm p99 $(fmt lat "$S99") us, tcp $(fmt lat "$T99") us" "tcp/srm ${R}x" "met"
     else
         target "T1" "$T1" "P=$P ($NH hosts): srm p99 $(fmt lat "$S99") us, tcp $(fmt lat "$T99") us" "tcp/srm ${R}x" "**not met**"
-        why T1 "at the largest P measured, $P ranks per host x $NH hosts = $(( P * NH )) ranks and $NH agents share $NCPU cores; srm's p99 is $(fmt lat "$S99") us, tcp's $(fmt lat "$T99") us (${R}x, target 5x). Every srm message crosses two rings and two agents that must be scheduled on those cores (experiment 1, one hop at ${HOST_LAT8:-(not run)}). The paper's gap comes from RC's queue pairs overflowing the NIC's QP cache at 420 processes; simulated hosts on one kernel have no NIC and no per-connection cache to overflow, and $(( P * NH )) ranks are far from 420, so the effect srm removes is not there to remove."
+        why T1 "at the largest P measured, P = $P ranks per host x $NH hosts = $(( P * NH )) ranks and $NH agents share $NCPU cores; srm's p99 is $(fmt lat "$S99") us, tcp's $(fmt lat "$T99") us (${R}x, target 5x). Every srm message crosses two rings and two agents that must be scheduled on those cores (experiment 1, one hop at ${HOST_LAT8:-(not run)}). The paper's gap comes from RC's queue pairs overflowing the NIC's QP cache at 420 processes; simulated hosts on one kernel have no NIC and no per-connection cache to overflow, and $(( P * NH )) ranks are far from 420, so the effect srm removes is not there to remove." "$OUTDIR/mesh.md"
     fi
 else
     target "T1" "$T1" "-" "-" "not evaluated (experiment 3 not run)"
@@ -345,7 +354,7 @@ if [[ -s $OUTDIR/hosts-mr.dat ]]; then
         else
             target "T2" "$T2" "$MEAS msg/s" "srm/tcp ${MINR}x at P=$MINP" "**not met**"
             P1=$(dat_rows "$OUTDIR/hosts-mr.dat" | awk 'NR == 1 { printf "P=%s: srm %.0f, tcp %.0f msg/s", $1, $2, $3 }')
-            why T2 "the lowest srm/tcp ratio at P >= 4 is ${MINR}x (P=$MINP; target 1.5x); at $P1. ucx_perftest busy-polls: with P pairs 2P ranks poll on $NCPU cores, and srm's two agents, which carry every message, get CPU only when the scheduler preempts a poller, so srm's aggregate rate stops growing once the cores are full. The paper's gain is from the agent coalescing many processes' small messages into one RNIC operation on a core of its own; here the agent competes with the ranks it serves."
+            why T2 "the lowest srm/tcp ratio at P >= 4 is ${MINR}x (P=$MINP; target 1.5x); at $P1. ucx_perftest busy-polls: with P pairs 2P ranks poll on $NCPU cores, and srm's two agents, which carry every message, get CPU only when the scheduler preempts a poller, so srm's aggregate rate stops growing once the cores are full. The paper's gain is from the agent coalescing many processes' small messages into one RNIC operation on a core of its own; here the agent competes with the ranks it serves." "$OUTDIR/hosts.md"
         fi
     fi
 else
@@ -363,7 +372,7 @@ if [[ -s $OUTDIR/flows-p99.dat ]]; then
         target "T3" "$T3" "$MEAS" "without/with >= ${MINR}x" "met"
     else
         target "T3" "$T3" "$MEAS" "without/with ${MINR}x at load $MINL" "**not met**"
-        why T3 "the short-flow p99 without the bulk channel is only ${MINR}x that with it at load $MINL (target 2x). The simulated hosts' veths have no line rate (flows.sh's link rate only sets the arrival rate), so a long flow on the shared small channel is moved at memory speed and holds a short one back for little time; the head-of-line blocking the bulk channel removes is small next to the scheduling delays of $NCPU shared cores, which both configurations have."
+        why T3 "the short-flow p99 without the bulk channel is only ${MINR}x that with it at load $MINL (target 2x). The simulated hosts' veths have no line rate (flows.sh's link rate only sets the arrival rate), so a long flow on the shared small channel is moved at memory speed and holds a short one back for little time; the head-of-line blocking the bulk channel removes is small next to the scheduling delays of $NCPU shared cores, which both configurations have." "$OUTDIR/flows.md"
     fi
 else
     target "T3" "$T3" "-" "-" "not evaluated (experiment 5 not run)"
