@@ -433,6 +433,7 @@ git_rev() {
 report() {
     local name row w
     printf '# ucx-srm evaluation: srm vs the comparison transports\n\n'
+    # shellcheck disable=SC2016  # backquotes for markdown
     printf -- '- command: `%s` (in %s)\n' "$(quote "$0" "${ARGV[@]}")" "$PWD"
     printf -- '- date: %s; %d s in all\n' "$START_DATE" "$ELAPSED"
     printf -- '- machine: %s, nproc %s, %s, kernel %s %s, memory %s\n' "$(uname -n)" "$NCPU" "$(cpu_model)" \
@@ -465,6 +466,7 @@ report() {
         [[ -n ${SELECTED[$name]:-} ]] || continue
         printf '\n'
         body "$OUTDIR/$name.md" "${NUM_OF[$name]}"
+        # shellcheck disable=SC2016  # backquotes for markdown
         printf '\nCommand: `%s`; its exact command lines: [%s](%s) (Commands), output: logs/%s.log.\n' \
             "${CMD_OF[$name]}" "$name.md" "$name.md" "$name"
     done
