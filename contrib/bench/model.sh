@@ -285,6 +285,7 @@ if [[ -n $OUT ]]; then
         local kind i t pidx=$(( ${#PPNS[@]} - 1 )) sep
         plot_head
         printf 'set logscale xy\nset format y "%%.0e"\nset xlabel "N: nodes"\n'
+        printf 'set key top left reverse Left\n'
         printf 'set xtics (%s)\n' "$(printf '%s\n' "${NODES[@]}" | paste -sd, -)"
         for kind in conn mem; do
             printf '\nset output %s\n' "$(gp_str "$PLOT_STEM-$kind.png")"
