@@ -290,7 +290,7 @@ if [[ -n $OUT ]]; then
         for kind in conn mem; do
             printf '\nset output %s\n' "$(gp_str "$PLOT_STEM-$kind.png")"
             if [[ $kind == conn ]]; then
-                printf 'set title "model: connections or QPs per node, P = %s processes per node (full mesh)"\n' "${PPNS[-1]}"
+                printf 'set title "model: connections or QPs per node, P = %s processes per node (full mesh; RC and tcp coincide)"\n' "${PPNS[-1]}"
                 printf 'set ylabel "connections / QPs per node"\n'
             else
                 printf 'set title "model: transport memory per node, P = %s processes per node (full mesh)"\n' "${PPNS[-1]}"
