@@ -346,9 +346,8 @@ if [[ -s $OUTDIR/hosts-mr.dat ]]; then
     else
         read -r MINR MINP < <(awk '{ r = ($3 > 0) ? $2 / $3 : 1e9; if (NR == 1 || r < m) { m = r; p = $1 } }
                                   END { printf "%.2f %s\n", m, p }' <<<"$MR_ROWS")
-        MEAS=$(awk '{ printf "%sP=%s: srm %s, tcp %s", s, $1, $2, $3; s = "; " }' <<<"$MR_ROWS" |
-               awk '{ for (i = 1; i <= NF; i++) if ($i ~ /^[0-9.]+[;]?$/ && $i + 0 > 1000) { t = ($i ~ /;$/); v = $i + 0
-                          $i = (v >= 1e6 ? sprintf("%.2fM", v / 1e6) : sprintf("%.0fk", v / 1e3)) (t ? ";" : "") } print }')
+        MEAS=$(awk 'function rate(v) { return v >= 1e6 ? sprintf("%.2fM", v / 1e6) : (v >= 1e3 ? sprintf("%.1fk", v / 1e3) : sprintf("%.0f", v)) }
+                    { printf "%sP=%s: srm %s, tcp %s", s, $1, rate($2), rate($3); s = "; " }' <<<"$MR_ROWS")
         if at_least "$MINR" 1.5; then
             target "T2" "$T2" "$MEAS msg/s" "srm/tcp >= ${MINR}x" "met"
         else
@@ -367,7 +366,7 @@ if [[ -s $OUTDIR/flows-p99.dat ]]; then
     FL_ROWS=$(dat_rows "$OUTDIR/flows-p99.dat")
     read -r MINR MINL < <(awk '{ r = ($2 > 0) ? $5 / $2 : 0; if (NR == 1 || r < m) { m = r; l = $1 } }
                               END { printf "%.2f %s\n", m, l }' <<<"$FL_ROWS")
-    MEAS=$(awk '{ printf "%sload %s: %.0f us with, %.0f us without", s, $1, $2, $5; s = "; " }' <<<"$FL_ROWS")
+    MEAS=$(awk '{ printf "%sload %s: %.1f ms with, %.1f ms without", s, $1, $2 / 1e3, $5 / 1e3; s = "; " }' <<<"$FL_ROWS")
     if at_least "$MINR" 2; then
         target "T3" "$T3" "$MEAS" "without/with >= ${MINR}x" "met"
     else
