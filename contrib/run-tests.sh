@@ -13,7 +13,8 @@ Usage: contrib/run-tests.sh [--no-deps] [--build DIR] [--skip-system]
 Builds ucx-srm (contrib/build.sh) and runs, in order:
   1. make check: the googletest binary (ABI, ring, frames, scheduler, the
      agent's protocol and rogue clients, UCT-level streams between two
-     processes through the module and srmd)
+     processes through the module and srmd), then the evaluation's smoke
+     run (contrib/bench/eval.sh --smoke, test/bench/smoke.sh)
   2. test/system/run.sh: ucx_info, every ucx_perftest test with UCX_TLS=srm,
      Open MPI with UCX_TLS=srm, missing agent, agent killed under load, and
      between simulated hosts (network namespaces): perftest, Open MPI 3x4,
@@ -64,7 +65,17 @@ if [ -f "$gtest_log" ]; then
     failed=$((failed + ${f:-0}))
     skipped=$((skipped + ${s:-0}))
 fi
-if [ "$check_rc" != 0 ] && [ "${f:-0}" = 0 ]; then
+# The evaluation's smoke run (test/bench/smoke.sh, eval.sh --smoke): one
+# test, its result in its .trs file.
+smoke_trs="$build/test/bench/smoke.sh.trs"
+smoke=$(sed -n 's/^:test-result: *//p' "$smoke_trs" 2>/dev/null | head -n 1)
+case $smoke in
+PASS) passed=$((passed + 1)); echo "PASS bench smoke (eval.sh --smoke)" ;;
+SKIP) skipped=$((skipped + 1))
+      echo "SKIP bench smoke: $(grep -m1 '^SKIP: ' "$build/test/bench/smoke.sh.log" | sed 's/^SKIP: //')" ;;
+FAIL|ERROR) failed=$((failed + 1)); echo "FAIL bench smoke (see $build/test/bench/smoke.sh.log)" ;;
+esac
+if [ "$check_rc" != 0 ] && [ "${f:-0}" = 0 ] && [ "$smoke" != FAIL ] && [ "$smoke" != ERROR ]; then
     echo "run-tests.sh: make check failed before gtest reported (see $build/test-suite.log)"
     failed=$((failed + 1))
 fi

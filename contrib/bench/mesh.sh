@@ -230,7 +230,6 @@ set_traps
 
 MESH_BIN=$WORK/srm_mesh
 build_mesh "$MESH_BIN"
-record_cmd '# the program' '' mpicc -O2 -Wall -o "$MESH_BIN" "$SRCDIR/contrib/bench/srm_mesh.c"
 
 info "bringing up $NHOSTS hosts (netns-cluster --prefix $PFX); logs in $WORK"
 cluster_up "$NHOSTS"

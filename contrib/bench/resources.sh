@@ -196,7 +196,6 @@ out_stem resources
 
 MESH_BIN=$WORK/srm_mesh
 build_mesh "$MESH_BIN"
-record_cmd '# the program' '' mpicc -O2 -Wall -o "$MESH_BIN" "$SRCDIR/contrib/bench/srm_mesh.c"
 info "bringing up $NHOSTS hosts (netns-cluster --prefix $PFX); logs in $WORK"
 cluster_up "$NHOSTS"
 

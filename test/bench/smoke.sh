@@ -1,0 +1,66 @@
+#!/bin/bash
+#
+# smoke.sh - "make check" runs the whole evaluation (contrib/bench/eval.sh
+# --smoke: experiments 1-6 at their smallest sizes) so that it cannot rot.
+# Passes when eval.sh exits 0 and its results folder holds bench-report.md
+# with the Targets table and every experiment's section, the cost file and
+# (with gnuplot) every experiment's plots. Fails when any experiment
+# fails. Skips (77) without root or the tools the experiments need.
+#
+# The build under test: $SRM_BUILD_DIR, else the current directory (make
+# check runs in the build tree). Results: $SRM_SMOKE_OUT (kept), else a
+# temporary folder, removed when the test passes.
+#
+set -uo pipefail
+
+top=$(cd "$(dirname "$0")/../.." && pwd)
+build=${SRM_BUILD_DIR:-$PWD}
+
+skip() { printf 'SKIP: %s\n' "$*"; exit 77; }
+[ "$(id -u)" = 0 ] || skip "needs root (network namespaces)"
+for c in ip nsenter ss timeout mpirun mpicc ucx_perftest ucx_info; do
+    command -v "$c" >/dev/null 2>&1 || skip "$c not found"
+done
+[ -x "$build/srmd" ] || skip "no srm build in $build"
+[ -x "$build/srm_flowgen" ] || skip "$build/srm_flowgen not built (configure found no mpicc)"
+
+# make check's environment is for the googletest binary: the module
+# preloaded, agents on loopback. The experiments set what they need.
+unset LD_PRELOAD
+for v in $(compgen -e); do
+    case $v in UCX_*) unset "$v" ;; esac
+done
+
+if [ -n "${SRM_SMOKE_OUT:-}" ]; then
+    out=$SRM_SMOKE_OUT keep=1
+else
+    out=$(mktemp -d "${TMPDIR:-/tmp}/srm-bench-smoke.XXXXXX") keep=0
+fi
+t0=$(date +%s)
+"$top/contrib/bench/eval.sh" --smoke --build "$build" --out "$out"
+rc=$?
+secs=$(( $(date +%s) - t0 ))
+echo "eval.sh --smoke: exit $rc after $secs s; results in $out"
+[ "$rc" = 0 ] || { echo "FAIL: eval.sh --smoke exit $rc"; exit 1; }
+
+fail=0
+check() { if "$@"; then :; else echo "FAIL: $*"; fail=1; fi; }
+report=$out/bench-report.md
+check test -s "$report"
+check grep -q '^## Targets' "$report"
+for n in 'Experiment 1:' 'Experiments 2 and 3:' 'Experiment 4:' 'Experiment 5:' 'Experiment 6:'; do
+    check grep -q "^## $n" "$report"
+done
+check test -s "$out/resources-costs.txt"
+check test -s "$out/commands.sh"
+if command -v gnuplot >/dev/null 2>&1; then
+    for png in hosts-lat hosts-bw hosts-mr mesh-o2m mesh-rate mesh-lat \
+               resources-conn resources-mem flows-p99 model-conn model-mem; do
+        check test -s "$out/$png.png"
+    done
+fi
+if [ "$fail" = 0 ]; then
+    echo "PASS: bench-report.md complete ($secs s)"
+    [ "$keep" = 1 ] || rm -rf "$out"
+fi
+exit "$fail"
