@@ -1,6 +1,8 @@
 /*
  * Blocking progress: an srm iface's event fd must wake a sleeping receiver
  * when a message arrives, and arm must refuse (BUSY) while data is waiting.
+ * And the pending queue: a flush queued behind sends (what UCP does when
+ * uct_ep_flush says NO_RESOURCE) must complete once the sends went out.
  * Two ifaces of one process are two ports of the same agent.
  */
 extern "C" {
@@ -9,9 +11,11 @@ extern "C" {
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cstring>
 #include <poll.h>
 #include <string>
+#include <unistd.h>
 #include <vector>
 
 namespace {
@@ -176,4 +180,95 @@ TEST_F(uct_event_test, arm_is_busy_while_a_message_waits)
     while (received_ == 0) {
         uct_worker_progress(worker_);
     }
+}
+
+namespace {
+
+/* A pending request as UCP makes them: its callback retries the operation
+ * and returns what the transport said. */
+struct pending_op {
+    uct_pending_req_t req;   /* first: the callback gets its address */
+    uct_ep_h          ep;
+    bool              flush; /* uct_ep_flush, else an 8 KB am_bcopy */
+    bool              done;
+};
+
+size_t pack_8k(void *dest, void *arg)
+{
+    memset(dest, 0x5a, 8192);
+    return 8192;
+}
+
+ucs_status_t pending_op_progress(uct_pending_req_t *req)
+{
+    pending_op *op = reinterpret_cast<pending_op*>(req);
+    ucs_status_t status;
+
+    if (op->flush) {
+        status = uct_ep_flush(op->ep, 0, nullptr);
+    } else {
+        ssize_t len = uct_ep_am_bcopy(op->ep, 7, pack_8k, nullptr, 0);
+        status      = (len < 0) ? static_cast<ucs_status_t>(len) : UCS_OK;
+    }
+    op->done = (status == UCS_OK);
+    return status;
+}
+
+} // namespace
+
+/*
+ * UCP's ep flush (ucp_ep_flush_progress_pending, also when it discards a
+ * uct ep) calls uct_ep_flush from its own pending callback. The ep's
+ * pending group is not empty then (the arbiter keeps a placeholder for the
+ * element it dispatches): a flush that counts that as "sends still pending"
+ * says NO_RESOURCE forever, stops the dispatch of its TX ring, and every ep
+ * to that node that ever goes pending hangs with it (MPI over srm hung in
+ * a full mesh).
+ */
+TEST_F(uct_event_test, flush_queued_behind_sends_completes)
+{
+    /* The receiver does not progress: its ring, its backlog in the agent,
+     * then our TX ring fill up. */
+    unsigned sent = 0, refused = 0;
+    while ((refused < 200) && (sent < 100000)) {
+        if (uct_ep_am_bcopy(ep_, 7, pack_8k, nullptr, 0) >= 0) {
+            ++sent;
+            refused = 0;
+        } else {
+            ++refused;
+            usleep(1000); /* the agent may still be moving frames */
+        }
+    }
+    ASSERT_EQ(200u, refused) << "the TX ring never stayed full";
+
+    pending_op send = {}, flush = {};
+    send.req.func  = pending_op_progress;
+    send.ep        = ep_;
+    flush.req.func = pending_op_progress;
+    flush.ep       = ep_;
+    flush.flush    = true;
+    ASSERT_EQ(UCS_OK, uct_ep_pending_add(ep_, &send.req, 0));
+    ASSERT_EQ(UCS_ERR_NO_RESOURCE, uct_ep_flush(ep_, 0, nullptr))
+            << "a send is pending";
+    ASSERT_EQ(UCS_OK, uct_ep_pending_add(ep_, &flush.req, 0));
+
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    while (!flush.done && (std::chrono::steady_clock::now() < deadline)) {
+        uct_worker_progress(worker_);
+    }
+    if (!flush.done) {
+        uct_ep_pending_purge(ep_, nullptr, nullptr); /* they live here */
+    }
+    EXPECT_TRUE(send.done) << "the pending send never went out";
+    ASSERT_TRUE(flush.done) << "the pending flush never completed";
+    EXPECT_EQ(UCS_OK, uct_ep_flush(ep_, 0, nullptr));
+
+    /* The ep is usable again, and everything arrives. */
+    while (uct_ep_am_short(ep_, 7, 0, "x", 1) != UCS_OK) {
+        uct_worker_progress(worker_);
+    }
+    while (received_ < sent + 2) {
+        uct_worker_progress(worker_);
+    }
+    EXPECT_EQ(sent + 2, received_);
 }

@@ -7,12 +7,14 @@
  * is refused. And what test/fuzz/fuzz_wire found: a peer that numbers a
  * frame twice, a connection reset while the receiver is full, a departed
  * node that had been paused, pauses for a frame larger than the backlog.
+ * And an agent that was not scheduled for a while keeps its connections.
  */
 #include "srm_test_agent.h"
 
 #include <gtest/gtest.h>
 
 #include <arpa/inet.h>
+#include <cerrno>
 #include <chrono>
 #include <csignal>
 #include <cstdlib>
@@ -219,6 +221,24 @@ public:
         memcpy(buf.data() + sizeof(hdr), text.data(), text.size());
         EXPECT_EQ((ssize_t)buf.size(),
                   ::send(fd_, buf.data(), buf.size(), MSG_NOSIGNAL));
+    }
+
+    /* An ack of nothing: what keeps a connection heard. */
+    void heartbeat()
+    {
+        srm_frame_hdr_t hdr;
+        srm_frame_hdr_init(&hdr, SRM_FRAME_ACK, 0);
+        (void)::send(fd_, &hdr, sizeof(hdr), MSG_NOSIGNAL | MSG_DONTWAIT);
+    }
+
+    /* Whether the agent still keeps the connection (what it sent, read). */
+    bool connected()
+    {
+        char buf[4096];
+        ssize_t n;
+        while ((n = recv(fd_, buf, sizeof(buf), MSG_DONTWAIT)) > 0) {
+        }
+        return (n < 0) && ((errno == EAGAIN) || (errno == EWOULDBLOCK));
     }
 
 private:
@@ -488,6 +508,43 @@ TEST(wire, a_frame_numbered_twice_does_not_stall_the_frames_after_it)
         EXPECT_EQ(seq, f.hdr.seq);
     }
     EXPECT_FALSE(b.recv_wait(&f, 200)) << "seq " << f.hdr.seq << " twice";
+}
+
+/*
+ * A busy node: the agent is not scheduled for longer than the failover
+ * timeout (SIGSTOP here) while the peer keeps sending heartbeats. Back, it
+ * must read them before it judges the connection silent; it used to fail
+ * over every link of every node at once (the busy agent is caught in its
+ * progress loop about every other time, hence the rounds).
+ */
+TEST(wire, an_agent_that_was_not_scheduled_reads_before_it_judges_silence)
+{
+    /* Long enough that this test, beating every 10 ms, is never silent
+     * that long itself on a loaded machine. */
+    const double timeout_ms = 500 * kTimeScale;
+    agent node_a({"UCX_SRM_DEVICES=lo", "UCX_SRM_POLL=spin",
+                  "UCX_SRM_FAILOVER_TIMEOUT=" + scaled_ms(500),
+                  "UCX_SRM_PEER_TIMEOUT=60s"});
+    raw_client a(node_a.socket());
+    raw_peer peer(a.wire_ipv4(), a.wire_port(), 0x5353);
+    auto beat_for = [&peer](double ms) {
+        for (double t = 0; t < ms; t += 10) {
+            peer.heartbeat();
+            usleep(10000);
+        }
+    };
+
+    beat_for(timeout_ms * 1.5);
+    ASSERT_TRUE(peer.connected()) << node_a.status();
+    for (int round = 0; round < 4; ++round) {
+        ASSERT_EQ(0, kill(node_a.pid(), SIGSTOP));
+        beat_for(timeout_ms * 3);
+        ASSERT_EQ(0, kill(node_a.pid(), SIGCONT));
+        beat_for(timeout_ms / 2);
+        ASSERT_TRUE(peer.connected())
+                << "round " << round << ": a connection heard all along was "
+                << "dropped\n" << node_a.status();
+    }
 }
 
 TEST(wire, a_connection_reset_while_its_receiver_is_full_is_dropped)

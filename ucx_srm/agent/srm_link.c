@@ -873,6 +873,25 @@ void srm_link_timers(srm_agent_t *agent, double now)
             link->last_rx = now; /* we are the ones not reading */
             continue;
         }
+        if (((now - link->last_rx) > timeout) &&
+            (link->state != SRM_LINK_CONNECTING)) {
+            /*
+             * Our own absence is no silence of the peer: an agent that was
+             * not scheduled for a while (a busy node) comes back here
+             * before it polls its sockets, where the peer's heartbeats
+             * wait. Read them first, or every link of every node fails
+             * over at once.
+             */
+            if (srm_link_on_qp(link)) {
+                srm_link_read_qp(agent, link);
+            } else {
+                srm_link_read(agent, link);
+            }
+            link = agent->links[i];
+            if ((link == NULL) || link->in_blocked) {
+                continue;
+            }
+        }
         if ((now - link->last_rx) > timeout) {
             if (link->state != SRM_LINK_READY) {
                 srm_link_close(agent, link, SRM_LOG_INFO,

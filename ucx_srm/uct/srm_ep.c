@@ -117,7 +117,7 @@ uct_srm_ep_reserve(uct_srm_ep_t *ep, uct_srm_iface_t *iface, uint8_t am_id,
     if (ucs_unlikely(ep->failed || iface->agent_lost)) {
         return UCS_ERR_ENDPOINT_TIMEOUT;
     }
-    if (ucs_unlikely(!iface->dispatching &&
+    if (ucs_unlikely((iface->dispatch_ep == NULL) &&
                      !ucs_arbiter_group_is_empty(&ep->pending))) {
         return UCS_ERR_NO_RESOURCE;
     }
@@ -318,9 +318,12 @@ uct_srm_ep_pending_dispatch_cb(ucs_arbiter_t *arbiter,
                                ucs_arbiter_elem_t *elem, void *arg)
 {
     uct_pending_req_t *req = ucs_container_of(elem, uct_pending_req_t, priv);
+    uct_srm_iface_t *iface = arg;
     ucs_status_t status;
 
-    status = req->func(req);
+    iface->dispatch_ep = ucs_container_of(group, uct_srm_ep_t, pending);
+    status             = req->func(req);
+    iface->dispatch_ep = NULL;
     if (status == UCS_OK) {
         return UCS_ARBITER_CB_RESULT_REMOVE_ELEM;
     } else if (status == UCS_INPROGRESS) {
@@ -338,19 +341,26 @@ void uct_srm_ep_dispatch_pending(uct_srm_iface_t *iface)
         if (ucs_likely(ucs_arbiter_is_empty(&iface->tx[i].pending))) {
             continue;
         }
-        iface->dispatching = 1;
         ucs_arbiter_dispatch(&iface->tx[i].pending, 1,
-                             uct_srm_ep_pending_dispatch_cb, NULL);
-        iface->dispatching = 0;
+                             uct_srm_ep_pending_dispatch_cb, iface);
     }
 }
 
 ucs_status_t uct_srm_ep_flush(uct_ep_h tl_ep, unsigned flags,
                               uct_completion_t *comp)
 {
-    uct_srm_ep_t *ep = ucs_derived_of(tl_ep, uct_srm_ep_t);
+    uct_srm_ep_t *ep       = ucs_derived_of(tl_ep, uct_srm_ep_t);
+    uct_srm_iface_t *iface = ucs_derived_of(tl_ep->iface, uct_srm_iface_t);
 
-    if (!ucs_arbiter_group_is_empty(&ep->pending)) {
+    /*
+     * Requests still pending come before the flush, except when it is
+     * called from one of the ep's own pending requests (UCP's pending flush
+     * does that): those before it have gone, and the arbiter keeps only a
+     * placeholder in the group while it runs. Counting that placeholder
+     * said NO_RESOURCE forever and stopped the dispatch of the whole TX ring.
+     */
+    if ((iface->dispatch_ep != ep) &&
+        !ucs_arbiter_group_is_empty(&ep->pending)) {
         UCT_TL_EP_STAT_FLUSH_WAIT(&ep->super);
         return UCS_ERR_NO_RESOURCE;
     }

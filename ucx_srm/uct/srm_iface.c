@@ -393,7 +393,7 @@ static UCS_CLASS_INIT_FUNC(uct_srm_iface_t, uct_md_h tl_md,
     self->config.max_zcopy   = config->max_zcopy;
     self->config.rx_max_poll = config->rx_max_poll;
     self->num_nodes          = 1; /* entry 0 is this node */
-    self->dispatching        = 0;
+    self->dispatch_ep        = NULL;
     self->agent_lost         = 0;
     self->errors_reported    = 0;
     ucs_list_head_init(&self->eps);

@@ -82,7 +82,7 @@ typedef struct uct_srm_iface {
         unsigned         rx_max_poll;
     } config;
     uint32_t             num_nodes;     /* node table entries in use */
-    int                  dispatching;   /* inside pending dispatch */
+    struct uct_srm_ep    *dispatch_ep;  /* whose pending request runs */
     volatile int         agent_lost;    /* set by the async socket handler */
     int                  errors_reported;
 } uct_srm_iface_t;
