@@ -668,6 +668,39 @@ srm_vm_self() {
     srm_done
 }
 
+# srm_vm_hosts_up N [PREFIX]: in the guest, N simulated hosts PREFIXh1..
+# with an rdma device rxe_PREFIXh<i> each (contrib/vm-rxe/rxe-hosts), set
+# up as srm_netns_up does (SRM_NETNS_HOSTS, SRM_NETNS_HOST_LIST), and taken
+# down at the test's exit after srm_cleanup. FAIL with the log, and the
+# test ends, if they do not come up.
+srm_vm_hosts_up() {
+    local n=$1 i
+
+    SRM_VM_RXE_HOSTS=$SRM_SRCDIR/contrib/vm-rxe/rxe-hosts
+    SRM_NETNS_PREFIX=${2:-}
+    SRM_NETNS_HOSTS=()
+    for i in $(seq 1 "$n"); do
+        SRM_NETNS_HOSTS+=("${SRM_NETNS_PREFIX}h$i")
+    done
+    SRM_NETNS_HOST_LIST=$(IFS=,; echo "${SRM_NETNS_HOSTS[*]}")
+    trap srm__vm_hosts_on_exit EXIT
+    if ! "$SRM_VM_RXE_HOSTS" up "$n" ${SRM_NETNS_PREFIX:+--prefix "$SRM_NETNS_PREFIX"} \
+            >"$SRM_LOG/rxe-hosts.log" 2>&1; then
+        srm_fail "rxe-hosts up $n"
+        srm_show_log "$SRM_LOG/rxe-hosts.log"
+        srm_done
+    fi
+}
+
+srm__vm_hosts_on_exit() {
+    local rc=$?
+
+    trap - EXIT
+    srm_cleanup
+    "$SRM_VM_RXE_HOSTS" down >>"$SRM_LOG/rxe-hosts.log" 2>&1
+    exit "$rc"
+}
+
 # ------------------------------------------------------------------ setup --
 
 srm_find_build

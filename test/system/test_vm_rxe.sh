@@ -26,40 +26,7 @@
 
 VM=$SRM_SRCDIR/contrib/vm-rxe
 
-# ------------------------------------------------------------- the host --
-if [ "${1:-}" != --guest ]; then
-    command -v qemu-system-x86_64 >/dev/null 2>&1 ||
-        srm_skip "QEMU (qemu-system-x86_64, package qemu-system-x86) is not installed: the soft-RoCE tests did NOT run (contrib/vm-rxe/prepare installs it)"
-    if ! "$VM/prepare" --print >"$SRM_LOG/image.env" 2>"$SRM_LOG/prepare.log"; then
-        [ "$(id -u)" = 0 ] ||
-            srm_skip "no VM image and not root to make one: the soft-RoCE tests did NOT run (run contrib/vm-rxe/prepare as root)"
-        srm_log "no VM image yet; running contrib/vm-rxe/prepare (log $SRM_LOG/prepare.log)"
-        if ! nice -n 19 "$VM/prepare" >"$SRM_LOG/prepare.log" 2>&1; then
-            srm_show_log "$SRM_LOG/prepare.log" 10
-            srm_skip "contrib/vm-rxe/prepare failed (is Debian's kernel package linux-image-amd64 available?): the soft-RoCE tests did NOT run"
-        fi
-        "$VM/prepare" --print >"$SRM_LOG/image.env" 2>>"$SRM_LOG/prepare.log" ||
-            srm_skip "contrib/vm-rxe/prepare made no image: the soft-RoCE tests did NOT run"
-    fi
-    srm_pass "VM image: $(tr '\n' ' ' <"$SRM_LOG/image.env" | sed 's/STAMP=[^ ]* //')"
-
-    t0=$(srm_now_us)
-    "$VM/run" -o "$SRM_LOG" -t "${SRM_VM_TIMEOUT:-560}" -m 2048 \
-        -e SRM_TEST_NAME="$SRM_TEST_NAME" -- bash "$SRM_SYSTEM_DIR/test_vm_rxe.sh" --guest \
-        2>"$SRM_LOG/vm-run.err"
-    rc=$?
-    secs=$(( ($(srm_now_us) - t0) / 1000000 ))
-    sed 's/^/vm: /' "$SRM_LOG/vm-run.err"
-    boot=$(sed -n 's/.*guest up after \([0-9.]*\) s.*/\1/p' "$SRM_LOG/vm-run.err")
-    srm_log "timings: VM boot ${boot:-?} s, whole run $secs s"
-    case $rc in
-    0) srm_pass "the guest part passed" ;;
-    77) exit 77 ;;                      # it printed its SKIP line
-    124) srm_fail "the VM timed out (see $SRM_LOG/vm-console.log)" ;;
-    *) srm_fail "the guest part failed (status $rc; console $SRM_LOG/vm-console.log)" ;;
-    esac
-    srm_done
-fi
+[ "${1:-}" = --guest ] || SRM_VM_TIMEOUT=${SRM_VM_TIMEOUT:-560} srm_vm_self 2048
 
 # ------------------------------------------------------------ the guest --
 [ "${SRM_VM_GUEST:-}" = 1 ] || { srm_fail "--guest outside the VM"; srm_done; }
@@ -72,21 +39,8 @@ RXE_HOSTS=$VM/rxe-hosts
 MPIRUN=$SRM_SRCDIR/contrib/netns-mpirun
 STEP_TIMEOUT=120
 
-guest_on_exit() {
-    local rc=$?
-    trap - EXIT
-    srm_cleanup
-    "$RXE_HOSTS" down >>"$SRM_LOG/rxe-hosts.log" 2>&1
-    exit "$rc"
-}
-trap guest_on_exit EXIT
-
 srm_log "guest: $(uname -r), $(nproc) CPUs, $(awk '/MemTotal/ { print int($2 / 1024) }' /proc/meminfo) MiB"
-if ! "$RXE_HOSTS" up 2 >"$SRM_LOG/rxe-hosts.log" 2>&1; then
-    srm_fail "rxe-hosts up 2"
-    srm_show_log "$SRM_LOG/rxe-hosts.log"
-    srm_done
-fi
+srm_vm_hosts_up 2
 "$RXE_HOSTS" list | sed 's/^/  /'
 srm_pass "hosts h1, h2 up with devices rxe_h1, rxe_h2"
 

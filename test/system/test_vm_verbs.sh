@@ -38,7 +38,6 @@
 # ------------------------------------------------------------ the guest --
 [ "${SRM_VM_GUEST:-}" = 1 ] || { srm_fail "--guest outside the VM"; srm_done; }
 srm_netns_require --mpi mpicc mpirun rdma
-RXE_HOSTS=$SRM_SRCDIR/contrib/vm-rxe/rxe-hosts
 FAULTS=${SRM_VERBS_FAULTS:-3}
 STEP_TIMEOUT=180
 MPI_TIMEOUT=240
@@ -80,24 +79,8 @@ else
 fi
 
 # --- 2. two hosts, srmd on the verbs wire ------------------------------------
-SRM_NETNS_PREFIX=vv
-SRM_NETNS_HOSTS=(vvh1 vvh2)
-SRM_NETNS_HOST_LIST=vvh1,vvh2
 declare -A SRM_NETNS_AGENT_PID=()
-
-guest_on_exit() {
-    local rc=$?
-    trap - EXIT
-    srm_cleanup
-    "$RXE_HOSTS" down >>"$SRM_LOG/rxe-hosts.log" 2>&1
-    exit "$rc"
-}
-trap guest_on_exit EXIT
-if ! "$RXE_HOSTS" up 2 --prefix "$SRM_NETNS_PREFIX" >"$SRM_LOG/rxe-hosts.log" 2>&1; then
-    srm_fail "rxe-hosts up 2"
-    srm_show_log "$SRM_LOG/rxe-hosts.log"
-    srm_done
-fi
+srm_vm_hosts_up 2 vv
 for h in "${SRM_NETNS_HOSTS[@]}"; do
     srm_netns_agent_start "$h" "$SRM_LOG/srmd.$h.log" \
         UCX_SRM_DEVICES="rxe_$h:1@eth0" || srm_done
