@@ -10,7 +10,10 @@
 #   1. the wire gtests (test_wire.cc: streams on both channels, a queue
 #      pair forced to the error state mid-stream, silent links, failover
 #      off, secrets, unreachable and paused nodes) with
-#      SRM_TEST_WIRE_DEVICE=rxe on a veth of the guest, all agents on it;
+#      SRM_TEST_WIRE_DEVICE=rxe on a veth of the guest, all agents on it
+#      (not the one that stops a spinning agent under a fake TCP peer: it
+#      tests the tcp wire's timers, on the host, and under TCG a spinning
+#      agent starves the peer it is judged against);
 #   2. two hosts h1, h2 (contrib/vm-rxe/rxe-hosts), srmd in each with
 #      UCX_SRM_DEVICES=rxe_<host>:1@eth0 (queue pairs on the host's rxe,
 #      the handshake on its eth0): `srmctl status` says "wire: verbs" and
@@ -63,7 +66,8 @@ else
     env LD_PRELOAD="$SRM_MODULE" UCX_SRM_AGENT_PATH="$SRM_SRMD" \
         UCX_SRM_SOCKET="srm-vm-gtest-$$" UCX_SRM_IDLE_TIMEOUT=1s \
         SRM_TEST_WIRE_DEVICE=rxe_gt:1 SRM_TEST_TIME_SCALE=10 \
-        timeout -k 5 600 "$gtest" --gtest_filter='wire.*' \
+        timeout -k 5 600 "$gtest" \
+        --gtest_filter='wire.*:-wire.an_agent_that_was_not_scheduled_*' \
         >"$SRM_LOG/gtest-wire.log" 2>&1 || rc=$?
     secs=$(( ($(srm_now_us) - t0) / 1000000 ))
     summary=$(grep -E '^\[  (PASSED|FAILED)  \] [0-9]+ test' "$SRM_LOG/gtest-wire.log" |
