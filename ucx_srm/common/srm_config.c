@@ -84,7 +84,10 @@ ucs_config_field_t srm_agent_config_table[] = {
      "from other nodes' agents: one, or two separated by a comma (the\n"
      "standby connection to each node then takes the second, so a dead link\n"
      "is survived, not just a dead socket). auto: the first interface that\n"
-     "is up, not loopback, and has an IPv4 address. none: no channels.",
+     "is up, not loopback, and has an IPv4 address. none: no channels.\n"
+     "A verbs device, NAME:PORT[@INTERFACE] (mlx5_0:1, rxe0:1@eth0), puts\n"
+     "the channels on RC queue pairs; the handshake goes over INTERFACE,\n"
+     "by default the one of the port's RoCE v2 IPv4 address.",
      offsetof(srm_agent_config_t, devices), UCS_CONFIG_TYPE_STRING},
 
     {"TCP_PORT", "0",
