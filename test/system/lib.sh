@@ -549,6 +549,20 @@ srm_netns_agent_answers() {
     return 1
 }
 
+# srm_netns_wait_listen HOST PORT PID TRIES: true once something listens
+# on TCP PORT in HOST; false when PID is gone first or after TRIES looks
+# 0.1 s apart.
+srm_netns_wait_listen() {
+    local _
+    for _ in $(seq 1 "$4"); do
+        [ -n "$(ip netns exec "$1" ss -Hltn "( sport = :$2 )" 2>/dev/null)" ] &&
+            return 0
+        srm_alive "$3" || return 1
+        sleep 0.1
+    done
+    return 1
+}
+
 # srm_netns_perftest_pair LABEL PORT TIMEOUT PERFTEST-ARGS...: ucx_perftest
 # with the srm module between the first two hosts: the server in the first
 # on PORT, then (once it listens) the client in the second, to 10.77.0.1;
@@ -557,7 +571,7 @@ srm_netns_agent_answers() {
 # then up to 15 s for the server (then kills it). Sets SRM_CLIENT_RC and
 # SRM_SERVER_RC ("killed" if it had to be).
 srm_netns_perftest_pair() {
-    local label=$1 port=$2 tmo=$3 sh=${SRM_NETNS_HOSTS[0]} spid cpid i
+    local label=$1 port=$2 tmo=$3 sh=${SRM_NETNS_HOSTS[0]} spid cpid
     shift 3
 
     "$SRM_NETNS_CLUSTER" exec "$sh" env LD_PRELOAD="$SRM_MODULE" \
@@ -565,12 +579,7 @@ srm_netns_perftest_pair() {
         >>"$SRM_LOG/$label.server.log" 2>&1 &
     spid=$!
     srm_track "$spid"
-    for i in $(seq 1 100); do
-        [ -n "$(ip netns exec "$sh" ss -Hltn "( sport = :$port )" 2>/dev/null)" ] &&
-            break
-        srm_alive "$spid" || break
-        sleep 0.1
-    done
+    srm_netns_wait_listen "$sh" "$port" "$spid" 100
     "$SRM_NETNS_CLUSTER" exec "${SRM_NETNS_HOSTS[1]}" env LD_PRELOAD="$SRM_MODULE" \
         timeout -k 5 "$tmo" ucx_perftest -p "$port" "$@" 10.77.0.1 \
         >>"$SRM_LOG/$label.client.log" 2>&1 &

@@ -24,8 +24,6 @@
 #
 . "$(dirname "$0")/lib.sh"
 
-VM=$SRM_SRCDIR/contrib/vm-rxe
-
 [ "${1:-}" = --guest ] || SRM_VM_TIMEOUT=${SRM_VM_TIMEOUT:-560} srm_vm_self 2048
 
 # ------------------------------------------------------------ the guest --
@@ -35,30 +33,16 @@ unset LD_PRELOAD UCX_SRM_AGENT_PATH
 export UCX_WARN_UNUSED_ENV_VARS=n
 
 GUEST_T0=$(srm_now_us)
-RXE_HOSTS=$VM/rxe-hosts
 MPIRUN=$SRM_SRCDIR/contrib/netns-mpirun
 STEP_TIMEOUT=120
 
 srm_log "guest: $(uname -r), $(nproc) CPUs, $(awk '/MemTotal/ { print int($2 / 1024) }' /proc/meminfo) MiB"
 srm_vm_hosts_up 2
-"$RXE_HOSTS" list | sed 's/^/  /'
+"$SRM_VM_RXE_HOSTS" list | sed 's/^/  /'
 srm_pass "hosts h1, h2 up with devices rxe_h1, rxe_h2"
 
 # on_host HOST CMD...: CMD in HOST with its own rdma device (rxe-hosts exec).
-on_host() { "$RXE_HOSTS" exec "$@"; }
-
-# wait_listen HOST PORT PID: until something listens on PORT in HOST
-# (up to 30 s) or PID is gone.
-wait_listen() {
-    local _
-    for _ in $(seq 300); do
-        [ -n "$(ip netns exec "$1" ss -Hltn "( sport = :$2 )" 2>/dev/null)" ] &&
-            return 0
-        srm_alive "$3" || return 1
-        sleep 0.1
-    done
-    return 1
-}
+on_host() { "$SRM_VM_RXE_HOSTS" exec "$@"; }
 
 # pair LABEL PORT SERVER-CMD... -- CLIENT-CMD...: the server in h1, once it
 # listens on PORT the client in h2, each under timeout; output in
@@ -74,7 +58,7 @@ pair() {
     spid=$!
     srm_track "$spid"
     PAIR_CRC=noserver PAIR_SRC=
-    if wait_listen h1 "$port" "$spid"; then
+    if srm_netns_wait_listen h1 "$port" "$spid" 300; then
         on_host h2 timeout -k 5 $STEP_TIMEOUT "$@" >"$SRM_LOG/$label.client.log" 2>&1 &
         cpid=$!
         srm_track "$cpid"
@@ -196,7 +180,7 @@ mpi_qps() {
     env UCX_TLS="$tls" UCX_LOG_LEVEL=info "$MPIRUN" --hosts h1,h2 --ppn 2 \
         --timeout 240 -v -x UCX_TLS -x UCX_UD_VERBS_ETH_DGID_CHECK \
         -x UCX_WARN_UNUSED_ENV_VARS -x UCX_LOG_LEVEL \
-        -- "$RXE_HOSTS" dev-exec "$bin" "$HOLD" 65536 >"$out" 2>&1 &
+        -- "$SRM_VM_RXE_HOSTS" dev-exec "$bin" "$HOLD" 65536 >"$out" 2>&1 &
     pid=$!
     srm_track "$pid"
     while srm_alive "$pid" && ! grep -q 'ranks connected, holding' "$out"; do
