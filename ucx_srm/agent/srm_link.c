@@ -195,6 +195,7 @@ void srm_link_connect(srm_agent_t *agent, srm_node_t *node, int kind,
 {
     srm_channel_t *chan = &node->chan[kind];
     const srm_wire_addr_t *wire;
+    srm_verbs_dev_t *verbs;
     srm_link_t *link;
     char addr[32];
     double now;
@@ -228,9 +229,9 @@ void srm_link_connect(srm_agent_t *agent, srm_node_t *node, int kind,
     link->path         = path;
     chan->links[path]  = link;
     chan->connects++;
-    if ((srm_link_path_verbs(agent, path) != NULL) &&
-        ((link->qp = srm_verbs_qp_create(srm_link_path_verbs(agent, path),
-                                         link->index)) == NULL)) {
+    verbs = srm_link_path_verbs(agent, path);
+    if ((verbs != NULL) &&
+        ((link->qp = srm_verbs_qp_create(verbs, link->index)) == NULL)) {
         srm_link_close(agent, link, SRM_LOG_WARN, "no queue pair");
     }
 }

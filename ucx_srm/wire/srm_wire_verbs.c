@@ -629,21 +629,21 @@ ssize_t srm_verbs_qp_sendv(srm_verbs_qp_t *qp, const struct iovec *iov,
             wr[count].send_flags |= IBV_SEND_INLINE;
             qp->stats.inline_wrs++;
         }
+        /* A completion every quarter ring, and for the send that fills it
+         * (else nothing would tell us when room comes back). */
+        if ((((qp->send_head + count + 1) % SRM_VERBS_SIGNAL_EVERY) == 0) ||
+            (count + 1 == room)) {
+            wr[count].send_flags |= IBV_SEND_SIGNALED;
+            qp->stats.signaled++;
+        }
+        if (count > 0) {
+            wr[count - 1].next = &wr[count];
+        }
         total += len;
         ++count;
     }
     if (count == 0) {
         return 0;
-    }
-    for (i = 0; i < (int)count; ++i) {
-        wr[i].next = (i + 1 < (int)count) ? &wr[i + 1] : NULL;
-        /* A completion every quarter ring, and for the send that fills it
-         * (else nothing would tell us when room comes back). */
-        if ((((qp->send_head + i + 1) % SRM_VERBS_SIGNAL_EVERY) == 0) ||
-            ((unsigned)i + 1 == room)) {
-            wr[i].send_flags |= IBV_SEND_SIGNALED;
-            qp->stats.signaled++;
-        }
     }
     ret = ibv_post_send(qp->qp, wr, &bad);
     if (ret != 0) {
