@@ -235,10 +235,12 @@ cleanup() {
         timeout -k 5 60 "$NC" down --prefix "$PFX" >>"$WORK/cluster.log" 2>&1 ||
             info "WARNING: 'netns-cluster down --prefix $PFX' failed (see $WORK/cluster.log)"
     fi
+    cpu_group_leave
     drop_work_dir
     exit "$rc"
 }
 set_traps
+cpu_group_join srm-flows
 
 alive() {               # PID runs (a zombie does not count)
     local line st
@@ -524,10 +526,7 @@ report() {
     printf -- '- flow sizes: 80 %% short, log-uniform 64 B..8 KB; 20 %% long, log-uniform 100 KB..10 MB; Poisson arrivals; FCT from arrival to the receiver'"'"'s ack at the sender; every flow checked\n'
     [[ $QUICK == 0 ]] || printf -- '- **--quick smoke run: the numbers are not a measurement**\n'
     print_inherited_ucx
-    if (( DISTURBED_RUNS > 0 )); then
-        printf -- '- **WARNING: the machine was not idle**: other processes took %s s of CPU in %d of %d runs%s; cells with such runs are marked *\n' \
-            "$FOREIGN_CPU_TOTAL" "$DISTURBED_RUNS" "$TOTAL_RUNS" "$(seen_running)"
-    fi
+    print_disturbance runs
     if (( REPS > 1 )); then
         printf '\nCells: median [min, max] of %d runs; FCT in us.\n\n' "$REPS"
     else

@@ -365,10 +365,12 @@ cleanup() {
         timeout -k 5 60 "$NC" down --prefix "$PFX" >>"$WORK/cluster.log" 2>&1 ||
             info "WARNING: 'netns-cluster down --prefix $PFX' failed (see $WORK/cluster.log)"
     fi
+    cpu_group_leave
     drop_work_dir
     exit "$rc"
 }
 set_traps
+cpu_group_join srm-hosts
 
 alive() {               # PID runs (a zombie does not count); no subprocess
     local line st
@@ -912,10 +914,7 @@ report() {
         printf -- '- ucx_perftest busy-polls: the ranks take cores (2 per pair, %d cores here), the agents must be woken per hop\n' "$NCPU"
     fi
     print_inherited_ucx
-    if (( DISTURBED_RUNS > 0 )); then
-        printf -- '- **WARNING: the machine was not idle**: other processes took %s s of CPU in %d of %d runs%s; cells with such runs are marked *\n' \
-            "$FOREIGN_CPU_TOTAL" "$DISTURBED_RUNS" "$TOTAL_RUNS" "$(seen_running)"
-    fi
+    print_disturbance runs
     if [[ -n $PLOT_PROBLEM ]]; then
         printf -- '- **WARNING: NO PLOTS: %s**; the data files are written (see Plots)\n' "$PLOT_PROBLEM"
     fi

@@ -231,14 +231,76 @@ running_processes() {
 # Clock ticks per second of /proc/stat and /proc/PID/stat.
 HZ=$(getconf CLK_TCK 2>/dev/null || echo 100)
 
-# cpu_mark OWN-PID...: sets CPU_MARK="ALL OURS" (s): all CPU time the
-# kernel accounted (/proc/stat: user, nice, system, irq, softirq, steal)
-# and that of this shell, its reaped children (via "times") and the
-# OWN-PIDs (the agents).  Call it in this shell, not in $(...): "times" of
-# a subshell would be the subshell's.
+# What "ours" is measured with: a cgroup of this script (CPU_GROUP, every
+# process it starts, even one that its parent never waits for, such as the
+# ranks Open MPI starts on other hosts) or, without cgroups, this shell's
+# reaped children plus the OWN-PIDs.
+CPU_GROUP=
+CPU_GROUP_KIND=
+
+# cpu_group_join NAME: moves this shell into a new CPU accounting cgroup
+# NAME.PID (cgroup v1 cpuacct, else v2), before it starts anything.  Without
+# one, says so: the processes it starts but does not reap will then count
+# as foreign and mark runs disturbed.
+cpu_group_join() {
+    local root dir
+    for root in /sys/fs/cgroup/cpuacct /sys/fs/cgroup/unified /sys/fs/cgroup; do
+        if [[ -e $root/cpuacct.usage ]]; then
+            CPU_GROUP_KIND=cpuacct
+        elif [[ -e $root/cgroup.controllers ]]; then
+            CPU_GROUP_KIND=v2
+        else
+            continue
+        fi
+        dir=$root/$1.$$
+        if mkdir "$dir" 2>/dev/null && { echo $$ >"$dir/cgroup.procs"; } 2>/dev/null &&
+           cpu_group_usage_of "$dir" >/dev/null; then
+            CPU_GROUP=$dir
+            return 0
+        fi
+        rmdir "$dir" 2>/dev/null || true
+    done
+    CPU_GROUP_KIND=
+    info "WARNING: no CPU accounting cgroup could be made (needs root and cgroup cpuacct or v2);" \
+         "CPU of processes this script does not reap counts as foreign"
+}
+
+# cpu_group_usage_of DIR: CPU seconds used by the processes of cgroup DIR.
+cpu_group_usage_of() {
+    case $CPU_GROUP_KIND in
+    cpuacct) awk '{ printf "%.3f", $1 / 1e9 }' "$1/cpuacct.usage" ;;
+    v2)      awk '$1 == "usage_usec" { printf "%.3f", $2 / 1e6; f = 1 } END { exit !f }' "$1/cpu.stat" ;;
+    *)       return 1 ;;
+    esac
+}
+
+# cpu_group_leave: moves this shell back and removes its cgroup (which its
+# processes, all stopped by now, must have left).
+cpu_group_leave() {
+    local i
+    [[ -n $CPU_GROUP ]] || return 0
+    echo $$ >"${CPU_GROUP%/*}/cgroup.procs" 2>/dev/null || true
+    for (( i = 0; i < 50; i++ )); do
+        rmdir "$CPU_GROUP" 2>/dev/null && { CPU_GROUP=; return 0; }
+        sleep 0.1
+    done
+    info "WARNING: cgroup $CPU_GROUP still has processes: $(paste -sd ' ' "$CPU_GROUP/cgroup.procs" 2>/dev/null)"
+}
+
+# cpu_mark OWN-PID...: sets CPU_MARK="ALL OURS" (s).  ALL is the CPU time
+# the kernel accounted to processes (/proc/stat: user, nice, system; irq
+# and softirq time are left out: on this machine they are mostly the
+# simulated hosts' own network traffic, which no process is charged for).
+# OURS is this script's cgroup, or (without one) this shell, its reaped
+# children (via "times") and the OWN-PIDs (the agents).  Call it in this
+# shell, not in $(...): "times" of a subshell would be the subshell's.
 cpu_mark() {
     local all ours agents=0 p
-    all=$(awk -v hz="$HZ" '$1 == "cpu" && !d { printf "%.3f", ($2 + $3 + $4 + $7 + $8 + $9) / hz; d = 1 }' /proc/stat)
+    all=$(awk -v hz="$HZ" '$1 == "cpu" && !d { printf "%.3f", ($2 + $3 + $4) / hz; d = 1 }' /proc/stat)
+    if [[ -n $CPU_GROUP ]] && ours=$(cpu_group_usage_of "$CPU_GROUP"); then
+        CPU_MARK="$all $ours"
+        return 0
+    fi
     times >"$WORK/times"
     ours=$(awk '{ for (i = 1; i <= NF; i++) { split($i, t, /[ms]/); s += t[1] * 60 + t[2] } }
                 END { printf "%.3f", s }' "$WORK/times")
@@ -278,6 +340,18 @@ tally_disturbed() {
     FOREIGN_CPU_TOTAL=$(awk -v a="$FOREIGN_CPU_TOTAL" -v b="$FOREIGN_CPU" 'BEGIN { print a + b }')
     # shellcheck disable=SC2004  # FOREIGN_NAMES is the caller's associative array
     for n in $FOREIGN_SEEN; do FOREIGN_NAMES[$n]=1; done
+}
+
+# print_disturbance NOUN: the report lines on other processes' CPU during
+# the DISTURBED_RUNS of TOTAL_RUNS NOUN (jobs, runs), and how it is measured.
+print_disturbance() {
+    local how="this shell's reaped children and the agents (no cgroup: CPU of processes it does not reap counts as foreign)"
+    [[ -z $CPU_GROUP ]] || how="this script's cgroup ($CPU_GROUP_KIND), which holds every process it starts"
+    if (( DISTURBED_RUNS > 0 )); then
+        printf -- '- **WARNING: the machine was not idle**: other processes took %s s of CPU in %d of %d %s%s; cells with such %s are marked *\n' \
+            "$FOREIGN_CPU_TOTAL" "$DISTURBED_RUNS" "$TOTAL_RUNS" "$1" "$(seen_running)" "$1"
+    fi
+    printf -- '- other processes'"'"' CPU: /proc/stat user + nice + system less %s; a run is disturbed above 5 %% of a core\n' "$how"
 }
 
 # seen_running: "; seen running: NAMES" of FOREIGN_NAMES, or nothing.

@@ -247,10 +247,12 @@ cleanup() {
     local rc=$?
     trap - EXIT INT TERM
     kill_pids "${PIDS[@]}" ${AGENT_PID:+"$AGENT_PID"}
+    cpu_group_leave
     drop_work_dir
     exit "$rc"
 }
 set_traps
+cpu_group_join srm-bench
 
 # --------------------------------------------------------------- helpers --
 
@@ -553,10 +555,7 @@ report() {
         printf -- '- ucx_perftest busy-polls: two of the %d cores are taken by the ranks; the agent competes for the rest\n' "$NCPU"
     fi
     print_inherited_ucx
-    if (( DISTURBED_RUNS > 0 )); then
-        printf -- '- **WARNING: the host was not idle**: other processes took %s s of CPU during %d of %d runs%s. Cells marked * contain such runs; their numbers are disturbed (rerun on a quiet host, or with --wait-idle and --retry-disturbed)\n' \
-            "$FOREIGN_CPU_TOTAL" "$DISTURBED_RUNS" "$TOTAL_RUNS" "$(seen_running)"
-    fi
+    print_disturbance runs
     if (( REPS > 1 )); then
         printf '\nCells: median [min, max] of %d runs.' "$REPS"
     else

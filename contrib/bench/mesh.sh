@@ -223,10 +223,12 @@ cleanup() {
     trap '' INT TERM
     kill_pids "${PIDS[@]}" "${AGENT[@]}"
     cluster_down
+    cpu_group_leave
     drop_work_dir
     exit "$rc"
 }
 set_traps
+cpu_group_join srm-mesh
 
 MESH_BIN=$WORK/srm_mesh
 build_mesh "$MESH_BIN"
@@ -388,10 +390,7 @@ report() {
         "$SECS" "$SECS" "$([[ $QUICK == 1 ]] && printf '; **--quick smoke run, not a measurement**')"
     (( NCPU > 2 )) || printf -- '- the ranks busy-poll (Open MPI, mpi_yield_when_idle per netns-mpirun) on 2 cores shared by all hosts and agents\n'
     print_inherited_ucx
-    if (( DISTURBED_RUNS > 0 )); then
-        printf -- '- **WARNING: the machine was not idle**: other processes took %s s of CPU in %d of %d jobs%s; cells with such jobs are marked *\n' \
-            "$FOREIGN_CPU_TOTAL" "$DISTURBED_RUNS" "$TOTAL_RUNS" "$(seen_running)"
-    fi
+    print_disturbance jobs
     [[ -z $PLOT_PROBLEM ]] || printf -- '- **WARNING: NO PLOTS: %s**\n' "$PLOT_PROBLEM"
     if (( REPS > 1 )); then printf '\nCells: median [min, max] of %d runs.' "$REPS"; else printf '\nCells: one run each.'; fi
     printf ' srm/tcp: ratio of the medians (rates: > 1 means srm is better; latency: < 1 means srm is better).\n'
