@@ -651,3 +651,33 @@ TEST(wire, a_frame_larger_than_the_backlog_pauses_its_sender_once)
         ASSERT_EQ(i, f.hdr.seq);
     }
 }
+
+TEST(wire, an_owed_ack_goes_out_at_once_when_no_data_goes_back)
+{
+    /* The agents' timers tick every FAILOVER_TIMEOUT / 8 = 1 s here, and
+     * they sleep whenever idle: an ack that waited for the tick (or for
+     * the 100 ms safety wakeup) would hold the sender's queue that long. */
+    const std::vector<std::string> env = {kWireDevices,
+                                          "UCX_SRM_FAILOVER_TIMEOUT=8s", "UCX_SRM_POLL=block"};
+    agent node_a(env), node_b(env);
+    raw_client a(node_a.socket()), b(node_b.socket());
+    connect_clients(a, b);
+
+    frame f;
+    for (uint32_t seq = 0; seq < 3; ++seq) {
+        send_one(a, b, 16, seq);
+        ASSERT_TRUE(b.recv_wait(&f, 5000)) << node_b.status();
+        struct timeval start, now;
+        gettimeofday(&start, nullptr);
+        double waited;
+        do {
+            usleep(2000);
+            gettimeofday(&now, nullptr);
+            waited = (now.tv_sec - start.tv_sec) +
+                     (now.tv_usec - start.tv_usec) * 1e-6;
+        } while ((node_counter(node_a, "unacked") != 0) && (waited < 2.0));
+        EXPECT_LT(waited, 0.15 * kTimeScale)
+                << "frame " << seq << " acknowledged after " << waited
+                << " s\n" << node_a.status();
+    }
+}

@@ -658,6 +658,16 @@ static int srm_channel_deliver(srm_agent_t *agent, srm_link_t *link,
     return 1;
 }
 
+/* An ack goes out by `due`; the timer tick may be much later. */
+static void srm_channel_owe_ack(srm_agent_t *agent, srm_channel_t *chan,
+                                double due)
+{
+    chan->ack_due = due;
+    if (agent->next_timer > due) {
+        agent->next_timer = due;
+    }
+}
+
 /*
  * A numbered frame (AM, PAUSE, RESUME) from a ready link: 1 consumed, 0 no
  * room (retry later), -1 a gap in the numbering (the link lies).
@@ -672,7 +682,7 @@ int srm_channel_receive(srm_agent_t *agent, srm_link_t *link,
     if (ahead < 0) {
         chan->duplicates++;
         if (agent->config.failover && (chan->ack_due == 0)) {
-            chan->ack_due = srm_agent_now(); /* the peer resends: tell it */
+            srm_channel_owe_ack(agent, chan, srm_agent_now()); /* it resends */
         }
         return 1;
     } else if (ahead > 0) {
@@ -695,7 +705,7 @@ int srm_channel_receive(srm_agent_t *agent, srm_link_t *link,
     }
     chan->rx_unacked += sizeof(*hdr) + hdr->length;
     if (chan->ack_due == 0) {
-        chan->ack_due = srm_agent_now() + SRM_ACK_DELAY;
+        srm_channel_owe_ack(agent, chan, srm_agent_now() + SRM_ACK_DELAY);
     }
     return 1;
 }
