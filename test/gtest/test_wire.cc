@@ -681,3 +681,30 @@ TEST(wire, an_owed_ack_goes_out_at_once_when_no_data_goes_back)
                 << " s\n" << node_a.status();
     }
 }
+
+TEST(wire, a_connection_its_receiver_does_not_read_still_sends_heartbeats)
+{
+    /* B stops reading A's connection (b's ring and the backlog are full).
+     * Nothing else goes from B to A there, so only B's heartbeats tell A
+     * the connection lives: without them A fails it over, again and again. */
+    const std::string failover = "UCX_SRM_FAILOVER_TIMEOUT=" + scaled_ms(200);
+    agent node_a({kWireDevices, failover});
+    agent node_b({kWireDevices, failover, "UCX_SRM_PORT_BACKLOG=64"});
+    raw_client a(node_a.socket()), b(node_b.socket());
+    connect_clients(a, b);
+    uint32_t sent = send_until_stalled(a, b);
+    ASSERT_GT(sent, 16u) << node_b.status();
+
+    usleep(static_cast<useconds_t>(1000000 * kTimeScale)); /* 5 timeouts */
+    std::string status = node_a.status();
+    EXPECT_EQ(2u, count_of(status, " failovers 0 ")) << status;
+
+    frame f;
+    for (uint32_t seq = 0; seq < sent; ++seq) {
+        ASSERT_TRUE(b.recv_wait(&f, 10000)) << "frame " << seq << " of "
+                                            << sent << "\n"
+                                            << node_a.status();
+        ASSERT_EQ(seq, f.hdr.seq);
+    }
+    EXPECT_FALSE(b.recv_wait(&f, 200)) << "a frame arrived twice";
+}

@@ -858,7 +858,11 @@ unsigned srm_link_progress(srm_agent_t *agent)
     return count;
 }
 
-/* Every link is checked for silence and, when idle, sends a heartbeat. */
+/*
+ * Every link is checked for silence and, when idle, sends a heartbeat;
+ * one we do not read (its receiver is full) too, or the peer would hear
+ * nothing from it and fail it over.
+ */
 void srm_link_timers(srm_agent_t *agent, double now)
 {
     double timeout = agent->config.failover_timeout;
@@ -872,9 +876,7 @@ void srm_link_timers(srm_agent_t *agent, double now)
         }
         if (link->in_blocked) {
             link->last_rx = now; /* we are the ones not reading */
-            continue;
-        }
-        if (((now - link->last_rx) > timeout) &&
+        } else if (((now - link->last_rx) > timeout) &&
             (link->state != SRM_LINK_CONNECTING)) {
             /*
              * Our own absence is no silence of the peer: an agent that was
@@ -889,7 +891,7 @@ void srm_link_timers(srm_agent_t *agent, double now)
                 srm_link_read(agent, link);
             }
             link = agent->links[i];
-            if ((link == NULL) || link->in_blocked) {
+            if (link == NULL) {
                 continue;
             }
         }
