@@ -29,28 +29,16 @@ int srm_verbs_is_device_spec(const char *spec)
 
 #if defined(HAVE_VERBS) && HAVE_VERBS
 
+#include "srm_wire_verbs_dev.h"
+
 #include <fcntl.h>
 #include <net/if.h>
 #include <sys/random.h>
 #include <time.h>
-#include <infiniband/verbs.h>
 
 #define SRM_VERBS_SIGNAL_EVERY (SRM_VERBS_SEND_SLOTS / 4)
 #define SRM_VERBS_MAX_INLINE   256u
 #define SRM_VERBS_POLL_BATCH   16
-
-struct srm_verbs_dev {
-    char                     name[64];      /* "rxe0:1" */
-    struct ibv_context       *ctx;
-    struct ibv_pd            *pd;
-    struct ibv_comp_channel  *channel;
-    uint8_t                  port;
-    uint8_t                  link_layer;
-    uint8_t                  gid_index;
-    uint8_t                  mtu;
-    uint16_t                 lid;
-    union ibv_gid            gid;
-};
 
 /* A received buffer waiting to be read. */
 typedef struct srm_verbs_rx {
@@ -315,6 +303,16 @@ int srm_verbs_dev_event_fd(const srm_verbs_dev_t *dev)
     return dev->channel->fd;
 }
 
+uint32_t srm_verbs_new_psn(void)
+{
+    uint32_t psn;
+
+    if (getrandom(&psn, sizeof(psn), 0) != sizeof(psn)) {
+        psn = (uint32_t)time(NULL);
+    }
+    return psn & 0xffffff;
+}
+
 srm_verbs_qp_t *srm_verbs_dev_next_event(srm_verbs_dev_t *dev)
 {
     struct ibv_cq *cq;
@@ -439,10 +437,7 @@ srm_verbs_qp_t *srm_verbs_qp_create(srm_verbs_dev_t *dev, unsigned owner)
         srm_error("%s: %s", dev->name, qp->error);
         goto err;
     }
-    if (getrandom(&qp->psn, sizeof(qp->psn), 0) != sizeof(qp->psn)) {
-        qp->psn = (uint32_t)time(NULL);
-    }
-    qp->psn &= 0xffffff;
+    qp->psn = srm_verbs_new_psn();
     return qp;
 
 err:
@@ -483,34 +478,44 @@ void srm_verbs_qp_local(const srm_verbs_qp_t *qp, srm_hello_qp_t *info)
     info->mtu = qp->dev->mtu;
 }
 
-int srm_verbs_qp_connect(srm_verbs_qp_t *qp, const srm_hello_qp_t *remote)
+int srm_verbs_dev_rtr_attr(const srm_verbs_dev_t *dev,
+                           const srm_hello_qp_t *remote,
+                           struct ibv_qp_attr *attr)
 {
-    struct ibv_qp_attr attr;
-    int ret;
-
     if ((remote->qpn == 0) || (remote->qpn > 0xffffff) ||
         (remote->mtu < IBV_MTU_256) || (remote->mtu > IBV_MTU_4096)) {
         errno = EPROTO;
         return -1;
     }
-    memset(&attr, 0, sizeof(attr));
-    attr.qp_state           = IBV_QPS_RTR;
-    attr.path_mtu           = (remote->mtu < qp->dev->mtu) ?
-                              (enum ibv_mtu)remote->mtu :
-                              (enum ibv_mtu)qp->dev->mtu;
-    attr.dest_qp_num        = remote->qpn;
-    attr.rq_psn             = remote->psn & 0xffffff;
+    memset(attr, 0, sizeof(*attr));
+    attr->qp_state         = IBV_QPS_RTR;
+    attr->path_mtu         = (remote->mtu < dev->mtu) ?
+                             (enum ibv_mtu)remote->mtu :
+                             (enum ibv_mtu)dev->mtu;
+    attr->dest_qp_num      = remote->qpn;
+    attr->rq_psn           = remote->psn & 0xffffff;
+    attr->ah_attr.port_num = dev->port;
+    if (dev->link_layer == IBV_LINK_LAYER_ETHERNET) {
+        attr->ah_attr.is_global      = 1;
+        attr->ah_attr.grh.sgid_index = dev->gid_index;
+        attr->ah_attr.grh.hop_limit  = 64;
+        memcpy(attr->ah_attr.grh.dgid.raw, remote->gid, sizeof(remote->gid));
+    } else {
+        attr->ah_attr.dlid = remote->lid;
+    }
+    return 0;
+}
+
+int srm_verbs_qp_connect(srm_verbs_qp_t *qp, const srm_hello_qp_t *remote)
+{
+    struct ibv_qp_attr attr;
+    int ret;
+
+    if (srm_verbs_dev_rtr_attr(qp->dev, remote, &attr) != 0) {
+        return -1;
+    }
     attr.max_dest_rd_atomic = 1;
     attr.min_rnr_timer      = 12; /* 0.64 ms */
-    attr.ah_attr.port_num   = qp->dev->port;
-    if (qp->dev->link_layer == IBV_LINK_LAYER_ETHERNET) {
-        attr.ah_attr.is_global      = 1;
-        attr.ah_attr.grh.sgid_index = qp->dev->gid_index;
-        attr.ah_attr.grh.hop_limit  = 64;
-        memcpy(attr.ah_attr.grh.dgid.raw, remote->gid, sizeof(remote->gid));
-    } else {
-        attr.ah_attr.dlid = remote->lid;
-    }
     ret = ibv_modify_qp(qp->qp, &attr,
                         IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
                         IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
