@@ -33,8 +33,10 @@ int srm_verbs_is_device_spec(const char *spec)
 
 #include <fcntl.h>
 #include <net/if.h>
+#include <sys/mman.h>
 #include <sys/random.h>
 #include <time.h>
+#include <unistd.h>
 
 #define SRM_VERBS_SIGNAL_EVERY (SRM_VERBS_SEND_SLOTS / 4)
 #define SRM_VERBS_MAX_INLINE   256u
@@ -188,8 +190,50 @@ static struct ibv_context *srm_verbs_open_by_name(const char *name)
     return ctx;
 }
 
-int srm_verbs_dev_open(const char *spec, srm_verbs_dev_t **dev_p,
-                       char *netdev, size_t netdev_size)
+/*
+ * XRC or RC (srm_verbs_xrc_choose). With XRC the node's domain is opened
+ * now, on a memfd for the clients to open it by (once they do), so that a
+ * device that claims XRC but gives no domain is found out at start.
+ */
+static int srm_verbs_dev_init_xrc(srm_verbs_dev_t *dev, unsigned mode)
+{
+    struct ibv_device_attr_ex attr;
+    uint64_t caps;
+    int fd;
+
+    caps     = (ibv_query_device_ex(dev->ctx, NULL, &attr) == 0) ?
+               attr.orig_attr.device_cap_flags : 0;
+    dev->xrc = srm_verbs_xrc_choose(mode, srm_verbs_xrc_built(), caps,
+                                    &dev->xrc_why);
+    if (dev->xrc < 0) {
+        srm_error("verbs device %s: UCX_SRM_XRC=yes, but %s", dev->name,
+                  dev->xrc_why);
+        return -1;
+    }
+    if (dev->xrc) {
+        fd = memfd_create("srm-xrc-domain", MFD_CLOEXEC);
+        dev->xrc_domain = (fd >= 0) ? srm_verbs_xrc_domain_open(dev, fd) :
+                                      NULL;
+        if (dev->xrc_domain == NULL) {
+            srm_log((mode == SRM_XRC_YES) ? SRM_LOG_ERROR : SRM_LOG_WARN,
+                    "verbs device %s: cannot open an XRC domain: %m%s",
+                    dev->name, (mode == SRM_XRC_YES) ? "" : "; using RC");
+            if (fd >= 0) {
+                close(fd);
+            }
+            if (mode == SRM_XRC_YES) {
+                return -1;
+            }
+            dev->xrc     = 0;
+            dev->xrc_why = "the XRC domain could not be opened";
+        }
+    }
+    return 0;
+}
+
+int srm_verbs_dev_open(const char *spec, unsigned xrc_mode,
+                       srm_verbs_dev_t **dev_p, char *netdev,
+                       size_t netdev_size)
 {
     struct ibv_port_attr port_attr;
     char name[48];
@@ -263,11 +307,15 @@ int srm_verbs_dev_open(const char *spec, srm_verbs_dev_t **dev_p,
         srm_error("verbs device %s: completion channel: %m", dev->name);
         goto err;
     }
-    srm_info("verbs device %s: %s, mtu %d, gid index %u, handshake on %s",
-             dev->name,
+    if (srm_verbs_dev_init_xrc(dev, xrc_mode) != 0) {
+        goto err;
+    }
+    srm_info("verbs device %s: %s, mtu %d, gid index %u, handshake on %s, "
+             "xrc: %s (%s)", dev->name,
              (dev->link_layer == IBV_LINK_LAYER_ETHERNET) ? "RoCE v2" :
                                                              "InfiniBand",
-             128 << dev->mtu, dev->gid_index, netdev);
+             128 << dev->mtu, dev->gid_index, netdev,
+             dev->xrc ? "yes" : "no", dev->xrc_why);
     *dev_p = dev;
     return 0;
 
@@ -281,6 +329,7 @@ void srm_verbs_dev_close(srm_verbs_dev_t *dev)
     if (dev == NULL) {
         return;
     }
+    srm_verbs_xrc_domain_close(dev->xrc_domain);
     if (dev->channel != NULL) {
         ibv_destroy_comp_channel(dev->channel);
     }
@@ -301,6 +350,12 @@ const char *srm_verbs_dev_name(const srm_verbs_dev_t *dev)
 int srm_verbs_dev_event_fd(const srm_verbs_dev_t *dev)
 {
     return dev->channel->fd;
+}
+
+int srm_verbs_dev_xrc(const srm_verbs_dev_t *dev, const char **why)
+{
+    *why = dev->xrc_why;
+    return dev->xrc;
 }
 
 uint32_t srm_verbs_new_psn(void)
@@ -766,8 +821,9 @@ int srm_verbs_built(void)
     return 0;
 }
 
-int srm_verbs_dev_open(const char *spec, srm_verbs_dev_t **dev_p,
-                       char *netdev, size_t netdev_size)
+int srm_verbs_dev_open(const char *spec, unsigned xrc_mode,
+                       srm_verbs_dev_t **dev_p, char *netdev,
+                       size_t netdev_size)
 {
     srm_error("UCX_SRM_DEVICES: '%s' is a verbs device, but this srmd was "
               "built without libibverbs (install libibverbs-dev and "
@@ -779,6 +835,11 @@ int srm_verbs_dev_open(const char *spec, srm_verbs_dev_t **dev_p,
 void srm_verbs_dev_close(srm_verbs_dev_t *dev) {}
 const char *srm_verbs_dev_name(const srm_verbs_dev_t *dev) { return ""; }
 int srm_verbs_dev_event_fd(const srm_verbs_dev_t *dev) { return -1; }
+int srm_verbs_dev_xrc(const srm_verbs_dev_t *dev, const char **why)
+{
+    *why = "no verbs";
+    return 0;
+}
 srm_verbs_qp_t *srm_verbs_dev_next_event(srm_verbs_dev_t *dev) { return NULL; }
 srm_verbs_qp_t *srm_verbs_qp_create(srm_verbs_dev_t *dev, unsigned owner)
 {

@@ -1,12 +1,13 @@
 /*
  * Inside the verbs wire: the open device, shared by the RC queue pairs
- * (srm_wire_verbs.c) and the XRC objects to come. Only for builds with
- * libibverbs; nothing outside ucx_srm/wire includes it.
+ * (srm_wire_verbs.c) and the XRC objects (srm_wire_verbs_xrc.c). Only for
+ * builds with libibverbs; nothing outside ucx_srm/wire includes it.
  */
 #ifndef SRM_WIRE_VERBS_DEV_H
 #define SRM_WIRE_VERBS_DEV_H
 
 #include "srm_wire_verbs.h"
+#include "srm_wire_verbs_xrc.h"
 
 #include <infiniband/verbs.h>
 
@@ -21,6 +22,9 @@ struct srm_verbs_dev {
     uint8_t                  mtu;
     uint16_t                 lid;
     union ibv_gid            gid;
+    int                      xrc;           /* 1: XRC chosen, 0: RC only */
+    const char               *xrc_why;
+    srm_verbs_xrc_domain_t   *xrc_domain;   /* the node's, when xrc */
 };
 
 /* A random 24-bit packet sequence number to start a queue pair at. */
