@@ -57,6 +57,7 @@ link_fuzz_attach="$agent/srm_agent.c $agent/srm_auth.c $agent/srm_channel.c \
     $agent/srm_node.c $agent/srm_sched.c \
     $agent/srm_status.c $top/ucx_srm/wire/srm_wire_tcp.c \
     $top/ucx_srm/wire/srm_wire_verbs.c \
+    $top/ucx_srm/wire/srm_wire_verbs_xrc.c \
     $common/srm_config.c $common/srm_frame.c $common/srm_log.c \
     $common/srm_proto.c $common/srm_ring.c $common/srm_shm.c \
     $(pkg-config --libs ucx-ucs libcrypto)"

@@ -16,8 +16,8 @@
 #      agent starves the peer it is judged against);
 #   2. two hosts h1, h2 (contrib/vm-rxe/rxe-hosts), srmd in each with
 #      UCX_SRM_DEVICES=rxe_<host>:1@eth0 (queue pairs on the host's rxe,
-#      the handshake on its eth0): `srmctl status` says "wire: verbs" and
-#      shows the queue pairs;
+#      the handshake on its eth0): `srmctl status` says "wire: verbs",
+#      "xrc: no" (rxe has no XRC) and shows the queue pairs;
 #   3. ucx_perftest with UCX_TLS=srm h2 -> h1: UCT am_lat, am_bw, UCP
 #      tag_lat 8 B, tag_bw 8 B, 64 KB and 4 MB; the agents' queue pairs must
 #      have carried it (send work requests counted);
@@ -90,10 +90,10 @@ for h in "${SRM_NETNS_HOSTS[@]}"; do
         UCX_SRM_DEVICES="rxe_$h:1@eth0" || srm_done
 done
 wire=$(srm_netns_status vvh1 | grep '^wire:')
-if [[ $wire == "wire: verbs "*"on rxe_vvh1:1 (eth0)"* ]]; then
+if [[ $wire == "wire: verbs "*"on rxe_vvh1:1 (eth0), xrc: no (device has no XRC)"* ]]; then
     srm_pass "srmd in vvh1: $wire"
 else
-    srm_fail "srmd in vvh1 is not on the verbs wire: '$wire'"
+    srm_fail "srmd in vvh1 is not on the verbs wire (with RC: rxe has no XRC): '$wire'"
 fi
 
 # --- 3. ucx_perftest over srm --------------------------------------------------

@@ -1004,7 +1004,8 @@ static int srm_link_listen(srm_agent_t *agent, unsigned path,
 
     if (srm_verbs_is_device_spec(device)) {
         /* Frames go on queue pairs; handshakes on the port's interface. */
-        if ((srm_verbs_dev_open(device, &agent->verbs[path], netdev,
+        if ((srm_verbs_dev_open(device, agent->config.xrc,
+                                &agent->verbs[path], netdev,
                                 sizeof(netdev)) != 0)) {
             return -1;
         }

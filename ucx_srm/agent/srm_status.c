@@ -39,9 +39,11 @@ size_t srm_status_format(srm_agent_t *agent, char *buf, size_t size)
 {
     srm_text_t text = {.buf = buf, .size = size, .len = 0};
     srm_client_t *client;
+    const char *xrc_why;
     uint64_t tx_used;
     unsigned i, r;
     char addr[32];
+    int xrc;
 
     srm_text_add(&text,
                  "agent: socket @%s node 0x%016llx pid %d uptime %.1f s\n"
@@ -70,6 +72,12 @@ size_t srm_status_format(srm_agent_t *agent, char *buf, size_t size)
                                           agent->wire[i].port, addr,
                                           sizeof(addr)),
                          agent->wire_device[i]);
+            if (agent->verbs[i] != NULL) {
+                xrc = srm_verbs_dev_xrc(agent->verbs[i], &xrc_why);
+                /* Until the channels send on XRC, say that they do not. */
+                srm_text_add(&text, ", xrc: %s (%s%s)", xrc ? "yes" : "no",
+                             xrc_why, xrc ? "; frames still on RC" : "");
+            }
         }
         srm_text_add(&text, ", %u remote nodes, bad_frames %llu, failover "
                      "%s (timeout %.0f ms, peer timeout %.1f s), secret %s\n",

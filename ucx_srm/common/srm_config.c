@@ -16,6 +16,13 @@ const char *srm_poll_policy_names[] = {
     [SRM_POLL_LAST]   = NULL
 };
 
+const char *srm_xrc_mode_names[] = {
+    [SRM_XRC_AUTO] = "auto",
+    [SRM_XRC_NO]   = "no",
+    [SRM_XRC_YES]  = "yes",
+    [SRM_XRC_LAST] = NULL
+};
+
 ucs_config_field_t srm_node_config_table[] = {
     {"SOCKET", "",
      "Name of the node agent's abstract UNIX socket (per network namespace).\n"
@@ -131,6 +138,17 @@ ucs_config_field_t srm_agent_config_table[] = {
      "over fresh nonces) before a channel carries anything; an agent without\n"
      "it, or with another one, is refused and logged. Empty: no check.",
      offsetof(srm_agent_config_t, secret_file), UCS_CONFIG_TYPE_STRING},
+
+    {"XRC", "auto",
+     "XRC on a verbs device (DEVICES=NAME:PORT): each client then owns an\n"
+     "XRC receive queue that other nodes' agents send into directly.\n"
+     " auto - where the device has XRC (ConnectX); RC queue pairs elsewhere.\n"
+     " no   - RC queue pairs only.\n"
+     " yes  - require XRC: srmd fails to start on a device without it.\n"
+     "srmctl status shows the choice and why. The XRC sends themselves are\n"
+     "not wired into the channels yet: frames still travel on RC.",
+     offsetof(srm_agent_config_t, xrc),
+     UCS_CONFIG_TYPE_ENUM(srm_xrc_mode_names)},
 
     {"LOG_FILE", "",
      "Where srmd writes its log; empty means standard error.",

@@ -29,6 +29,14 @@ typedef enum {
     SRM_POLL_LAST
 } srm_poll_policy_t;
 
+/* Whether verbs devices carry frames to other nodes' clients over XRC. */
+typedef enum {
+    SRM_XRC_AUTO, /* where the device has XRC */
+    SRM_XRC_NO,   /* never: RC queue pairs only */
+    SRM_XRC_YES,  /* required: a device without XRC is an error */
+    SRM_XRC_LAST
+} srm_xrc_mode_t;
+
 /* How to reach the node agent: read by the md and by srmd. */
 typedef struct srm_node_config {
     char     *socket;          /* abstract socket name; "" = srmd.<uid> */
@@ -54,10 +62,12 @@ typedef struct srm_agent_config {
     double   failover_timeout; /* seconds of silence that kill a connection */
     double   peer_timeout;     /* seconds without a path before a node fails */
     char     *secret_file;     /* cluster secret for agent handshakes; "" none */
+    unsigned xrc;              /* srm_xrc_mode_t */
 } srm_agent_config_t;
 
 extern const char *srm_agent_mode_names[];
 extern const char *srm_poll_policy_names[];
+extern const char *srm_xrc_mode_names[];
 extern ucs_config_field_t srm_node_config_table[];
 extern ucs_config_field_t srm_agent_config_table[];
 

@@ -29,28 +29,18 @@ int srm_verbs_is_device_spec(const char *spec)
 
 #if defined(HAVE_VERBS) && HAVE_VERBS
 
+#include "srm_wire_verbs_dev.h"
+
 #include <fcntl.h>
 #include <net/if.h>
+#include <sys/mman.h>
 #include <sys/random.h>
 #include <time.h>
-#include <infiniband/verbs.h>
+#include <unistd.h>
 
 #define SRM_VERBS_SIGNAL_EVERY (SRM_VERBS_SEND_SLOTS / 4)
 #define SRM_VERBS_MAX_INLINE   256u
 #define SRM_VERBS_POLL_BATCH   16
-
-struct srm_verbs_dev {
-    char                     name[64];      /* "rxe0:1" */
-    struct ibv_context       *ctx;
-    struct ibv_pd            *pd;
-    struct ibv_comp_channel  *channel;
-    uint8_t                  port;
-    uint8_t                  link_layer;
-    uint8_t                  gid_index;
-    uint8_t                  mtu;
-    uint16_t                 lid;
-    union ibv_gid            gid;
-};
 
 /* A received buffer waiting to be read. */
 typedef struct srm_verbs_rx {
@@ -200,8 +190,50 @@ static struct ibv_context *srm_verbs_open_by_name(const char *name)
     return ctx;
 }
 
-int srm_verbs_dev_open(const char *spec, srm_verbs_dev_t **dev_p,
-                       char *netdev, size_t netdev_size)
+/*
+ * XRC or RC (srm_verbs_xrc_choose). With XRC the node's domain is opened
+ * now, on a memfd for the clients to open it by (once they do), so that a
+ * device that claims XRC but gives no domain is found out at start.
+ */
+static int srm_verbs_dev_init_xrc(srm_verbs_dev_t *dev, unsigned mode)
+{
+    struct ibv_device_attr_ex attr;
+    uint64_t caps;
+    int fd;
+
+    caps     = (ibv_query_device_ex(dev->ctx, NULL, &attr) == 0) ?
+               attr.orig_attr.device_cap_flags : 0;
+    dev->xrc = srm_verbs_xrc_choose(mode, srm_verbs_xrc_built(), caps,
+                                    &dev->xrc_why);
+    if (dev->xrc < 0) {
+        srm_error("verbs device %s: UCX_SRM_XRC=yes, but %s", dev->name,
+                  dev->xrc_why);
+        return -1;
+    }
+    if (dev->xrc) {
+        fd = memfd_create("srm-xrc-domain", MFD_CLOEXEC);
+        dev->xrc_domain = (fd >= 0) ? srm_verbs_xrc_domain_open(dev, fd) :
+                                      NULL;
+        if (dev->xrc_domain == NULL) {
+            srm_log((mode == SRM_XRC_YES) ? SRM_LOG_ERROR : SRM_LOG_WARN,
+                    "verbs device %s: cannot open an XRC domain: %m%s",
+                    dev->name, (mode == SRM_XRC_YES) ? "" : "; using RC");
+            if (fd >= 0) {
+                close(fd);
+            }
+            if (mode == SRM_XRC_YES) {
+                return -1;
+            }
+            dev->xrc     = 0;
+            dev->xrc_why = "the XRC domain could not be opened";
+        }
+    }
+    return 0;
+}
+
+int srm_verbs_dev_open(const char *spec, unsigned xrc_mode,
+                       srm_verbs_dev_t **dev_p, char *netdev,
+                       size_t netdev_size)
 {
     struct ibv_port_attr port_attr;
     char name[48];
@@ -275,11 +307,15 @@ int srm_verbs_dev_open(const char *spec, srm_verbs_dev_t **dev_p,
         srm_error("verbs device %s: completion channel: %m", dev->name);
         goto err;
     }
-    srm_info("verbs device %s: %s, mtu %d, gid index %u, handshake on %s",
-             dev->name,
+    if (srm_verbs_dev_init_xrc(dev, xrc_mode) != 0) {
+        goto err;
+    }
+    srm_info("verbs device %s: %s, mtu %d, gid index %u, handshake on %s, "
+             "xrc: %s (%s)", dev->name,
              (dev->link_layer == IBV_LINK_LAYER_ETHERNET) ? "RoCE v2" :
                                                              "InfiniBand",
-             128 << dev->mtu, dev->gid_index, netdev);
+             128 << dev->mtu, dev->gid_index, netdev,
+             dev->xrc ? "yes" : "no", dev->xrc_why);
     *dev_p = dev;
     return 0;
 
@@ -293,6 +329,7 @@ void srm_verbs_dev_close(srm_verbs_dev_t *dev)
     if (dev == NULL) {
         return;
     }
+    srm_verbs_xrc_domain_close(dev->xrc_domain);
     if (dev->channel != NULL) {
         ibv_destroy_comp_channel(dev->channel);
     }
@@ -313,6 +350,22 @@ const char *srm_verbs_dev_name(const srm_verbs_dev_t *dev)
 int srm_verbs_dev_event_fd(const srm_verbs_dev_t *dev)
 {
     return dev->channel->fd;
+}
+
+int srm_verbs_dev_xrc(const srm_verbs_dev_t *dev, const char **why)
+{
+    *why = dev->xrc_why;
+    return dev->xrc;
+}
+
+uint32_t srm_verbs_new_psn(void)
+{
+    uint32_t psn;
+
+    if (getrandom(&psn, sizeof(psn), 0) != sizeof(psn)) {
+        psn = (uint32_t)time(NULL);
+    }
+    return psn & 0xffffff;
 }
 
 srm_verbs_qp_t *srm_verbs_dev_next_event(srm_verbs_dev_t *dev)
@@ -439,10 +492,7 @@ srm_verbs_qp_t *srm_verbs_qp_create(srm_verbs_dev_t *dev, unsigned owner)
         srm_error("%s: %s", dev->name, qp->error);
         goto err;
     }
-    if (getrandom(&qp->psn, sizeof(qp->psn), 0) != sizeof(qp->psn)) {
-        qp->psn = (uint32_t)time(NULL);
-    }
-    qp->psn &= 0xffffff;
+    qp->psn = srm_verbs_new_psn();
     return qp;
 
 err:
@@ -483,34 +533,44 @@ void srm_verbs_qp_local(const srm_verbs_qp_t *qp, srm_hello_qp_t *info)
     info->mtu = qp->dev->mtu;
 }
 
-int srm_verbs_qp_connect(srm_verbs_qp_t *qp, const srm_hello_qp_t *remote)
+int srm_verbs_dev_rtr_attr(const srm_verbs_dev_t *dev,
+                           const srm_hello_qp_t *remote,
+                           struct ibv_qp_attr *attr)
 {
-    struct ibv_qp_attr attr;
-    int ret;
-
     if ((remote->qpn == 0) || (remote->qpn > 0xffffff) ||
         (remote->mtu < IBV_MTU_256) || (remote->mtu > IBV_MTU_4096)) {
         errno = EPROTO;
         return -1;
     }
-    memset(&attr, 0, sizeof(attr));
-    attr.qp_state           = IBV_QPS_RTR;
-    attr.path_mtu           = (remote->mtu < qp->dev->mtu) ?
-                              (enum ibv_mtu)remote->mtu :
-                              (enum ibv_mtu)qp->dev->mtu;
-    attr.dest_qp_num        = remote->qpn;
-    attr.rq_psn             = remote->psn & 0xffffff;
+    memset(attr, 0, sizeof(*attr));
+    attr->qp_state         = IBV_QPS_RTR;
+    attr->path_mtu         = (remote->mtu < dev->mtu) ?
+                             (enum ibv_mtu)remote->mtu :
+                             (enum ibv_mtu)dev->mtu;
+    attr->dest_qp_num      = remote->qpn;
+    attr->rq_psn           = remote->psn & 0xffffff;
+    attr->ah_attr.port_num = dev->port;
+    if (dev->link_layer == IBV_LINK_LAYER_ETHERNET) {
+        attr->ah_attr.is_global      = 1;
+        attr->ah_attr.grh.sgid_index = dev->gid_index;
+        attr->ah_attr.grh.hop_limit  = 64;
+        memcpy(attr->ah_attr.grh.dgid.raw, remote->gid, sizeof(remote->gid));
+    } else {
+        attr->ah_attr.dlid = remote->lid;
+    }
+    return 0;
+}
+
+int srm_verbs_qp_connect(srm_verbs_qp_t *qp, const srm_hello_qp_t *remote)
+{
+    struct ibv_qp_attr attr;
+    int ret;
+
+    if (srm_verbs_dev_rtr_attr(qp->dev, remote, &attr) != 0) {
+        return -1;
+    }
     attr.max_dest_rd_atomic = 1;
     attr.min_rnr_timer      = 12; /* 0.64 ms */
-    attr.ah_attr.port_num   = qp->dev->port;
-    if (qp->dev->link_layer == IBV_LINK_LAYER_ETHERNET) {
-        attr.ah_attr.is_global      = 1;
-        attr.ah_attr.grh.sgid_index = qp->dev->gid_index;
-        attr.ah_attr.grh.hop_limit  = 64;
-        memcpy(attr.ah_attr.grh.dgid.raw, remote->gid, sizeof(remote->gid));
-    } else {
-        attr.ah_attr.dlid = remote->lid;
-    }
     ret = ibv_modify_qp(qp->qp, &attr,
                         IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
                         IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
@@ -761,8 +821,9 @@ int srm_verbs_built(void)
     return 0;
 }
 
-int srm_verbs_dev_open(const char *spec, srm_verbs_dev_t **dev_p,
-                       char *netdev, size_t netdev_size)
+int srm_verbs_dev_open(const char *spec, unsigned xrc_mode,
+                       srm_verbs_dev_t **dev_p, char *netdev,
+                       size_t netdev_size)
 {
     srm_error("UCX_SRM_DEVICES: '%s' is a verbs device, but this srmd was "
               "built without libibverbs (install libibverbs-dev and "
@@ -774,6 +835,11 @@ int srm_verbs_dev_open(const char *spec, srm_verbs_dev_t **dev_p,
 void srm_verbs_dev_close(srm_verbs_dev_t *dev) {}
 const char *srm_verbs_dev_name(const srm_verbs_dev_t *dev) { return ""; }
 int srm_verbs_dev_event_fd(const srm_verbs_dev_t *dev) { return -1; }
+int srm_verbs_dev_xrc(const srm_verbs_dev_t *dev, const char **why)
+{
+    *why = "no verbs";
+    return 0;
+}
 srm_verbs_qp_t *srm_verbs_dev_next_event(srm_verbs_dev_t *dev) { return NULL; }
 srm_verbs_qp_t *srm_verbs_qp_create(srm_verbs_dev_t *dev, unsigned owner)
 {

@@ -48,17 +48,23 @@ int srm_verbs_is_device_spec(const char *spec);
 
 /*
  * Opens "NAME[:PORT][@NETDEV]": the device, one protection domain and one
- * completion channel. netdev gets the interface the handshake connections
- * use: NETDEV if given, else the one behind the port's RoCE v2 IPv4 GID.
- * On error, -1 with the reason logged.
+ * completion channel, and with XRC (xrc_mode, srm_xrc_mode_t, and the
+ * device's capabilities decide: srm_wire_verbs_xrc.h) the node's XRC
+ * domain. netdev gets the interface the handshake connections use: NETDEV
+ * if given, else the one behind the port's RoCE v2 IPv4 GID. On error, -1
+ * with the reason logged.
  */
-int srm_verbs_dev_open(const char *spec, srm_verbs_dev_t **dev_p,
-                       char *netdev, size_t netdev_size);
+int srm_verbs_dev_open(const char *spec, unsigned xrc_mode,
+                       srm_verbs_dev_t **dev_p, char *netdev,
+                       size_t netdev_size);
 void srm_verbs_dev_close(srm_verbs_dev_t *dev);
 
 /* "rxe0:1"; the file descriptor that becomes readable on completions. */
 const char *srm_verbs_dev_name(const srm_verbs_dev_t *dev);
 int srm_verbs_dev_event_fd(const srm_verbs_dev_t *dev);
+
+/* 1 if the device was opened with XRC, else 0; *why says why. */
+int srm_verbs_dev_xrc(const srm_verbs_dev_t *dev, const char **why);
 
 /* A queue pair whose completion queue fired (the event acknowledged and the
  * queue armed again), or NULL when there is none left. */

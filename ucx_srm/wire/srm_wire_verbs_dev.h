@@ -1,0 +1,42 @@
+/*
+ * Inside the verbs wire: the open device, shared by the RC queue pairs
+ * (srm_wire_verbs.c) and the XRC objects (srm_wire_verbs_xrc.c). Only for
+ * builds with libibverbs; nothing outside ucx_srm/wire includes it.
+ */
+#ifndef SRM_WIRE_VERBS_DEV_H
+#define SRM_WIRE_VERBS_DEV_H
+
+#include "srm_wire_verbs.h"
+#include "srm_wire_verbs_xrc.h"
+
+#include <infiniband/verbs.h>
+
+struct srm_verbs_dev {
+    char                     name[64];      /* "rxe0:1" */
+    struct ibv_context       *ctx;
+    struct ibv_pd            *pd;
+    struct ibv_comp_channel  *channel;
+    uint8_t                  port;
+    uint8_t                  link_layer;
+    uint8_t                  gid_index;
+    uint8_t                  mtu;
+    uint16_t                 lid;
+    union ibv_gid            gid;
+    int                      xrc;           /* 1: XRC chosen, 0: RC only */
+    const char               *xrc_why;
+    srm_verbs_xrc_domain_t   *xrc_domain;   /* the node's, when xrc */
+};
+
+/* A random 24-bit packet sequence number to start a queue pair at. */
+uint32_t srm_verbs_new_psn(void);
+
+/*
+ * The RTR attributes every connected queue pair of ours needs toward a
+ * remote one (path MTU, destination, address vector): -1 with errno EPROTO
+ * if remote is not a queue pair we could connect to.
+ */
+int srm_verbs_dev_rtr_attr(const srm_verbs_dev_t *dev,
+                           const srm_hello_qp_t *remote,
+                           struct ibv_qp_attr *attr);
+
+#endif
