@@ -6,6 +6,7 @@
 #define SRM_AGENT_H
 
 #include "srm_auth.h"
+#include "srm_mem.h"
 #include "srm_node.h"
 #include "srm_sched.h"
 
@@ -123,6 +124,7 @@ typedef struct srm_agent {
     uint32_t           generation;
 
     srm_sched_t        sched;
+    srm_mem_t          mem;             /* md-allocated regions (srm_mem.h) */
 
     /* The wire: other nodes' agents, on one or two interfaces (paths). */
     int                wire_fd[SRM_WIRE_PATHS];

@@ -9,6 +9,7 @@
 #include <ucx_srm/common/srm_address.h>
 #include <ucx_srm/common/srm_config.h>
 #include <ucx_srm/common/srm_proto.h>
+#include <ucx_srm/common/srm_rkey.h>
 #include <ucx_srm/common/srm_shm.h>
 
 #include <uct/base/uct_iface.h>
@@ -17,6 +18,7 @@
 #include <ucs/datastruct/list.h>
 
 #include <limits.h>
+#include <pthread.h>
 
 #define UCT_SRM_NAME        "srm"
 #define UCT_SRM_DEVICE_NAME "node"
@@ -25,18 +27,33 @@
 
 extern uct_component_t uct_srm_component;
 
+/* A non-NULL handle for registered user memory: UCP treats NULL as "not
+ * registered"; it names no memory the agent knows (srm_mem.c). */
+#define UCT_SRM_MEMH ((uct_mem_h)(uintptr_t)0x5352)
+
 typedef struct uct_srm_md_config {
     uct_md_config_t   super;
     srm_node_config_t node;
+    int               mem_alloc;   /* offer UCT_MD_FLAG_ALLOC */
 } uct_srm_md_config_t;
 
 typedef struct uct_srm_md {
     uct_md_t         super;
     srm_agent_mode_t agent_mode;
     double           connect_timeout;
+    int              mem_alloc;
+    int              mem_sock;     /* the md's agent connection, or -1 */
+    pthread_mutex_t  mem_lock;     /* one memory request at a time */
     char             socket_name[108];
     char             agent_path[PATH_MAX];
 } uct_srm_md_t;
+
+/* Memory the md allocated (srm_mem.c). */
+typedef struct uct_srm_memh {
+    void       *address;
+    size_t     length;
+    srm_rkey_t key;                /* what mkey_pack packs */
+} uct_srm_memh_t;
 
 typedef struct uct_srm_iface_config {
     uct_iface_config_t super;
@@ -57,6 +74,7 @@ typedef struct uct_srm_attachment {
     uint32_t         key;
     uint64_t         node_id;
     uint32_t         max_payload;
+    uint32_t         flags;        /* SRM_ATTACH_FLAG_* */
     srm_wire_addr_t  wire[SRM_WIRE_PATHS]; /* the agent's channel addresses */
     srm_shm_layout_t layout;
     void             *shm;
@@ -101,10 +119,26 @@ typedef struct uct_srm_ep {
 } uct_srm_ep_t;
 
 /* srm_agent_link.c */
+ucs_status_t uct_srm_agent_connect(const uct_srm_md_t *md, int *fd_p);
 ucs_status_t uct_srm_agent_attach(const uct_srm_md_t *md,
                                   const uct_srm_iface_config_t *config,
                                   uct_srm_attachment_t *att);
 void uct_srm_agent_detach(uct_srm_attachment_t *att);
+
+/* srm_mem.c */
+ucs_status_t uct_srm_mem_alloc(uct_md_h tl_md, size_t *length_p,
+                               void **address_p, ucs_memory_type_t mem_type,
+                               unsigned flags, const char *alloc_name,
+                               uct_mem_h *memh_p);
+ucs_status_t uct_srm_mem_free(uct_md_h tl_md, uct_mem_h tl_memh);
+ucs_status_t uct_srm_mkey_pack(uct_md_h md, uct_mem_h tl_memh,
+                               const uct_md_mkey_pack_params_t *params,
+                               void *rkey_buffer);
+ucs_status_t uct_srm_rkey_unpack(uct_component_t *component,
+                                 const void *rkey_buffer, uct_rkey_t *rkey_p,
+                                 void **handle_p);
+ucs_status_t uct_srm_rkey_release(uct_component_t *component, uct_rkey_t rkey,
+                                  void *handle);
 
 /* srm_iface.c */
 void uct_srm_iface_ring_doorbell(uct_srm_iface_t *iface);

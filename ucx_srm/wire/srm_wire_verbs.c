@@ -754,6 +754,34 @@ const srm_verbs_stats_t *srm_verbs_qp_stats(const srm_verbs_qp_t *qp)
     return &qp->stats;
 }
 
+srm_verbs_mr_t *srm_verbs_mr_reg(srm_verbs_dev_t *dev, void *addr,
+                                 size_t length)
+{
+    struct ibv_mr *mr = ibv_reg_mr(dev->pd, addr, length,
+                                   IBV_ACCESS_LOCAL_WRITE |
+                                   IBV_ACCESS_REMOTE_READ |
+                                   IBV_ACCESS_REMOTE_WRITE);
+
+    return (srm_verbs_mr_t*)mr; /* an ibv_mr behind an opaque name */
+}
+
+void srm_verbs_mr_dereg(srm_verbs_mr_t *mr)
+{
+    if (mr != NULL) {
+        ibv_dereg_mr((struct ibv_mr*)mr);
+    }
+}
+
+uint32_t srm_verbs_mr_lkey(const srm_verbs_mr_t *mr)
+{
+    return ((const struct ibv_mr*)mr)->lkey;
+}
+
+uint32_t srm_verbs_mr_rkey(const srm_verbs_mr_t *mr)
+{
+    return ((const struct ibv_mr*)mr)->rkey;
+}
+
 #else /* !HAVE_VERBS */
 
 int srm_verbs_built(void)
@@ -813,5 +841,16 @@ const srm_verbs_stats_t *srm_verbs_qp_stats(const srm_verbs_qp_t *qp)
 {
     return NULL;
 }
+
+srm_verbs_mr_t *srm_verbs_mr_reg(srm_verbs_dev_t *dev, void *addr,
+                                 size_t length)
+{
+    errno = ENOSYS;
+    return NULL;
+}
+
+void srm_verbs_mr_dereg(srm_verbs_mr_t *mr) {}
+uint32_t srm_verbs_mr_lkey(const srm_verbs_mr_t *mr) { return 0; }
+uint32_t srm_verbs_mr_rkey(const srm_verbs_mr_t *mr) { return 0; }
 
 #endif

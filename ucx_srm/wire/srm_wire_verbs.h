@@ -27,6 +27,7 @@
 
 typedef struct srm_verbs_dev srm_verbs_dev_t;
 typedef struct srm_verbs_qp  srm_verbs_qp_t;
+typedef struct srm_verbs_mr  srm_verbs_mr_t;
 
 typedef struct srm_verbs_stats {
     uint64_t send_wrs;      /* SEND work requests posted */
@@ -105,5 +106,15 @@ const char *srm_verbs_qp_error(const srm_verbs_qp_t *qp);
 uint32_t srm_verbs_qp_num(const srm_verbs_qp_t *qp);
 uint32_t srm_verbs_qp_remote_num(const srm_verbs_qp_t *qp);
 const srm_verbs_stats_t *srm_verbs_qp_stats(const srm_verbs_qp_t *qp);
+
+/*
+ * Registers memory the agent mapped (a client's memfd region) in the
+ * device's PD for local writes and remote reads and writes. NULL with errno.
+ */
+srm_verbs_mr_t *srm_verbs_mr_reg(srm_verbs_dev_t *dev, void *addr,
+                                 size_t length);
+void srm_verbs_mr_dereg(srm_verbs_mr_t *mr);
+uint32_t srm_verbs_mr_lkey(const srm_verbs_mr_t *mr);
+uint32_t srm_verbs_mr_rkey(const srm_verbs_mr_t *mr);
 
 #endif
