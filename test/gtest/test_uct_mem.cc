@@ -15,6 +15,7 @@ extern "C" {
 
 #include <cstring>
 #include <string>
+#include <unistd.h>
 #include <vector>
 
 namespace {
@@ -87,6 +88,143 @@ protected:
     uct_md_h        md_        = nullptr;
 };
 
+/*
+ * PUT/GET zcopy between two ports of one agent (the agent copies between
+ * its mappings of the two regions): data, completions, flush, and a freed
+ * region refused without harm to the next operation.
+ */
+class uct_rma_test : public uct_mem_test {
+protected:
+    void SetUp() override
+    {
+        uct_mem_test::SetUp();
+        if (HasFatalFailure()) {
+            return;
+        }
+        ASSERT_EQ(UCS_OK, ucs_async_context_create(UCS_ASYNC_MODE_THREAD_SPINLOCK,
+                                                   &async_));
+        ASSERT_EQ(UCS_OK, uct_worker_create(async_, UCS_THREAD_MODE_SINGLE,
+                                            &worker_));
+        open_iface(&initiator_);
+        open_iface(&target_);
+        uct_iface_attr_t attr;
+        ASSERT_EQ(UCS_OK, uct_iface_query(target_, &attr));
+        std::vector<char> dev(attr.device_addr_len), addr(attr.iface_addr_len);
+        ASSERT_EQ(UCS_OK, uct_iface_get_device_address(
+                                  target_, (uct_device_addr_t*)dev.data()));
+        ASSERT_EQ(UCS_OK, uct_iface_get_address(
+                                  target_, (uct_iface_addr_t*)addr.data()));
+        uct_ep_params_t params = {};
+        params.field_mask = UCT_EP_PARAM_FIELD_IFACE |
+                            UCT_EP_PARAM_FIELD_DEV_ADDR |
+                            UCT_EP_PARAM_FIELD_IFACE_ADDR;
+        params.iface      = initiator_;
+        params.dev_addr   = (const uct_device_addr_t*)dev.data();
+        params.iface_addr = (const uct_iface_addr_t*)addr.data();
+        ASSERT_EQ(UCS_OK, uct_ep_create(&params, &ep_));
+    }
+
+    void TearDown() override
+    {
+        if (ep_ != nullptr) {
+            uct_ep_destroy(ep_);
+        }
+        for (uct_iface_h iface : {initiator_, target_}) {
+            if (iface != nullptr) {
+                uct_iface_close(iface);
+            }
+        }
+        if (worker_ != nullptr) {
+            uct_worker_destroy(worker_);
+        }
+        if (async_ != nullptr) {
+            ucs_async_context_destroy(async_);
+        }
+        uct_mem_test::TearDown();
+    }
+
+    void open_iface(uct_iface_h *iface)
+    {
+        uct_iface_config_t *config;
+        ASSERT_EQ(UCS_OK, uct_md_iface_config_read(md_, "srm", nullptr,
+                                                   nullptr, &config));
+        uct_iface_params_t params = {};
+        params.field_mask = UCT_IFACE_PARAM_FIELD_OPEN_MODE |
+                            UCT_IFACE_PARAM_FIELD_DEVICE;
+        params.open_mode            = UCT_IFACE_OPEN_MODE_DEVICE;
+        params.mode.device.tl_name  = "srm";
+        params.mode.device.dev_name = "node";
+        ucs_status_t status = uct_iface_open(md_, worker_, &params, config,
+                                             iface);
+        uct_config_release(config);
+        ASSERT_EQ(UCS_OK, status);
+        uct_iface_progress_enable(*iface,
+                                  UCT_PROGRESS_SEND | UCT_PROGRESS_RECV);
+    }
+
+    struct comp_t {
+        uct_completion_t uct;
+        ucs_status_t     status;
+        int              done;
+    };
+
+    static void on_comp(uct_completion_t *self)
+    {
+        comp_t *c = ucs_container_of(self, comp_t, uct);
+        c->status = self->status;
+        c->done++;
+    }
+
+    void init_comp(comp_t *c)
+    {
+        c->uct.func   = on_comp;
+        c->uct.count  = 1;
+        c->uct.status = UCS_OK;
+        c->status     = UCS_OK;
+        c->done       = 0;
+    }
+
+    bool wait(comp_t *c, int timeout_ms = 10000)
+    {
+        for (int i = 0; (i < timeout_ms * 10) && !c->done; ++i) {
+            if (uct_worker_progress(worker_) == 0) {
+                usleep(100);
+            }
+        }
+        return c->done != 0;
+    }
+
+    void packed_key(const uct_allocated_memory_t &mem, uct_rkey_bundle_t *b)
+    {
+        uct_md_attr_t attr;
+        ASSERT_EQ(UCS_OK, uct_md_query(md_, &attr));
+        std::vector<uint8_t> packed(attr.rkey_packed_size);
+        ASSERT_EQ(UCS_OK, uct_md_mkey_pack(md_, mem.memh, packed.data()));
+        ASSERT_EQ(UCS_OK, uct_rkey_unpack(component_, packed.data(), b));
+    }
+
+    ucs_status_t rma(bool put, const uct_allocated_memory_t &local,
+                     size_t offset, size_t length, uint64_t remote_addr,
+                     uct_rkey_t rkey, comp_t *c)
+    {
+        uct_iov_t iov = {};
+        iov.buffer = (char*)local.address + offset;
+        iov.length = length;
+        iov.memh   = local.memh;
+        iov.count  = 1;
+        init_comp(c);
+        return put ? uct_ep_put_zcopy(ep_, &iov, 1, remote_addr, rkey,
+                                      &c->uct)
+                   : uct_ep_get_zcopy(ep_, &iov, 1, remote_addr, rkey,
+                                      &c->uct);
+    }
+
+    ucs_async_context_t *async_  = nullptr;
+    uct_worker_h        worker_  = nullptr;
+    uct_iface_h         initiator_ = nullptr, target_ = nullptr;
+    uct_ep_h            ep_      = nullptr;
+};
+
 } // namespace
 
 TEST_F(uct_mem_test, md_offers_alloc_and_fixed_size_keys)
@@ -94,7 +232,8 @@ TEST_F(uct_mem_test, md_offers_alloc_and_fixed_size_keys)
     uct_md_attr_t attr;
     ASSERT_EQ(UCS_OK, uct_md_query(md_, &attr));
     EXPECT_TRUE(attr.cap.flags & UCT_MD_FLAG_ALLOC);
-    EXPECT_TRUE(attr.cap.flags & UCT_MD_FLAG_REG);
+    /* No REG: UCP must not pick srm for rendezvous on user buffers. */
+    EXPECT_FALSE(attr.cap.flags & UCT_MD_FLAG_REG);
     EXPECT_EQ(sizeof(srm_rkey_packed_t), attr.rkey_packed_size);
 }
 
@@ -172,4 +311,113 @@ TEST_F(uct_mem_test, garbage_keys_do_not_unpack)
     uct_rkey_bundle_t bundle;
     EXPECT_EQ(UCS_ERR_INVALID_PARAM,
               uct_rkey_unpack(component_, garbage.data(), &bundle));
+}
+
+TEST_F(uct_rma_test, put_and_get_move_the_data_and_complete)
+{
+    const size_t len = 256 * 1024;
+    uct_allocated_memory_t src, dst;
+    uct_rkey_bundle_t rkey;
+    comp_t c;
+
+    ASSERT_EQ(UCS_OK, alloc(len, &src));
+    ASSERT_EQ(UCS_OK, alloc(len, &dst));
+    for (size_t i = 0; i < len; ++i) {
+        ((uint8_t*)src.address)[i] = (uint8_t)(i * 7 + 1);
+    }
+    memset(dst.address, 0, len);
+    packed_key(dst, &rkey);
+
+    ASSERT_EQ(UCS_INPROGRESS, rma(true, src, 0, len, (uintptr_t)dst.address,
+                                  rkey.rkey, &c));
+    /* Not done until the agent answered: flush says so. */
+    EXPECT_EQ(UCS_INPROGRESS, uct_ep_flush(ep_, 0, nullptr));
+    ASSERT_TRUE(wait(&c));
+    EXPECT_EQ(UCS_OK, c.status);
+    EXPECT_EQ(0, memcmp(src.address, dst.address, len));
+    EXPECT_EQ(UCS_OK, uct_ep_flush(ep_, 0, nullptr));
+
+    /* GET a part back, at an offset, into a cleared source. */
+    memset(src.address, 0, len);
+    ASSERT_EQ(UCS_INPROGRESS, rma(false, src, 4096, 10000,
+                                  (uintptr_t)dst.address + 8192, rkey.rkey,
+                                  &c));
+    ASSERT_TRUE(wait(&c));
+    EXPECT_EQ(UCS_OK, c.status);
+    EXPECT_EQ(0, memcmp((char*)src.address + 4096,
+                        (char*)dst.address + 8192, 10000));
+    EXPECT_EQ(0, ((uint8_t*)src.address)[4095]);
+
+    /* A flush with a completion waits for the RMA before it. */
+    comp_t f;
+    init_comp(&f);
+    ASSERT_EQ(UCS_INPROGRESS, rma(true, src, 0, 64, (uintptr_t)dst.address,
+                                  rkey.rkey, &c));
+    ASSERT_EQ(UCS_INPROGRESS, uct_ep_flush(ep_, 0, &f.uct));
+    ASSERT_TRUE(wait(&f));
+    EXPECT_EQ(1, c.done);
+
+    EXPECT_EQ(UCS_OK, uct_rkey_release(component_, &rkey));
+    EXPECT_EQ(UCS_OK, uct_mem_free(&src));
+    EXPECT_EQ(UCS_OK, uct_mem_free(&dst));
+}
+
+TEST_F(uct_rma_test, out_of_range_or_user_memory_is_refused_at_once)
+{
+    uct_allocated_memory_t mem;
+    uct_rkey_bundle_t rkey;
+    comp_t c;
+
+    ASSERT_EQ(UCS_OK, alloc(8192, &mem));
+    packed_key(mem, &rkey);
+    EXPECT_EQ(UCS_ERR_INVALID_PARAM,
+              rma(true, mem, 0, 8193, (uintptr_t)mem.address, rkey.rkey, &c));
+    EXPECT_EQ(UCS_ERR_INVALID_PARAM,
+              rma(true, mem, 0, 16, (uintptr_t)mem.address + 8190, rkey.rkey,
+                  &c));
+
+    std::vector<char> user(64);
+    uct_iov_t iov = {};
+    iov.buffer = user.data();
+    iov.length = user.size();
+    iov.memh   = UCT_MEM_HANDLE_NULL;
+    iov.count  = 1;
+    EXPECT_EQ(UCS_ERR_UNSUPPORTED,
+              uct_ep_put_zcopy(ep_, &iov, 1, (uintptr_t)mem.address,
+                               rkey.rkey, nullptr));
+    EXPECT_EQ(UCS_OK, uct_rkey_release(component_, &rkey));
+    EXPECT_EQ(UCS_OK, uct_mem_free(&mem));
+}
+
+TEST_F(uct_rma_test, rma_to_a_freed_region_fails_and_the_next_one_works)
+{
+    uct_allocated_memory_t src, gone, dst;
+    uct_rkey_bundle_t gone_key, dst_key;
+    comp_t c;
+
+    ASSERT_EQ(UCS_OK, alloc(4096, &src));
+    ASSERT_EQ(UCS_OK, alloc(4096, &gone));
+    ASSERT_EQ(UCS_OK, alloc(4096, &dst));
+    packed_key(gone, &gone_key);
+    packed_key(dst, &dst_key);
+    uint64_t gone_addr = (uintptr_t)gone.address;
+    ASSERT_EQ(UCS_OK, uct_mem_free(&gone));
+
+    memset(src.address, 0x3c, 4096);
+    ASSERT_EQ(UCS_INPROGRESS, rma(true, src, 0, 4096, gone_addr,
+                                  gone_key.rkey, &c));
+    ASSERT_TRUE(wait(&c));
+    EXPECT_EQ(UCS_ERR_INVALID_PARAM, c.status);
+
+    ASSERT_EQ(UCS_INPROGRESS, rma(true, src, 0, 4096, (uintptr_t)dst.address,
+                                  dst_key.rkey, &c));
+    ASSERT_TRUE(wait(&c));
+    EXPECT_EQ(UCS_OK, c.status);
+    EXPECT_EQ(0x3c, ((uint8_t*)dst.address)[4095]);
+    EXPECT_TRUE(status_has("rejected 1)")) << agent_.status();
+
+    EXPECT_EQ(UCS_OK, uct_rkey_release(component_, &gone_key));
+    EXPECT_EQ(UCS_OK, uct_rkey_release(component_, &dst_key));
+    EXPECT_EQ(UCS_OK, uct_mem_free(&src));
+    EXPECT_EQ(UCS_OK, uct_mem_free(&dst));
 }

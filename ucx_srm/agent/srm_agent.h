@@ -102,6 +102,9 @@ typedef struct srm_agent_stats {
     uint64_t clients_dropped;   /* for a protocol or ring violation */
     uint64_t bad_dest;
     uint64_t bad_frames;        /* malformed frames from other agents */
+    uint64_t rma_ops;           /* RMA requests answered */
+    uint64_t rma_bytes;
+    uint64_t rma_failed;        /* of them, refused or failed */
 } srm_agent_stats_t;
 
 typedef struct srm_agent {
@@ -240,6 +243,11 @@ void srm_node_cleanup(srm_agent_t *agent);
 void srm_node_format(srm_agent_t *agent, char *buf, size_t size,
                      size_t *len);
 const char *srm_node_kind_name(int kind);
+
+/* srm_rma.c: a client's SRM_FRAME_RMA, from its TX ring */
+srm_sched_result_t srm_rma_request(srm_agent_t *agent, srm_client_t *src,
+                                   const srm_frame_hdr_t *hdr,
+                                   const void *payload);
 
 /* srm_status.c */
 size_t srm_status_format(srm_agent_t *agent, char *buf, size_t size);

@@ -148,7 +148,7 @@ static srm_mem_region_t *srm_mem_slot(srm_mem_t *mem, uint32_t owner,
     }
     region = &mem->regions[id - 1];
     if ((region->id != id) || (region->generation != generation) ||
-        (region->owner != owner)) {
+        ((owner != SRM_MEM_ANY_OWNER) && (region->owner != owner))) {
         return NULL;
     }
     return region;

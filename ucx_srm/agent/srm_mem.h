@@ -21,6 +21,7 @@
 
 #define SRM_MEM_MAX_REGIONS 65536u
 #define SRM_MEM_MAX_LENGTH  (1ull << 40)
+#define SRM_MEM_ANY_OWNER   0u /* no port is 0: lookups by key, not owner */
 
 typedef struct srm_mem_region {
     uint32_t        id;          /* slot + 1; 0: the slot is free */
@@ -65,7 +66,8 @@ int srm_mem_remove(srm_mem_t *mem, uint32_t owner, uint32_t id,
 unsigned srm_mem_remove_owner(srm_mem_t *mem, uint32_t owner);
 
 /*
- * The live region id/generation of owner if [client_addr, client_addr +
+ * The live region id/generation of owner (or of anyone: SRM_MEM_ANY_OWNER)
+ * if [client_addr, client_addr +
  * length) lies inside it, else NULL (counted as rejected).
  */
 const srm_mem_region_t *srm_mem_find(srm_mem_t *mem, uint32_t owner,

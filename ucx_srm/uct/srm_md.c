@@ -43,9 +43,18 @@ static ucs_status_t uct_srm_md_query(uct_md_h tl_md, uct_md_attr_t *attr)
 {
     uct_srm_md_t *md = ucs_derived_of(tl_md, uct_srm_md_t);
 
-    attr->cap.flags            = UCT_MD_FLAG_REG |
-                                 (md->mem_alloc ? UCT_MD_FLAG_ALLOC : 0);
-    attr->cap.reg_mem_types    = UCS_BIT(UCS_MEMORY_TYPE_HOST);
+    /*
+     * With allocation (and so PUT/GET zcopy on the verbs wire) the md does
+     * not offer registration: UCP 1.13 would pick srm as a rendezvous lane
+     * for user buffers (wireup/select.c wants REG plus GET/PUT_ZCOPY) and
+     * our RMA cannot reach memory the agent does not know (no
+     * ibv_import_pd on rxe). UCP then sends large messages through the
+     * rings (AM bcopy / rendezvous over AM).
+     */
+    attr->cap.flags            = md->mem_alloc ? UCT_MD_FLAG_ALLOC :
+                                                 UCT_MD_FLAG_REG;
+    attr->cap.reg_mem_types    = md->mem_alloc ? 0 :
+                                 UCS_BIT(UCS_MEMORY_TYPE_HOST);
     attr->cap.alloc_mem_types  = md->mem_alloc ?
                                  UCS_BIT(UCS_MEMORY_TYPE_HOST) : 0;
     attr->cap.access_mem_types = UCS_BIT(UCS_MEMORY_TYPE_HOST);

@@ -24,6 +24,7 @@
 #define UCT_SRM_DEVICE_NAME "node"
 #define UCT_SRM_CONFIG_PREFIX SRM_CONFIG_PREFIX
 #define UCT_SRM_MAX_HDR     128
+#define UCT_SRM_MAX_FLUSHES 64   /* flushes waiting for RMA completions */
 
 extern uct_component_t uct_srm_component;
 
@@ -59,6 +60,7 @@ typedef struct uct_srm_iface_config {
     uct_iface_config_t super;
     size_t             seg_size;      /* AM bcopy/short limit */
     size_t             max_zcopy;     /* AM zcopy limit */
+    size_t             max_rma;       /* PUT/GET zcopy limit */
     unsigned           tx_rings;
     size_t             tx_ring_size;
     size_t             rx_ring_size;
@@ -97,8 +99,13 @@ typedef struct uct_srm_iface {
         size_t           max_short;
         size_t           max_bcopy;
         size_t           max_zcopy;
+        size_t           max_rma;
+        int              rma_offered;   /* PUT/GET zcopy in the attributes */
         unsigned         rx_max_poll;
     } config;
+    unsigned             rma_outstanding; /* RMA frames not yet answered */
+    unsigned             num_flushes;
+    uct_completion_t     *flushes[UCT_SRM_MAX_FLUSHES]; /* wait for RMA */
     uint32_t             num_nodes;     /* node table entries in use */
     struct uct_srm_ep    *dispatch_ep;  /* whose pending request runs */
     volatile int         agent_lost;    /* set by the async socket handler */
@@ -159,6 +166,14 @@ ucs_status_t uct_srm_ep_am_zcopy(uct_ep_h tl_ep, uint8_t id,
                                  const void *header, unsigned header_length,
                                  const uct_iov_t *iov, size_t iovcnt,
                                  unsigned flags, uct_completion_t *comp);
+ucs_status_t uct_srm_ep_put_zcopy(uct_ep_h tl_ep, const uct_iov_t *iov,
+                                  size_t iovcnt, uint64_t remote_addr,
+                                  uct_rkey_t rkey, uct_completion_t *comp);
+ucs_status_t uct_srm_ep_get_zcopy(uct_ep_h tl_ep, const uct_iov_t *iov,
+                                  size_t iovcnt, uint64_t remote_addr,
+                                  uct_rkey_t rkey, uct_completion_t *comp);
+void uct_srm_ep_rma_done(uct_srm_iface_t *iface, const void *payload,
+                         size_t length);
 ucs_status_t uct_srm_ep_pending_add(uct_ep_h tl_ep, uct_pending_req_t *req,
                                     unsigned flags);
 void uct_srm_ep_pending_purge(uct_ep_h tl_ep, uct_pending_purge_callback_t cb,
