@@ -421,3 +421,18 @@ TEST_F(uct_rma_test, rma_to_a_freed_region_fails_and_the_next_one_works)
     EXPECT_EQ(UCS_OK, uct_mem_free(&src));
     EXPECT_EQ(UCS_OK, uct_mem_free(&dst));
 }
+
+TEST_F(uct_rma_test, not_offered_where_the_agent_cannot_serve_every_peer)
+{
+    /* The private agent has a tcp wire (UCX_SRM_DEVICES=lo in make check):
+     * RMA to other nodes is not there, so UCT is not offered PUT/GET. */
+    uct_iface_attr_t attr;
+    ASSERT_EQ(UCS_OK, uct_iface_query(initiator_, &attr));
+    if (status_has("wire: none")) {
+        EXPECT_TRUE(attr.cap.flags & UCT_IFACE_FLAG_PUT_ZCOPY);
+        EXPECT_TRUE(attr.cap.flags & UCT_IFACE_FLAG_GET_ZCOPY);
+    } else {
+        EXPECT_FALSE(attr.cap.flags & UCT_IFACE_FLAG_PUT_ZCOPY);
+        EXPECT_FALSE(attr.cap.flags & UCT_IFACE_FLAG_GET_ZCOPY);
+    }
+}

@@ -60,10 +60,18 @@ static void srm_status_memory(srm_agent_t *agent, srm_text_t *text)
                      (unsigned long long)(agent->mem.bytes >> 10),
                      (agent->wire[0].ipv4 != 0) ? "tcp" : "local");
     }
-    srm_text_add(text, " (added %llu removed %llu rejected %llu)\n",
+    srm_text_add(text, " (added %llu removed %llu rejected %llu)\n"
+                 "rma: %s; ops %llu bytes %llu failed %llu\n",
                  (unsigned long long)agent->mem.added,
                  (unsigned long long)agent->mem.removed,
-                 (unsigned long long)agent->mem.rejected);
+                 (unsigned long long)agent->mem.rejected,
+                 (agent->wire[0].ipv4 == 0) ?
+                 "PUT/GET zcopy for every peer (no wire: all on this node)" :
+                 "PUT/GET zcopy between this node's ports only (RDMA to "
+                 "other nodes not yet), not offered to UCT",
+                 (unsigned long long)agent->stats.rma_ops,
+                 (unsigned long long)agent->stats.rma_bytes,
+                 (unsigned long long)agent->stats.rma_failed);
 }
 
 size_t srm_status_format(srm_agent_t *agent, char *buf, size_t size)

@@ -35,8 +35,9 @@ ucs_config_field_t uct_srm_iface_config_table[] = {
      ucs_offsetof(uct_srm_iface_config_t, max_zcopy), UCS_CONFIG_TYPE_MEMUNITS},
 
     {"MAX_RMA", "4m",
-     "Largest PUT/GET zcopy (offered only with UCX_SRM_MEM_ALLOC=y and an\n"
-     "agent on the verbs wire); the agent moves it in one piece.",
+     "Largest PUT/GET zcopy, offered only with UCX_SRM_MEM_ALLOC=y and an\n"
+     "agent that serves every peer (for now: UCX_SRM_DEVICES=none, one\n"
+     "node); the agent moves it in one piece.",
      ucs_offsetof(uct_srm_iface_config_t, max_rma), UCS_CONFIG_TYPE_MEMUNITS},
 
     {"TX_RINGS", "4",
@@ -421,10 +422,10 @@ static UCS_CLASS_INIT_FUNC(uct_srm_iface_t, uct_md_h tl_md,
     self->config.max_short   = config->seg_size - sizeof(uint64_t);
     self->config.max_zcopy   = config->max_zcopy;
     self->config.rx_max_poll = config->rx_max_poll;
-    /* PUT/GET only where the agent serves them for every peer: md memory
-     * in its PD, on the verbs wire (on tcp UCP emulates RMA over AM). */
+    /* PUT/GET only where the agent serves them for every peer (elsewhere
+     * UCP emulates RMA over AM), and only with memory the md allocates. */
     self->config.rma_offered = md->mem_alloc &&
-                               (self->agent.flags & SRM_ATTACH_FLAG_RDMA);
+                               (self->agent.flags & SRM_ATTACH_FLAG_RMA);
     self->config.max_rma     = config->max_rma;
     self->rma_outstanding    = 0;
     self->num_flushes        = 0;
