@@ -13,6 +13,7 @@ extern "C" {
 
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <unistd.h>
@@ -257,8 +258,17 @@ TEST_F(uct_mem_test, alloc_registers_a_region_that_free_releases)
     EXPECT_EQ(mem.length, key->length);
     EXPECT_NE(0u, key->region_id);
     EXPECT_NE(0u, key->agent_addr);
-    /* The private agent's wire is tcp: the key names memory, no RDMA. */
-    EXPECT_EQ(0u, key->flags & SRM_RKEY_FLAG_RDMA);
+    /* On the tcp wire the key names memory, no RDMA; on the verbs wire
+     * (test_vm_rma sets SRM_TEST_EXPECT_RDMA) the agent registered it in
+     * its PD and the key carries the rkey. */
+    if (getenv("SRM_TEST_EXPECT_RDMA") != nullptr) {
+        EXPECT_EQ(SRM_RKEY_FLAG_RDMA, key->flags & SRM_RKEY_FLAG_RDMA);
+        EXPECT_NE(0u, key->rkey[0]);
+        EXPECT_TRUE(status_has("registered in the agent PD (1 regions"))
+                << agent_.status();
+    } else {
+        EXPECT_EQ(0u, key->flags & SRM_RKEY_FLAG_RDMA);
+    }
     EXPECT_EQ(UCS_OK, uct_rkey_release(component_, &bundle));
 
     ASSERT_EQ(UCS_OK, uct_mem_free(&mem));

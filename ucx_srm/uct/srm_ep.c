@@ -491,6 +491,9 @@ ucs_status_t uct_srm_ep_flush(uct_ep_h tl_ep, unsigned flags,
     /* AM frames are done once in the ring; RMA only once answered (the
      * iface's count: conservative for an ep, never early). */
     if (iface->rma_outstanding > 0) {
+        if (iface->agent_lost) {
+            return UCS_ERR_ENDPOINT_TIMEOUT; /* no answer will come */
+        }
         if (comp != NULL) {
             if (iface->num_flushes == UCT_SRM_MAX_FLUSHES) {
                 return UCS_ERR_NO_RESOURCE;

@@ -27,16 +27,21 @@
 #include <unistd.h>
 
 /* One request, one reply, on the md's connection; reconnects once if the
- * agent went away (an idle agent may have exited and a new one started). */
+ * agent went away (an idle agent may have exited and a new one started),
+ * unless may_connect is 0: a region of an agent that is gone is gone. */
 static ucs_status_t uct_srm_mem_call(uct_srm_md_t *md, const void *req,
                                      size_t req_len, int fd, void *rep,
-                                     size_t rep_len, srm_msg_type_t rep_type)
+                                     size_t rep_len, srm_msg_type_t rep_type,
+                                     int may_connect)
 {
     ucs_status_t status;
     int attempt, nfds;
     ssize_t len;
 
     for (attempt = 0; attempt < 2; ++attempt) {
+        if ((md->mem_sock < 0) && !may_connect) {
+            return UCS_ERR_NOT_CONNECTED;
+        }
         if (md->mem_sock < 0) {
             status = uct_srm_agent_connect(md, &md->mem_sock);
             if (status != UCS_OK) {
@@ -104,7 +109,7 @@ ucs_status_t uct_srm_mem_alloc(uct_md_h tl_md, size_t *length_p,
     req.length  = length;
     pthread_mutex_lock(&md->mem_lock);
     status = uct_srm_mem_call(md, &req, sizeof(req), fd, &rep, sizeof(rep),
-                              SRM_MSG_MEM_REG_REP);
+                              SRM_MSG_MEM_REG_REP, 1);
     pthread_mutex_unlock(&md->mem_lock);
     close(fd); /* both mappings keep the memory */
     fd = -1;
@@ -162,7 +167,7 @@ ucs_status_t uct_srm_mem_free(uct_md_h tl_md, uct_mem_h tl_memh)
     pthread_mutex_lock(&md->mem_lock);
     /* The agent forgets the region before we unmap it. */
     status = uct_srm_mem_call(md, &req, sizeof(req), -1, &rep, sizeof(rep),
-                              SRM_MSG_MEM_DEREG_REP);
+                              SRM_MSG_MEM_DEREG_REP, 0);
     pthread_mutex_unlock(&md->mem_lock);
     if ((status == UCS_OK) && (rep.status != 0)) {
         /* A new agent never knew it; the old one released it on exit. */
