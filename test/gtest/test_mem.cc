@@ -266,3 +266,34 @@ TEST_F(mem_registry, refuses_unsealed_short_or_empty_memory)
     close(unsealed);
     close(sealed);
 }
+
+TEST_F(mem_registry, a_held_region_outlives_its_removal_until_released)
+{
+    const srm_mem_region_t *region;
+    int fd = make_memfd(4096);
+    ASSERT_GE(fd, 0);
+
+    ASSERT_EQ(0, srm_mem_add(&mem, 1, fd, 0x1000, 4096, NULL, &region));
+    uint32_t id = region->id, gen = region->generation;
+    srm_mem_region_t *found = srm_mem_find(&mem, 1, id, gen, 0x1000, 4096);
+    ASSERT_NE(nullptr, found);
+    srm_mem_hold(found); /* an RDMA operation in flight */
+    srm_mem_hold(found);
+
+    /* Removed (its owner left): hidden at once, registered until the
+     * last operation is done, and its slot is not reused meanwhile. */
+    EXPECT_EQ(1u, srm_mem_remove_owner(&mem, 1));
+    EXPECT_EQ(nullptr, srm_mem_find(&mem, SRM_MEM_ANY_OWNER, id, gen, 0x1000,
+                                    1));
+    EXPECT_EQ(1u, mem.count);
+    const srm_mem_region_t *other;
+    ASSERT_EQ(0, srm_mem_add(&mem, 2, fd, 0x9000, 4096, NULL, &other));
+    EXPECT_NE(id, other->id);
+    srm_mem_release_hold(&mem, id);
+    EXPECT_EQ(2u, mem.count);
+    srm_mem_release_hold(&mem, id);
+    EXPECT_EQ(1u, mem.count);
+    srm_mem_release_hold(&mem, id); /* once more: ignored */
+    EXPECT_EQ(1u, mem.count);
+    close(fd);
+}

@@ -48,7 +48,7 @@ else
         UCX_SRM_SOCKET="srm-vm-gtest-$$" UCX_SRM_IDLE_TIMEOUT=1s \
         UCX_SRM_DEVICES=rxe_gt:1@srmvg0 SRM_TEST_EXPECT_RDMA=1 \
         timeout -k 5 300 "$gtest" \
-        --gtest_filter='uct_mem_test.*:uct_rma_test.*' \
+        --gtest_filter='uct_mem_test.*:uct_rma_test.*:uct_rma_2nodes_test.*' \
         >"$SRM_LOG/gtest-mem.log" 2>&1 || rc=$?
     summary=$(grep -E '^\[  (PASSED|FAILED)  \] [0-9]+ test' "$SRM_LOG/gtest-mem.log" |
               paste -sd ' ' -)
@@ -79,7 +79,9 @@ fi
 
 export UCX_TLS=srm UCX_SRM_AGENT=never UCX_SRM_MEM_ALLOC=y
 port=13600
-for spec in uct:am_bw:65536:100:zcopy ucp:tag_bw:65536:50:; do
+for spec in uct:am_bw:65536:100:zcopy uct:put_bw:65536:200:zcopy \
+            uct:get:65536:200:zcopy uct:put_bw:1048576:20:zcopy \
+            ucp:tag_bw:65536:50:; do
     IFS=: read -r layer t size iters layout <<<"$spec"
     args=(-t "$t" -s "$size" -n "$iters" -w 2)
     [ "$layer" = uct ] && args+=(-x srm -d node -D "$layout")

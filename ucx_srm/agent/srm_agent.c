@@ -114,6 +114,7 @@ void srm_agent_cleanup(srm_agent_t *agent)
         }
     }
     free(agent->slots);
+    srm_rma_cleanup(agent);
     srm_mem_cleanup(&agent->mem); /* before the devices' PDs go */
     /* Closing the links may fail their nodes, which tells the clients. */
     agent->slots     = NULL;
@@ -147,6 +148,9 @@ static unsigned srm_agent_progress(srm_agent_t *agent)
     } while (failed != NULL);
 
     count += srm_node_progress(agent);
+    if (agent->rma_busy > 0) {
+        count += srm_rma_progress(agent);
+    }
     srm_deliver_notify(agent);
     if (agent->num_failed > 0) {
         srm_client_reap(agent);

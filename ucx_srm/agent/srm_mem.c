@@ -138,6 +138,35 @@ int srm_mem_add(srm_mem_t *mem, uint32_t owner, int fd, uint64_t client_addr,
     return 0;
 }
 
+/* Removed: released now, or by the last RDMA operation that holds it. */
+static void srm_mem_retire(srm_mem_t *mem, srm_mem_region_t *region)
+{
+    if (region->holds > 0) {
+        region->dying = 1;
+    } else {
+        srm_mem_release(mem, region);
+    }
+}
+
+void srm_mem_hold(srm_mem_region_t *region)
+{
+    region->holds++;
+}
+
+void srm_mem_release_hold(srm_mem_t *mem, uint32_t id)
+{
+    srm_mem_region_t *region;
+
+    if ((id == 0) || (id > mem->num_slots) ||
+        (mem->regions[id - 1].holds == 0)) {
+        return; /* released by srm_mem_cleanup already */
+    }
+    region = &mem->regions[id - 1];
+    if ((--region->holds == 0) && region->dying) {
+        srm_mem_release(mem, region);
+    }
+}
+
 static srm_mem_region_t *srm_mem_slot(srm_mem_t *mem, uint32_t owner,
                                       uint32_t id, uint32_t generation)
 {
@@ -148,6 +177,7 @@ static srm_mem_region_t *srm_mem_slot(srm_mem_t *mem, uint32_t owner,
     }
     region = &mem->regions[id - 1];
     if ((region->id != id) || (region->generation != generation) ||
+        region->dying ||
         ((owner != SRM_MEM_ANY_OWNER) && (region->owner != owner))) {
         return NULL;
     }
@@ -164,7 +194,7 @@ int srm_mem_remove(srm_mem_t *mem, uint32_t owner, uint32_t id,
         errno = ENOENT;
         return -1;
     }
-    srm_mem_release(mem, region);
+    srm_mem_retire(mem, region);
     return 0;
 }
 
@@ -173,17 +203,18 @@ unsigned srm_mem_remove_owner(srm_mem_t *mem, uint32_t owner)
     unsigned i, count = 0;
 
     for (i = 0; (i < mem->num_slots) && (mem->count > 0); ++i) {
-        if ((mem->regions[i].id != 0) && (mem->regions[i].owner == owner)) {
-            srm_mem_release(mem, &mem->regions[i]);
+        if ((mem->regions[i].id != 0) && (mem->regions[i].owner == owner) &&
+            !mem->regions[i].dying) {
+            srm_mem_retire(mem, &mem->regions[i]);
             ++count;
         }
     }
     return count;
 }
 
-const srm_mem_region_t *srm_mem_find(srm_mem_t *mem, uint32_t owner,
-                                     uint32_t id, uint32_t generation,
-                                     uint64_t client_addr, uint64_t length)
+srm_mem_region_t *srm_mem_find(srm_mem_t *mem, uint32_t owner, uint32_t id,
+                               uint32_t generation, uint64_t client_addr,
+                               uint64_t length)
 {
     srm_mem_region_t *region = srm_mem_slot(mem, owner, id, generation);
 

@@ -31,6 +31,8 @@ typedef struct srm_mem_region {
     uint64_t        length;
     void            *addr;       /* where the agent mapped it */
     srm_verbs_mr_t  *mr[SRM_WIRE_PATHS]; /* per path with a verbs device */
+    unsigned        holds;       /* RDMA operations using it right now */
+    int             dying;       /* removed; released when holds drop to 0 */
 } srm_mem_region_t;
 
 typedef struct srm_mem {
@@ -57,8 +59,8 @@ int srm_mem_add(srm_mem_t *mem, uint32_t owner, int fd, uint64_t client_addr,
                 uint64_t length, srm_verbs_dev_t *const devs[SRM_WIRE_PATHS],
                 const srm_mem_region_t **region_p);
 
-/* Deregisters and unmaps owner's region id/generation; -1 (ENOENT) if
- * there is no such live region of that owner. */
+/* Deregisters and unmaps owner's region id/generation (once no RDMA holds
+ * it); -1 (ENOENT) if there is no such live region of that owner. */
 int srm_mem_remove(srm_mem_t *mem, uint32_t owner, uint32_t id,
                    uint32_t generation);
 
@@ -70,9 +72,18 @@ unsigned srm_mem_remove_owner(srm_mem_t *mem, uint32_t owner);
  * if [client_addr, client_addr +
  * length) lies inside it, else NULL (counted as rejected).
  */
-const srm_mem_region_t *srm_mem_find(srm_mem_t *mem, uint32_t owner,
-                                     uint32_t id, uint32_t generation,
-                                     uint64_t client_addr, uint64_t length);
+srm_mem_region_t *srm_mem_find(srm_mem_t *mem, uint32_t owner, uint32_t id,
+                               uint32_t generation, uint64_t client_addr,
+                               uint64_t length);
+
+/*
+ * An RDMA operation in flight keeps its local region registered: removing
+ * it meanwhile only hides it (a deregistered key in a posted work request
+ * would fail the shared queue pair); the last release frees it.
+ */
+void srm_mem_hold(srm_mem_region_t *region);
+/* By id: the table may have moved since (it grows by realloc). */
+void srm_mem_release_hold(srm_mem_t *mem, uint32_t id);
 
 /* The agent address of client_addr in a region found by srm_mem_find. */
 static inline void *srm_mem_agent_addr(const srm_mem_region_t *region,

@@ -67,8 +67,11 @@ static void srm_status_memory(srm_agent_t *agent, srm_text_t *text)
                  (unsigned long long)agent->mem.rejected,
                  (agent->wire[0].ipv4 == 0) ?
                  "PUT/GET zcopy for every peer (no wire: all on this node)" :
-                 "PUT/GET zcopy between this node's ports only (RDMA to "
-                 "other nodes not yet), not offered to UCT",
+                 (agent->verbs[0] != NULL) ?
+                 "PUT/GET zcopy for every peer (RDMA WRITE/READ to other "
+                 "nodes)" :
+                 "PUT/GET zcopy between this node's ports only (no RDMA on "
+                 "tcp), not offered to UCT",
                  (unsigned long long)agent->stats.rma_ops,
                  (unsigned long long)agent->stats.rma_bytes,
                  (unsigned long long)agent->stats.rma_failed);

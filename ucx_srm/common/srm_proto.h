@@ -53,9 +53,9 @@ typedef struct srm_attach_req {
 
 /* The agent's wire is verbs: md-allocated memory gets real rkeys there. */
 #define SRM_ATTACH_FLAG_RDMA 0x1u
-/* The agent serves PUT/GET zcopy to every peer it reaches: for now, only
- * an agent without a wire (every peer is on this node); RDMA to other
- * nodes' agents is not there yet. */
+/* The agent serves PUT/GET zcopy to every peer it reaches: one without a
+ * wire (every peer is on this node), or one on the verbs wire (RDMA
+ * WRITE/READ to other nodes' agents). */
 #define SRM_ATTACH_FLAG_RMA  0x2u
 
 /* Followed by the fds: shared segment, doorbell (to the agent), rx event. */

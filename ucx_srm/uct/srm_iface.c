@@ -36,8 +36,8 @@ ucs_config_field_t uct_srm_iface_config_table[] = {
 
     {"MAX_RMA", "4m",
      "Largest PUT/GET zcopy, offered only with UCX_SRM_MEM_ALLOC=y and an\n"
-     "agent that serves every peer (for now: UCX_SRM_DEVICES=none, one\n"
-     "node); the agent moves it in one piece.",
+     "agent that serves every peer (verbs wire, or no wire); the agent\n"
+     "moves it in one piece.",
      ucs_offsetof(uct_srm_iface_config_t, max_rma), UCS_CONFIG_TYPE_MEMUNITS},
 
     {"TX_RINGS", "4",
