@@ -46,6 +46,7 @@ int srm_agent_init(srm_agent_t *agent)
     agent->epoll_fd   = -1;
     srm_sched_init(&agent->sched, agent->config.quantum,
                    SRM_FRAME_MAX_PAYLOAD);
+    srm_mem_init(&agent->mem);
 
     if (getrandom(&agent->node_id, sizeof(agent->node_id), 0) !=
         sizeof(agent->node_id)) {
@@ -113,6 +114,8 @@ void srm_agent_cleanup(srm_agent_t *agent)
         }
     }
     free(agent->slots);
+    srm_rma_cleanup(agent);
+    srm_mem_cleanup(&agent->mem); /* before the devices' PDs go */
     /* Closing the links may fail their nodes, which tells the clients. */
     agent->slots     = NULL;
     agent->num_slots = 0;
@@ -145,6 +148,9 @@ static unsigned srm_agent_progress(srm_agent_t *agent)
     } while (failed != NULL);
 
     count += srm_node_progress(agent);
+    if (agent->rma_busy > 0) {
+        count += srm_rma_progress(agent);
+    }
     srm_deliver_notify(agent);
     if (agent->num_failed > 0) {
         srm_client_reap(agent);
@@ -267,7 +273,8 @@ static int srm_agent_sleep_timeout_ms(srm_agent_t *agent, double now)
     int timeout_ms = SRM_AGENT_SAFETY_WAKEUP_MS;
     double idle_end;
 
-    if (agent->exit_when_idle && (agent->num_clients == 0)) {
+    if (agent->exit_when_idle && (agent->num_clients == 0) &&
+        (agent->mem.count == 0)) {
         idle_end = agent->idle_since + agent->config.idle_timeout;
         if (now >= idle_end) {
             srm_info("no clients for %.1f s: exiting",

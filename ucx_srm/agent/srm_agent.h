@@ -6,6 +6,7 @@
 #define SRM_AGENT_H
 
 #include "srm_auth.h"
+#include "srm_mem.h"
 #include "srm_node.h"
 #include "srm_sched.h"
 
@@ -31,6 +32,26 @@ enum {
 };
 
 #define SRM_EPOLL_DATA(_kind, _slot) (((uint64_t)(_kind) << 32) | (_slot))
+
+#define SRM_RMA_MAX_OPS 256 /* RDMA operations in flight, whole agent */
+
+/* An RDMA operation posted for a client (srm_rma.c). */
+typedef struct srm_rma_inflight {
+    uint8_t          state;    /* SRM_RMA_OP_* */
+    uint16_t         gen;      /* tells a stale completion id apart */
+    int32_t          status;   /* once done: 0 or a positive errno */
+    uint32_t         port;     /* the client to answer */
+    uint64_t         cookie;
+    uint64_t         length;
+    srm_link_t       *link;    /* whose queue pair carries it */
+    uint32_t         region;   /* the local end's id, held while in flight */
+} srm_rma_inflight_t;
+
+enum {
+    SRM_RMA_OP_FREE = 0,
+    SRM_RMA_OP_POSTED,
+    SRM_RMA_OP_DONE,           /* the answer waits for room in the RX ring */
+};
 
 /* A frame held by the agent because its destination's RX ring was full. */
 typedef struct srm_backlog_frame {
@@ -101,6 +122,9 @@ typedef struct srm_agent_stats {
     uint64_t clients_dropped;   /* for a protocol or ring violation */
     uint64_t bad_dest;
     uint64_t bad_frames;        /* malformed frames from other agents */
+    uint64_t rma_ops;           /* RMA requests answered */
+    uint64_t rma_bytes;
+    uint64_t rma_failed;        /* of them, refused or failed */
 } srm_agent_stats_t;
 
 typedef struct srm_agent {
@@ -123,6 +147,9 @@ typedef struct srm_agent {
     uint32_t           generation;
 
     srm_sched_t        sched;
+    srm_mem_t          mem;             /* md-allocated regions (srm_mem.h) */
+    srm_rma_inflight_t rma_ops[SRM_RMA_MAX_OPS];
+    unsigned           rma_busy;        /* rma_ops not FREE */
 
     /* The wire: other nodes' agents, on one or two interfaces (paths). */
     int                wire_fd[SRM_WIRE_PATHS];
@@ -238,6 +265,17 @@ void srm_node_cleanup(srm_agent_t *agent);
 void srm_node_format(srm_agent_t *agent, char *buf, size_t size,
                      size_t *len);
 const char *srm_node_kind_name(int kind);
+
+/* srm_rma.c: a client's SRM_FRAME_RMA, from its TX ring */
+srm_sched_result_t srm_rma_request(srm_agent_t *agent, srm_client_t *src,
+                                   const srm_frame_hdr_t *hdr,
+                                   const void *payload);
+/* Collects RDMA completions and answers the clients; work done. */
+unsigned srm_rma_progress(srm_agent_t *agent);
+/* The link's queue pair goes: what it had in flight has failed. */
+void srm_rma_link_lost(srm_agent_t *agent, srm_link_t *link);
+/* The agent stops: forget every operation, release their regions. */
+void srm_rma_cleanup(srm_agent_t *agent);
 
 /* srm_status.c */
 size_t srm_status_format(srm_agent_t *agent, char *buf, size_t size);

@@ -132,6 +132,12 @@ void srm_client_accept(srm_agent_t *agent)
     }
 }
 
+/* Memory registered by this agent can take RDMA: its wire is verbs. */
+static uint32_t srm_client_rdma_flags(const srm_agent_t *agent)
+{
+    return (agent->verbs[0] != NULL) ? SRM_ATTACH_FLAG_RDMA : 0;
+}
+
 static void srm_client_attach_reply(srm_agent_t *agent, srm_client_t *client,
                                     int status, const char *error)
 {
@@ -146,6 +152,10 @@ static void srm_client_attach_reply(srm_agent_t *agent, srm_client_t *client,
         rep.key         = client->key;
         rep.node_id     = agent->node_id;
         rep.max_payload = SRM_FRAME_MAX_PAYLOAD;
+        rep.flags       = srm_client_rdma_flags(agent) |
+                          (((agent->wire[0].ipv4 == 0) ||
+                            (agent->verbs[0] != NULL)) ?
+                           SRM_ATTACH_FLAG_RMA : 0);
         rep.shm_size    = client->layout.total_size;
         memcpy(rep.wire, agent->wire, sizeof(rep.wire));
     }
@@ -295,19 +305,81 @@ static void srm_client_fault(srm_agent_t *agent, srm_client_t *client,
     free(rep);
 }
 
+static void srm_client_mem_reg(srm_agent_t *agent, srm_client_t *client,
+                               const srm_mem_reg_req_t *req, int fd)
+{
+    const srm_mem_region_t *region;
+    srm_mem_reg_rep_t rep;
+    unsigned i;
+
+    memset(&rep, 0, sizeof(rep));
+    srm_msg_hdr_init(&rep.hdr, SRM_MSG_MEM_REG_REP);
+    if (fd < 0) {
+        rep.status = EBADF;
+        snprintf(rep.error, sizeof(rep.error), "no memfd with the request");
+    } else if (srm_mem_add(&agent->mem, client->port, fd, req->address,
+                           req->length, agent->verbs, &region) != 0) {
+        rep.status = errno;
+        snprintf(rep.error, sizeof(rep.error),
+                 "cannot register %llu bytes: %m",
+                 (unsigned long long)req->length);
+    } else {
+        rep.flags      = srm_client_rdma_flags(agent);
+        rep.region_id  = region->id;
+        rep.generation = region->generation;
+        rep.node_id    = agent->node_id;
+        rep.agent_addr = (uintptr_t)region->addr;
+        for (i = 0; i < SRM_WIRE_PATHS; ++i) {
+            rep.rkey[i] = (region->mr[i] != NULL) ?
+                          srm_verbs_mr_rkey(region->mr[i]) : 0;
+        }
+        srm_debug("port %u (%s): region %u.%u, %llu bytes at 0x%llx",
+                  client->port, client->name, region->id,
+                  region->generation, (unsigned long long)region->length,
+                  (unsigned long long)region->client_addr);
+    }
+    if (srm_sock_send(client->sock_fd, &rep, sizeof(rep), NULL, 0) < 0) {
+        srm_debug("port %u: could not answer a memory request: %m",
+                  client->port);
+    }
+}
+
+static void srm_client_mem_dereg(srm_agent_t *agent, srm_client_t *client,
+                                 const srm_mem_dereg_req_t *req)
+{
+    srm_mem_dereg_rep_t rep;
+
+    memset(&rep, 0, sizeof(rep));
+    srm_msg_hdr_init(&rep.hdr, SRM_MSG_MEM_DEREG_REP);
+    if (srm_mem_remove(&agent->mem, client->port, req->region_id,
+                       req->generation) != 0) {
+        rep.status = errno;
+    }
+    if (srm_sock_send(client->sock_fd, &rep, sizeof(rep), NULL, 0) < 0) {
+        srm_debug("port %u: could not answer a memory request: %m",
+                  client->port);
+    }
+}
+
 void srm_client_handle_socket(srm_agent_t *agent, srm_client_t *client)
 {
     union {
-        srm_msg_hdr_t    hdr;
-        srm_attach_req_t attach;
-        srm_status_req_t status;
-        srm_fault_req_t  fault;
+        srm_msg_hdr_t       hdr;
+        srm_attach_req_t    attach;
+        srm_status_req_t    status;
+        srm_fault_req_t     fault;
+        srm_mem_reg_req_t   mem_reg;
+        srm_mem_dereg_req_t mem_dereg;
     } msg;
     int fds[SRM_PROTO_MAX_FDS];
-    int nfds = 0; /* a client has no business sending fds: close them */
+    int nfds = 1; /* a memfd with MEM_REG; any other fd is closed */
+    int fd   = -1;
     ssize_t len;
 
     len = srm_sock_recv(client->sock_fd, &msg, sizeof(msg), fds, &nfds);
+    if ((len > 0) && (nfds > 0)) {
+        fd = fds[0];
+    }
     if (len == 0) {
         srm_client_drop(agent, client, NULL);
         return;
@@ -333,10 +405,20 @@ void srm_client_handle_socket(srm_agent_t *agent, srm_client_t *client)
     } else if (srm_msg_hdr_check(&msg.hdr, (size_t)len, SRM_MSG_FAULT_REQ,
                                  sizeof(msg.fault)) == 0) {
         srm_client_fault(agent, client, &msg.fault);
+    } else if (srm_msg_hdr_check(&msg.hdr, (size_t)len, SRM_MSG_MEM_REG_REQ,
+                                 sizeof(msg.mem_reg)) == 0) {
+        srm_client_mem_reg(agent, client, &msg.mem_reg, fd);
+    } else if (srm_msg_hdr_check(&msg.hdr, (size_t)len,
+                                 SRM_MSG_MEM_DEREG_REQ,
+                                 sizeof(msg.mem_dereg)) == 0) {
+        srm_client_mem_dereg(agent, client, &msg.mem_dereg);
     } else if (errno == EPROTONOSUPPORT) {
         srm_client_drop(agent, client, "unsupported protocol version");
     } else {
         srm_client_drop(agent, client, "malformed control message");
+    }
+    if (fd >= 0) {
+        close(fd); /* a registered region keeps its own mapping */
     }
 }
 
@@ -365,6 +447,7 @@ void srm_client_drop(srm_agent_t *agent, srm_client_t *client,
 {
     uint32_t i, slot = (client->port & SRM_PORT_SLOT_MASK) - 1;
     srm_client_t **notify_p;
+    unsigned n;
 
     if (reason != NULL) {
         srm_warn("dropping port %u (%s, pid %d): %s", client->port,
@@ -388,6 +471,11 @@ void srm_client_drop(srm_agent_t *agent, srm_client_t *client,
         }
     }
     srm_deliver_release_backlog(client);
+    n = srm_mem_remove_owner(&agent->mem, client->port);
+    if (n > 0) {
+        srm_info("port %u (%s, pid %d): released %u memory regions",
+                 client->port, client->name, (int)client->pid, n);
+    }
     for (i = 0; i < client->num_paused_nodes; ++i) {
         srm_channel_send_flow(agent, client->paused_nodes[i], SRM_FRAME_RESUME,
                               client->port);

@@ -159,7 +159,9 @@ srm_sched_result_t srm_deliver_frame(void *arg, srm_sched_queue_t *queue,
     srm_frame_hdr_t frame;
     int delivered;
 
-    if (hdr->type != SRM_FRAME_AM) {
+    if (hdr->type == SRM_FRAME_RMA) {
+        return srm_rma_request(agent, src, hdr, payload);
+    } else if (hdr->type != SRM_FRAME_AM) {
         return SRM_SCHED_FAILED;
     }
 

@@ -185,6 +185,9 @@ void srm_link_close(srm_agent_t *agent, srm_link_t *link,
         srm_channel_link_lost(agent, link);
     }
     close(link->fd);
+    if (link->qp != NULL) {
+        srm_rma_link_lost(agent, link);
+    }
     srm_verbs_qp_destroy(link->qp);
     free(link->in_buf);
     free(link);

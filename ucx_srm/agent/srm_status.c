@@ -35,6 +35,48 @@ static void srm_text_add(srm_text_t *text, const char *fmt, ...)
     }
 }
 
+/*
+ * Which memory the transport can hand to RDMA: md-allocated regions (memfds
+ * the agent registers in its own PD) on the verbs wire; user memory never,
+ * for want of ibv_import_pd (DESIGN.md, "Wires").
+ */
+static void srm_status_memory(srm_agent_t *agent, srm_text_t *text)
+{
+    const char *dev = (agent->verbs[0] != NULL) ?
+                      srm_verbs_dev_name(agent->verbs[0]) : NULL;
+
+    if (dev != NULL) {
+        srm_text_add(text, "memory: md-allocated regions registered in the "
+                     "agent PD (%u regions, %llu KB); user memory: not "
+                     "registrable (%s: no ibv_import_pd used), UCP pipelines "
+                     "through the rings",
+                     agent->mem.count,
+                     (unsigned long long)(agent->mem.bytes >> 10), dev);
+    } else {
+        srm_text_add(text, "memory: md-allocated regions mapped by the agent "
+                     "(%u regions, %llu KB), no RDMA on the %s wire; user "
+                     "memory: not registrable, UCP pipelines through the "
+                     "rings", agent->mem.count,
+                     (unsigned long long)(agent->mem.bytes >> 10),
+                     (agent->wire[0].ipv4 != 0) ? "tcp" : "local");
+    }
+    srm_text_add(text, " (added %llu removed %llu rejected %llu)\n"
+                 "rma: %s; ops %llu bytes %llu failed %llu\n",
+                 (unsigned long long)agent->mem.added,
+                 (unsigned long long)agent->mem.removed,
+                 (unsigned long long)agent->mem.rejected,
+                 (agent->wire[0].ipv4 == 0) ?
+                 "PUT/GET zcopy for every peer (no wire: all on this node)" :
+                 (agent->verbs[0] != NULL) ?
+                 "PUT/GET zcopy for every peer (RDMA WRITE/READ to other "
+                 "nodes)" :
+                 "PUT/GET zcopy between this node's ports only (no RDMA on "
+                 "tcp), not offered to UCT",
+                 (unsigned long long)agent->stats.rma_ops,
+                 (unsigned long long)agent->stats.rma_bytes,
+                 (unsigned long long)agent->stats.rma_failed);
+}
+
 size_t srm_status_format(srm_agent_t *agent, char *buf, size_t size)
 {
     srm_text_t text = {.buf = buf, .size = size, .len = 0};
@@ -63,6 +105,8 @@ size_t srm_status_format(srm_agent_t *agent, char *buf, size_t size)
                  (unsigned long long)agent->stats.bad_dest,
                  (unsigned long long)agent->stats.sleeps,
                  (unsigned long long)agent->stats.wakeups);
+
+    srm_status_memory(agent, &text);
 
     if (agent->wire[0].ipv4 != 0) {
         for (i = 0; i < agent->num_devices; ++i) {

@@ -27,6 +27,8 @@ typedef enum {
     SRM_FRAME_ACK = 7, /* wire: cumulative ack (seq), also the heartbeat */
     SRM_FRAME_AUTH = 8, /* wire: the initiator's proof of the secret */
     SRM_FRAME_BYE = 9, /* wire: the sending agent is leaving for good */
+    SRM_FRAME_RMA = 10, /* TX ring only: a PUT/GET for the agent (srm_rma.h) */
+    SRM_FRAME_RMA_DONE = 11, /* RX ring only: the agent finished an RMA */
     SRM_FRAME_LAST
 } srm_frame_type_t;
 

@@ -2,6 +2,9 @@
  * The control protocol between a client (or srmctl) and its node agent, on
  * an abstract SOCK_SEQPACKET socket: one message per packet. After ATTACH the
  * socket carries no data; it stays open so each side notices the other die.
+ * The md has a connection of its own that never attaches: it registers the
+ * memory it allocates (MEM_REG with the memfd, MEM_DEREG), one request and
+ * its reply at a time; the agent drops its regions when it closes.
  */
 #ifndef SRM_PROTO_H
 #define SRM_PROTO_H
@@ -14,7 +17,7 @@
 #include <sys/un.h>
 
 #define SRM_PROTO_MAGIC     0x53524d43u /* "SRMC" */
-#define SRM_PROTO_VERSION   2u
+#define SRM_PROTO_VERSION   3u
 #define SRM_PROTO_NAME_MAX  64
 #define SRM_PROTO_ERROR_MAX 160
 #define SRM_PROTO_TEXT_MAX  (60 * 1024)
@@ -26,6 +29,10 @@ typedef enum {
     SRM_MSG_STATUS_REQ,
     SRM_MSG_STATUS_REP,
     SRM_MSG_FAULT_REQ,  /* testing: break channel links; answered by text */
+    SRM_MSG_MEM_REG_REQ,   /* with the region's memfd */
+    SRM_MSG_MEM_REG_REP,
+    SRM_MSG_MEM_DEREG_REQ,
+    SRM_MSG_MEM_DEREG_REP,
     SRM_MSG_LAST
 } srm_msg_type_t;
 
@@ -44,6 +51,13 @@ typedef struct srm_attach_req {
     char          name[SRM_PROTO_NAME_MAX]; /* shown by srmctl */
 } srm_attach_req_t;
 
+/* The agent's wire is verbs: md-allocated memory gets real rkeys there. */
+#define SRM_ATTACH_FLAG_RDMA 0x1u
+/* The agent serves PUT/GET zcopy to every peer it reaches: one without a
+ * wire (every peer is on this node), or one on the verbs wire (RDMA
+ * WRITE/READ to other nodes' agents). */
+#define SRM_ATTACH_FLAG_RMA  0x2u
+
 /* Followed by the fds: shared segment, doorbell (to the agent), rx event. */
 typedef struct srm_attach_rep {
     srm_msg_hdr_t hdr;
@@ -51,6 +65,8 @@ typedef struct srm_attach_rep {
     uint32_t      port;
     uint32_t      key;
     uint32_t      max_payload;
+    uint32_t      flags;       /* SRM_ATTACH_FLAG_* */
+    uint32_t      reserved;
     uint64_t      node_id;
     uint64_t      shm_size;
     srm_wire_addr_t wire[SRM_WIRE_PATHS]; /* channel addresses (0: none) */
@@ -85,6 +101,38 @@ typedef struct srm_status_rep {
     uint32_t      reserved;
     char          text[SRM_PROTO_TEXT_MAX];
 } srm_status_rep_t;
+
+/* Register length bytes of the memfd that comes with it, mapped at address
+ * in the client (a memfd sealed against shrinking, at least length long). */
+typedef struct srm_mem_reg_req {
+    srm_msg_hdr_t hdr;
+    uint64_t      address;
+    uint64_t      length;
+} srm_mem_reg_req_t;
+
+typedef struct srm_mem_reg_rep {
+    srm_msg_hdr_t hdr;
+    int32_t       status;      /* 0 or a positive errno */
+    uint32_t      flags;       /* SRM_ATTACH_FLAG_RDMA: keys below are real */
+    uint32_t      region_id;
+    uint32_t      generation;
+    uint64_t      node_id;
+    uint64_t      agent_addr;
+    uint32_t      rkey[SRM_WIRE_PATHS];
+    char          error[SRM_PROTO_ERROR_MAX];
+} srm_mem_reg_rep_t;
+
+typedef struct srm_mem_dereg_req {
+    srm_msg_hdr_t hdr;
+    uint32_t      region_id;
+    uint32_t      generation;
+} srm_mem_dereg_req_t;
+
+typedef struct srm_mem_dereg_rep {
+    srm_msg_hdr_t hdr;
+    int32_t       status;      /* 0 or a positive errno */
+    uint32_t      reserved;
+} srm_mem_dereg_rep_t;
 
 void srm_msg_hdr_init(srm_msg_hdr_t *hdr, srm_msg_type_t type);
 

@@ -60,8 +60,7 @@ static ucs_status_t uct_srm_agent_spawn(const uct_srm_md_t *md)
     return UCS_OK;
 }
 
-static ucs_status_t uct_srm_agent_connect(const uct_srm_md_t *md,
-                                          int *fd_p)
+ucs_status_t uct_srm_agent_connect(const uct_srm_md_t *md, int *fd_p)
 {
     ucs_time_t deadline = ucs_get_time() +
                           ucs_time_from_sec(md->connect_timeout);
@@ -159,6 +158,7 @@ static ucs_status_t uct_srm_agent_request(const uct_srm_md_t *md,
     att->key         = rep.key;
     att->node_id     = rep.node_id;
     att->max_payload = rep.max_payload;
+    att->flags       = rep.flags;
     memcpy(att->wire, rep.wire, sizeof(att->wire));
     att->doorbell_fd = fds[1];
     att->event_fd    = fds[2];

@@ -10,6 +10,8 @@
 
 #include "srm_uct.h"
 
+#include <ucx_srm/common/srm_rma.h>
+
 #include <uct/base/uct_iov.inl>
 #include <ucs/debug/log.h>
 
@@ -275,6 +277,128 @@ ucs_status_t uct_srm_ep_am_zcopy(uct_ep_h tl_ep, uint8_t id,
     return UCS_OK;
 }
 
+/*
+ * PUT/GET zcopy: a request frame in the TX ring, in order with the ep's
+ * other frames; the agent moves the data between md-allocated regions and
+ * answers in the RX ring (uct_srm_ep_rma_done). Only memory the md
+ * allocated can take part: the agent knows no other (DESIGN.md, "Wires").
+ */
+static ucs_status_t uct_srm_ep_rma(uct_ep_h tl_ep, srm_rma_op_t op,
+                                   const uct_iov_t *iov, size_t iovcnt,
+                                   uint64_t remote_addr, uct_rkey_t rkey,
+                                   uct_completion_t *comp)
+{
+    uct_srm_ep_t *ep       = ucs_derived_of(tl_ep, uct_srm_ep_t);
+    uct_srm_iface_t *iface = ucs_derived_of(tl_ep->iface, uct_srm_iface_t);
+    const srm_rkey_t *key  = (const srm_rkey_t*)rkey;
+    const uct_srm_memh_t *memh;
+    srm_frame_hdr_t *hdr;
+    srm_rma_req_t *req;
+    ucs_status_t status;
+    size_t length;
+
+    UCT_CHECK_PARAM(iovcnt == 1, "srm RMA takes one iov, not %zu", iovcnt);
+    memh   = iov[0].memh;
+    length = uct_iov_get_length(&iov[0]);
+    if ((memh == NULL) || (memh == UCT_SRM_MEMH) || (key == NULL) ||
+        (key->region_id == 0)) {
+        return UCS_ERR_UNSUPPORTED; /* user memory, or a key naming none */
+    }
+    if (!srm_range_inside(memh->key.client_addr, memh->key.length,
+                          (uintptr_t)iov[0].buffer, length) ||
+        !srm_range_inside(key->client_addr, key->length, remote_addr,
+                          length) ||
+        (length > iface->config.max_rma)) {
+        return UCS_ERR_INVALID_PARAM;
+    }
+
+    status = uct_srm_ep_reserve(ep, iface, 0, sizeof(*req), &hdr);
+    if (ucs_unlikely(status != UCS_OK)) {
+        return status;
+    }
+    hdr->type = SRM_FRAME_RMA;
+    req       = srm_frame_payload(hdr);
+    memset(req, 0, sizeof(*req));
+    req->cookie           = (uintptr_t)comp;
+    req->op               = (uint8_t)op;
+    req->local_region     = memh->key.region_id;
+    req->local_generation = memh->key.generation;
+    req->local_addr       = (uintptr_t)iov[0].buffer;
+    req->length           = length;
+    req->remote_addr      = remote_addr;
+    srm_rkey_pack(key, &req->rkey);
+    iface->rma_outstanding++;
+    uct_srm_ep_commit(ep, iface, hdr, sizeof(*req));
+    return UCS_INPROGRESS;
+}
+
+ucs_status_t uct_srm_ep_put_zcopy(uct_ep_h tl_ep, const uct_iov_t *iov,
+                                  size_t iovcnt, uint64_t remote_addr,
+                                  uct_rkey_t rkey, uct_completion_t *comp)
+{
+    ucs_status_t status = uct_srm_ep_rma(tl_ep, SRM_RMA_PUT, iov, iovcnt,
+                                         remote_addr, rkey, comp);
+
+    UCT_TL_EP_STAT_OP_IF_SUCCESS(status, ucs_derived_of(tl_ep, uct_base_ep_t),
+                                 PUT, ZCOPY, uct_iov_total_length(iov, iovcnt));
+    return status;
+}
+
+ucs_status_t uct_srm_ep_get_zcopy(uct_ep_h tl_ep, const uct_iov_t *iov,
+                                  size_t iovcnt, uint64_t remote_addr,
+                                  uct_rkey_t rkey, uct_completion_t *comp)
+{
+    ucs_status_t status = uct_srm_ep_rma(tl_ep, SRM_RMA_GET, iov, iovcnt,
+                                         remote_addr, rkey, comp);
+
+    UCT_TL_EP_STAT_OP_IF_SUCCESS(status, ucs_derived_of(tl_ep, uct_base_ep_t),
+                                 GET, ZCOPY, uct_iov_total_length(iov, iovcnt));
+    return status;
+}
+
+static ucs_status_t uct_srm_rma_status(int32_t err)
+{
+    switch (err) {
+    case 0:       return UCS_OK;
+    case ENOTSUP: return UCS_ERR_UNSUPPORTED;
+    case EFAULT:
+    case EINVAL:  return UCS_ERR_INVALID_PARAM;
+    default:      return UCS_ERR_IO_ERROR;
+    }
+}
+
+/* An RMA_DONE frame from the agent: complete the request, then the flushes
+ * that waited for it. */
+void uct_srm_ep_rma_done(uct_srm_iface_t *iface, const void *payload,
+                         size_t length)
+{
+    uct_completion_t *comp;
+    srm_rma_done_t done;
+    unsigned i, num;
+
+    if ((length != sizeof(done)) || (iface->rma_outstanding == 0)) {
+        ucs_error("srm: port %u: unexpected RMA completion (%zu bytes)",
+                  iface->agent.port, length);
+        return;
+    }
+    memcpy(&done, payload, sizeof(done));
+    comp = (uct_completion_t*)(uintptr_t)done.cookie;
+    if (done.status != 0) {
+        ucs_debug("srm: port %u: RMA failed in the agent: %s",
+                  iface->agent.port, strerror(done.status));
+    }
+    if (comp != NULL) {
+        uct_invoke_completion(comp, uct_srm_rma_status(done.status));
+    }
+    if ((--iface->rma_outstanding == 0) && (iface->num_flushes > 0)) {
+        num                = iface->num_flushes;
+        iface->num_flushes = 0;
+        for (i = 0; i < num; ++i) {
+            uct_invoke_completion(iface->flushes[i], UCS_OK);
+        }
+    }
+}
+
 ucs_status_t uct_srm_ep_pending_add(uct_ep_h tl_ep, uct_pending_req_t *req,
                                     unsigned flags)
 {
@@ -363,6 +487,21 @@ ucs_status_t uct_srm_ep_flush(uct_ep_h tl_ep, unsigned flags,
         !ucs_arbiter_group_is_empty(&ep->pending)) {
         UCT_TL_EP_STAT_FLUSH_WAIT(&ep->super);
         return UCS_ERR_NO_RESOURCE;
+    }
+    /* AM frames are done once in the ring; RMA only once answered (the
+     * iface's count: conservative for an ep, never early). */
+    if (iface->rma_outstanding > 0) {
+        if (iface->agent_lost) {
+            return UCS_ERR_ENDPOINT_TIMEOUT; /* no answer will come */
+        }
+        if (comp != NULL) {
+            if (iface->num_flushes == UCT_SRM_MAX_FLUSHES) {
+                return UCS_ERR_NO_RESOURCE;
+            }
+            iface->flushes[iface->num_flushes++] = comp;
+        }
+        UCT_TL_EP_STAT_FLUSH_WAIT(&ep->super);
+        return UCS_INPROGRESS;
     }
     UCT_TL_EP_STAT_FLUSH(&ep->super);
     return UCS_OK;

@@ -34,6 +34,12 @@ ucs_config_field_t uct_srm_iface_config_table[] = {
      "moves it in SEG_SIZE units; it may not exceed the agent's frame limit.",
      ucs_offsetof(uct_srm_iface_config_t, max_zcopy), UCS_CONFIG_TYPE_MEMUNITS},
 
+    {"MAX_RMA", "4m",
+     "Largest PUT/GET zcopy, offered only with UCX_SRM_MEM_ALLOC=y and an\n"
+     "agent that serves every peer (verbs wire, or no wire); the agent\n"
+     "moves it in one piece.",
+     ucs_offsetof(uct_srm_iface_config_t, max_rma), UCS_CONFIG_TYPE_MEMUNITS},
+
     {"TX_RINGS", "4",
      "Send rings per interface. Destinations are spread over them by node,\n"
      "so a full queue to one node does not block sends to another.",
@@ -185,6 +191,20 @@ static ucs_status_t uct_srm_iface_query(uct_iface_h tl_iface,
                                     UCT_IFACE_FLAG_CB_SYNC |
                                     UCT_IFACE_FLAG_ERRHANDLE_PEER_FAILURE |
                                     UCT_IFACE_FLAG_EP_CHECK;
+    if (iface->config.rma_offered) {
+        attr->cap.flags          |= UCT_IFACE_FLAG_PUT_ZCOPY |
+                                    UCT_IFACE_FLAG_GET_ZCOPY;
+        attr->cap.put.min_zcopy       = 0;
+        attr->cap.put.max_zcopy       = iface->config.max_rma;
+        attr->cap.put.opt_zcopy_align = 1;
+        attr->cap.put.align_mtu       = 1;
+        attr->cap.put.max_iov         = 1;
+        attr->cap.get.min_zcopy       = 0;
+        attr->cap.get.max_zcopy       = iface->config.max_rma;
+        attr->cap.get.opt_zcopy_align = 1;
+        attr->cap.get.align_mtu       = 1;
+        attr->cap.get.max_iov         = 1;
+    }
     attr->cap.event_flags         = UCT_IFACE_FLAG_EVENT_SEND_COMP |
                                     UCT_IFACE_FLAG_EVENT_RECV |
                                     UCT_IFACE_FLAG_EVENT_FD;
@@ -275,6 +295,12 @@ static unsigned uct_srm_iface_progress(uct_iface_h tl_iface)
             }
             break;
         }
+        if (ucs_unlikely(hdr.type == SRM_FRAME_RMA_DONE)) {
+            uct_srm_ep_rma_done(iface, payload, hdr.length);
+            srm_ring_release(&iface->rx);
+            ++count;
+            continue;
+        }
         uct_iface_trace_am(&iface->super, UCT_AM_TRACE_TYPE_RECV, hdr.am_id,
                            payload, hdr.length, "RX: AM port %u",
                            hdr.src_port);
@@ -316,8 +342,12 @@ static ucs_status_t uct_srm_iface_flush(uct_iface_h tl_iface, unsigned flags,
     if (comp != NULL) {
         return UCS_ERR_UNSUPPORTED;
     }
-    /* Everything not pending is already in the agent's rings. */
-    return uct_srm_iface_has_pending(iface) ? UCS_ERR_NO_RESOURCE : UCS_OK;
+    /* Everything not pending is already in the agent's rings; RMA is done
+     * once the agent answered it. */
+    if (uct_srm_iface_has_pending(iface)) {
+        return UCS_ERR_NO_RESOURCE;
+    }
+    return (iface->rma_outstanding > 0) ? UCS_INPROGRESS : UCS_OK;
 }
 
 static ucs_status_t uct_srm_iface_event_fd_get(uct_iface_h tl_iface, int *fd_p)
@@ -392,6 +422,13 @@ static UCS_CLASS_INIT_FUNC(uct_srm_iface_t, uct_md_h tl_md,
     self->config.max_short   = config->seg_size - sizeof(uint64_t);
     self->config.max_zcopy   = config->max_zcopy;
     self->config.rx_max_poll = config->rx_max_poll;
+    /* PUT/GET only where the agent serves them for every peer (elsewhere
+     * UCP emulates RMA over AM), and only with memory the md allocates. */
+    self->config.rma_offered = md->mem_alloc &&
+                               (self->agent.flags & SRM_ATTACH_FLAG_RMA);
+    self->config.max_rma     = config->max_rma;
+    self->rma_outstanding    = 0;
+    self->num_flushes        = 0;
     self->num_nodes          = 1; /* entry 0 is this node */
     self->dispatch_ep        = NULL;
     self->agent_lost         = 0;
@@ -452,6 +489,8 @@ static uct_iface_ops_t uct_srm_iface_ops = {
     .ep_am_short_iov          = uct_srm_ep_am_short_iov,
     .ep_am_bcopy              = uct_srm_ep_am_bcopy,
     .ep_am_zcopy              = uct_srm_ep_am_zcopy,
+    .ep_put_zcopy             = uct_srm_ep_put_zcopy,
+    .ep_get_zcopy             = uct_srm_ep_get_zcopy,
     .ep_pending_add           = uct_srm_ep_pending_add,
     .ep_pending_purge         = uct_srm_ep_pending_purge,
     .ep_flush                 = uct_srm_ep_flush,

@@ -1,7 +1,9 @@
 /*
  * The srm component and memory domain. Memory needs no registration to be
  * sent through the rings (every send is a copy into shared memory), so REG
- * is a no-op that lets UCP use zcopy paths on host memory.
+ * is a no-op that lets UCP use zcopy paths on host memory. Allocation
+ * (srm_mem.c) gives memory the node agent knows, with real remote keys on
+ * the verbs wire.
  */
 #ifdef HAVE_CONFIG_H
 #  include "config.h"
@@ -14,9 +16,7 @@
 
 #include <stdio.h>
 #include <string.h>
-
-/* A non-NULL handle: UCP treats NULL as "not registered". */
-#define UCT_SRM_MEMH ((uct_mem_h)(uintptr_t)0x5352)
+#include <unistd.h>
 
 static ucs_config_field_t uct_srm_md_config_table[] = {
     {"", "", NULL, ucs_offsetof(uct_srm_md_config_t, super),
@@ -24,6 +24,12 @@ static ucs_config_field_t uct_srm_md_config_table[] = {
 
     {"", "", NULL, ucs_offsetof(uct_srm_md_config_t, node),
      UCS_CONFIG_TYPE_TABLE(srm_node_config_table)},
+
+    {"MEM_ALLOC", "n",
+     "Allocate memory through the node agent (UCT_MD_FLAG_ALLOC): a memfd\n"
+     "the agent maps and, on the verbs wire, registers in its protection\n"
+     "domain, so that remote agents may read and write it by RDMA.",
+     ucs_offsetof(uct_srm_md_config_t, mem_alloc), UCS_CONFIG_TYPE_BOOL},
 
     {NULL}
 };
@@ -33,16 +39,29 @@ UCS_CONFIG_REGISTER_TABLE(srm_agent_config_table, "SRM node agent (srmd)",
                           SRM_CONFIG_PREFIX, srm_agent_config_t,
                           &ucs_config_global_list)
 
-static ucs_status_t uct_srm_md_query(uct_md_h md, uct_md_attr_t *attr)
+static ucs_status_t uct_srm_md_query(uct_md_h tl_md, uct_md_attr_t *attr)
 {
-    attr->cap.flags            = UCT_MD_FLAG_REG;
-    attr->cap.reg_mem_types    = UCS_BIT(UCS_MEMORY_TYPE_HOST);
-    attr->cap.alloc_mem_types  = 0;
+    uct_srm_md_t *md = ucs_derived_of(tl_md, uct_srm_md_t);
+
+    /*
+     * With allocation (and so PUT/GET zcopy on the verbs wire) the md does
+     * not offer registration: UCP 1.13 would pick srm as a rendezvous lane
+     * for user buffers (wireup/select.c wants REG plus GET/PUT_ZCOPY) and
+     * our RMA cannot reach memory the agent does not know (no
+     * ibv_import_pd on rxe). UCP then sends large messages through the
+     * rings (AM bcopy / rendezvous over AM).
+     */
+    attr->cap.flags            = md->mem_alloc ? UCT_MD_FLAG_ALLOC :
+                                                 UCT_MD_FLAG_REG;
+    attr->cap.reg_mem_types    = md->mem_alloc ? 0 :
+                                 UCS_BIT(UCS_MEMORY_TYPE_HOST);
+    attr->cap.alloc_mem_types  = md->mem_alloc ?
+                                 UCS_BIT(UCS_MEMORY_TYPE_HOST) : 0;
     attr->cap.access_mem_types = UCS_BIT(UCS_MEMORY_TYPE_HOST);
     attr->cap.detect_mem_types = 0;
-    attr->cap.max_alloc        = 0;
+    attr->cap.max_alloc        = md->mem_alloc ? SIZE_MAX : 0;
     attr->cap.max_reg          = ULONG_MAX;
-    attr->rkey_packed_size     = 0;
+    attr->rkey_packed_size     = sizeof(srm_rkey_packed_t);
     attr->reg_cost             = ucs_linear_func_make(0, 0);
     memset(&attr->local_cpus, 0xff, sizeof(attr->local_cpus));
     return UCS_OK;
@@ -65,14 +84,21 @@ uct_srm_md_mem_dereg(uct_md_h md, const uct_md_mem_dereg_params_t *params)
 
 static void uct_srm_md_close(uct_md_h tl_md)
 {
-    ucs_free(ucs_derived_of(tl_md, uct_srm_md_t));
+    uct_srm_md_t *md = ucs_derived_of(tl_md, uct_srm_md_t);
+
+    if (md->mem_sock >= 0) {
+        close(md->mem_sock); /* the agent drops regions still allocated */
+    }
+    pthread_mutex_destroy(&md->mem_lock);
+    ucs_free(md);
 }
 
 static uct_md_ops_t uct_srm_md_ops = {
     .close              = uct_srm_md_close,
     .query              = uct_srm_md_query,
-    .mkey_pack          = (uct_md_mkey_pack_func_t)
-                                  ucs_empty_function_return_success,
+    .mem_alloc          = uct_srm_mem_alloc,
+    .mem_free           = uct_srm_mem_free,
+    .mkey_pack          = uct_srm_mkey_pack,
     .mem_reg            = uct_srm_md_mem_reg,
     .mem_dereg          = uct_srm_md_mem_dereg,
     .detect_memory_type = (uct_md_detect_memory_type_func_t)
@@ -112,6 +138,9 @@ static ucs_status_t uct_srm_md_open(uct_component_t *component,
     md->super.component = &uct_srm_component;
     md->agent_mode      = (srm_agent_mode_t)config->node.agent_mode;
     md->connect_timeout = config->node.connect_timeout;
+    md->mem_alloc       = config->mem_alloc;
+    md->mem_sock        = -1;
+    pthread_mutex_init(&md->mem_lock, NULL);
     if (config->node.socket[0] != '\0') {
         ucs_strncpy_zero(md->socket_name, config->node.socket,
                          sizeof(md->socket_name));
@@ -128,15 +157,6 @@ static ucs_status_t uct_srm_md_open(uct_component_t *component,
 
     uct_srm_md_touch_agent_config();
     *md_p = &md->super;
-    return UCS_OK;
-}
-
-static ucs_status_t uct_srm_rkey_unpack(uct_component_t *component,
-                                        const void *rkey_buffer,
-                                        uct_rkey_t *rkey_p, void **handle_p)
-{
-    *rkey_p   = 0;
-    *handle_p = NULL;
     return UCS_OK;
 }
 
@@ -159,8 +179,7 @@ uct_component_t uct_srm_component = {
     .rkey_unpack        = uct_srm_rkey_unpack,
     .rkey_ptr           = (uct_component_rkey_ptr_func_t)
                                   ucs_empty_function_return_unsupported,
-    .rkey_release       = (uct_component_rkey_release_func_t)
-                                  ucs_empty_function_return_success,
+    .rkey_release       = uct_srm_rkey_release,
     .name               = UCT_SRM_NAME,
     .md_config          = {
         .name           = "SRM memory domain",

@@ -9,6 +9,7 @@
 #include <ucx_srm/common/srm_address.h>
 #include <ucx_srm/common/srm_config.h>
 #include <ucx_srm/common/srm_proto.h>
+#include <ucx_srm/common/srm_rkey.h>
 #include <ucx_srm/common/srm_shm.h>
 
 #include <uct/base/uct_iface.h>
@@ -17,31 +18,49 @@
 #include <ucs/datastruct/list.h>
 
 #include <limits.h>
+#include <pthread.h>
 
 #define UCT_SRM_NAME        "srm"
 #define UCT_SRM_DEVICE_NAME "node"
 #define UCT_SRM_CONFIG_PREFIX SRM_CONFIG_PREFIX
 #define UCT_SRM_MAX_HDR     128
+#define UCT_SRM_MAX_FLUSHES 64   /* flushes waiting for RMA completions */
 
 extern uct_component_t uct_srm_component;
+
+/* A non-NULL handle for registered user memory: UCP treats NULL as "not
+ * registered"; it names no memory the agent knows (srm_mem.c). */
+#define UCT_SRM_MEMH ((uct_mem_h)(uintptr_t)0x5352)
 
 typedef struct uct_srm_md_config {
     uct_md_config_t   super;
     srm_node_config_t node;
+    int               mem_alloc;   /* offer UCT_MD_FLAG_ALLOC */
 } uct_srm_md_config_t;
 
 typedef struct uct_srm_md {
     uct_md_t         super;
     srm_agent_mode_t agent_mode;
     double           connect_timeout;
+    int              mem_alloc;
+    int              mem_sock;     /* the md's agent connection, or -1 */
+    pthread_mutex_t  mem_lock;     /* one memory request at a time */
     char             socket_name[108];
     char             agent_path[PATH_MAX];
 } uct_srm_md_t;
+
+/* Memory the md allocated (srm_mem.c). */
+typedef struct uct_srm_memh {
+    void       *address;
+    size_t     length;
+    srm_rkey_t key;                /* what mkey_pack packs */
+} uct_srm_memh_t;
 
 typedef struct uct_srm_iface_config {
     uct_iface_config_t super;
     size_t             seg_size;      /* AM bcopy/short limit */
     size_t             max_zcopy;     /* AM zcopy limit */
+    size_t             max_rma;       /* PUT/GET zcopy limit */
     unsigned           tx_rings;
     size_t             tx_ring_size;
     size_t             rx_ring_size;
@@ -57,6 +76,7 @@ typedef struct uct_srm_attachment {
     uint32_t         key;
     uint64_t         node_id;
     uint32_t         max_payload;
+    uint32_t         flags;        /* SRM_ATTACH_FLAG_* */
     srm_wire_addr_t  wire[SRM_WIRE_PATHS]; /* the agent's channel addresses */
     srm_shm_layout_t layout;
     void             *shm;
@@ -79,8 +99,13 @@ typedef struct uct_srm_iface {
         size_t           max_short;
         size_t           max_bcopy;
         size_t           max_zcopy;
+        size_t           max_rma;
+        int              rma_offered;   /* PUT/GET zcopy in the attributes */
         unsigned         rx_max_poll;
     } config;
+    unsigned             rma_outstanding; /* RMA frames not yet answered */
+    unsigned             num_flushes;
+    uct_completion_t     *flushes[UCT_SRM_MAX_FLUSHES]; /* wait for RMA */
     uint32_t             num_nodes;     /* node table entries in use */
     struct uct_srm_ep    *dispatch_ep;  /* whose pending request runs */
     volatile int         agent_lost;    /* set by the async socket handler */
@@ -101,10 +126,26 @@ typedef struct uct_srm_ep {
 } uct_srm_ep_t;
 
 /* srm_agent_link.c */
+ucs_status_t uct_srm_agent_connect(const uct_srm_md_t *md, int *fd_p);
 ucs_status_t uct_srm_agent_attach(const uct_srm_md_t *md,
                                   const uct_srm_iface_config_t *config,
                                   uct_srm_attachment_t *att);
 void uct_srm_agent_detach(uct_srm_attachment_t *att);
+
+/* srm_mem.c */
+ucs_status_t uct_srm_mem_alloc(uct_md_h tl_md, size_t *length_p,
+                               void **address_p, ucs_memory_type_t mem_type,
+                               unsigned flags, const char *alloc_name,
+                               uct_mem_h *memh_p);
+ucs_status_t uct_srm_mem_free(uct_md_h tl_md, uct_mem_h tl_memh);
+ucs_status_t uct_srm_mkey_pack(uct_md_h md, uct_mem_h tl_memh,
+                               const uct_md_mkey_pack_params_t *params,
+                               void *rkey_buffer);
+ucs_status_t uct_srm_rkey_unpack(uct_component_t *component,
+                                 const void *rkey_buffer, uct_rkey_t *rkey_p,
+                                 void **handle_p);
+ucs_status_t uct_srm_rkey_release(uct_component_t *component, uct_rkey_t rkey,
+                                  void *handle);
 
 /* srm_iface.c */
 void uct_srm_iface_ring_doorbell(uct_srm_iface_t *iface);
@@ -125,6 +166,14 @@ ucs_status_t uct_srm_ep_am_zcopy(uct_ep_h tl_ep, uint8_t id,
                                  const void *header, unsigned header_length,
                                  const uct_iov_t *iov, size_t iovcnt,
                                  unsigned flags, uct_completion_t *comp);
+ucs_status_t uct_srm_ep_put_zcopy(uct_ep_h tl_ep, const uct_iov_t *iov,
+                                  size_t iovcnt, uint64_t remote_addr,
+                                  uct_rkey_t rkey, uct_completion_t *comp);
+ucs_status_t uct_srm_ep_get_zcopy(uct_ep_h tl_ep, const uct_iov_t *iov,
+                                  size_t iovcnt, uint64_t remote_addr,
+                                  uct_rkey_t rkey, uct_completion_t *comp);
+void uct_srm_ep_rma_done(uct_srm_iface_t *iface, const void *payload,
+                         size_t length);
 ucs_status_t uct_srm_ep_pending_add(uct_ep_h tl_ep, uct_pending_req_t *req,
                                     unsigned flags);
 void uct_srm_ep_pending_purge(uct_ep_h tl_ep, uct_pending_purge_callback_t cb,

@@ -41,12 +41,19 @@ int srm_verbs_is_device_spec(const char *spec)
 #define SRM_VERBS_SIGNAL_EVERY (SRM_VERBS_SEND_SLOTS / 4)
 #define SRM_VERBS_MAX_INLINE   256u
 #define SRM_VERBS_POLL_BATCH   16
+#define SRM_VERBS_RMA_WR       (1ull << 63) /* wr_id of an RDMA op */
 
 /* A received buffer waiting to be read. */
 typedef struct srm_verbs_rx {
     uint32_t slot;
     uint32_t len;
 } srm_verbs_rx_t;
+
+/* A finished RDMA operation waiting to be collected. */
+typedef struct srm_verbs_rma_done {
+    uint64_t id;
+    int      ok;
+} srm_verbs_rma_done_t;
 
 struct srm_verbs_qp {
     srm_verbs_dev_t   *dev;
@@ -65,6 +72,9 @@ struct srm_verbs_qp {
     unsigned          rx_first, rx_count;
     size_t            rx_offset;     /* bytes of rx[rx_first] already read */
     size_t            rx_bytes;      /* unread bytes in rx[] */
+    unsigned          rma_inflight;
+    srm_verbs_rma_done_t rma_done[SRM_VERBS_RMA_SLOTS];
+    unsigned          rma_first, rma_count;
     int               failed;
     char              error[96];
     srm_verbs_stats_t stats;
@@ -425,7 +435,9 @@ static int srm_verbs_to_init(srm_verbs_qp_t *qp)
         .qp_state        = IBV_QPS_INIT,
         .pkey_index      = 0,
         .port_num        = qp->dev->port,
-        .qp_access_flags = 0, /* SEND/RECV only */
+        /* The peer agent's RDMA into our registered regions (srm_mem.h);
+         * each region's MR still decides what it allows. */
+        .qp_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ,
     };
 
     return ibv_modify_qp(qp->qp, &attr,
@@ -438,7 +450,8 @@ srm_verbs_qp_t *srm_verbs_qp_create(srm_verbs_dev_t *dev, unsigned owner)
     size_t size = (size_t)(SRM_VERBS_SEND_SLOTS + SRM_VERBS_RECV_SLOTS) *
                   SRM_VERBS_SLOT_SIZE;
     struct ibv_qp_init_attr init = {
-        .cap = {.max_send_wr     = SRM_VERBS_SEND_SLOTS,
+        .cap = {.max_send_wr     = SRM_VERBS_SEND_SLOTS +
+                                   SRM_VERBS_RMA_SLOTS,
                 .max_recv_wr     = SRM_VERBS_RECV_SLOTS,
                 .max_send_sge    = 1,
                 .max_recv_sge    = 1,
@@ -460,7 +473,8 @@ srm_verbs_qp_t *srm_verbs_qp_create(srm_verbs_dev_t *dev, unsigned owner)
     qp->owner = owner;
     qp->mr    = ibv_reg_mr(dev->pd, qp->buf, size, IBV_ACCESS_LOCAL_WRITE);
     qp->cq    = ibv_create_cq(dev->ctx,
-                              SRM_VERBS_SEND_SLOTS + SRM_VERBS_RECV_SLOTS, qp,
+                              SRM_VERBS_SEND_SLOTS + SRM_VERBS_RECV_SLOTS +
+                              SRM_VERBS_RMA_SLOTS, qp,
                               dev->channel, 0);
     if ((qp->mr == NULL) || (qp->cq == NULL) ||
         (ibv_req_notify_cq(qp->cq, 0) != 0)) {
@@ -599,6 +613,75 @@ int srm_verbs_qp_connect(srm_verbs_qp_t *qp, const srm_hello_qp_t *remote)
     return 0;
 }
 
+static void srm_verbs_rma_complete(srm_verbs_qp_t *qp,
+                                   const struct ibv_wc *wc)
+{
+    srm_verbs_rma_done_t *done;
+
+    if ((qp->rma_inflight == 0) ||
+        (qp->rma_count == SRM_VERBS_RMA_SLOTS)) {
+        srm_verbs_fail(qp, "%s", "an RDMA operation completed twice");
+        return;
+    }
+    if (wc->status != IBV_WC_SUCCESS) {
+        srm_verbs_fail(qp, "RDMA operation failed: %s",
+                       ibv_wc_status_str(wc->status));
+    }
+    done     = &qp->rma_done[(qp->rma_first + qp->rma_count) %
+                             SRM_VERBS_RMA_SLOTS];
+    done->id = wc->wr_id & ~SRM_VERBS_RMA_WR;
+    done->ok = (wc->status == IBV_WC_SUCCESS);
+    qp->rma_count++;
+    qp->rma_inflight--;
+}
+
+int srm_verbs_qp_rdma(srm_verbs_qp_t *qp, int write, void *local,
+                      uint32_t lkey, uint64_t remote, uint32_t rkey,
+                      uint32_t length, uint64_t id)
+{
+    struct ibv_sge sge = {.addr = (uintptr_t)local, .length = length,
+                          .lkey = lkey};
+    struct ibv_send_wr wr, *bad;
+    int ret;
+
+    if (qp->failed) {
+        errno = EIO;
+        return -1;
+    }
+    /* Room for the op and for the completion it will leave behind. */
+    if ((qp->rma_inflight + qp->rma_count) >= SRM_VERBS_RMA_SLOTS) {
+        return 0;
+    }
+    memset(&wr, 0, sizeof(wr));
+    wr.wr_id               = SRM_VERBS_RMA_WR | id;
+    wr.sg_list             = &sge;
+    wr.num_sge             = 1;
+    wr.opcode              = write ? IBV_WR_RDMA_WRITE : IBV_WR_RDMA_READ;
+    wr.send_flags          = IBV_SEND_SIGNALED;
+    wr.wr.rdma.remote_addr = remote;
+    wr.wr.rdma.rkey        = rkey;
+    ret = ibv_post_send(qp->qp, &wr, &bad);
+    if (ret != 0) {
+        srm_verbs_fail(qp, "ibv_post_send (RDMA) failed: %s", strerror(ret));
+        errno = ret;
+        return -1;
+    }
+    qp->rma_inflight++;
+    return 1;
+}
+
+int srm_verbs_qp_rma_next(srm_verbs_qp_t *qp, uint64_t *id, int *ok)
+{
+    if (qp->rma_count == 0) {
+        return 0;
+    }
+    *id           = qp->rma_done[qp->rma_first].id;
+    *ok           = qp->rma_done[qp->rma_first].ok;
+    qp->rma_first = (qp->rma_first + 1) % SRM_VERBS_RMA_SLOTS;
+    qp->rma_count--;
+    return 1;
+}
+
 int srm_verbs_qp_poll(srm_verbs_qp_t *qp)
 {
     struct ibv_wc wc[SRM_VERBS_POLL_BATCH];
@@ -612,6 +695,11 @@ int srm_verbs_qp_poll(srm_verbs_qp_t *qp)
             break;
         }
         for (i = 0; i < n; ++i) {
+            /* Before the status: a failed completion has no opcode. */
+            if (wc[i].wr_id & SRM_VERBS_RMA_WR) {
+                srm_verbs_rma_complete(qp, &wc[i]);
+                continue;
+            }
             if (wc[i].status != IBV_WC_SUCCESS) {
                 srm_verbs_fail(qp, "work request failed: %s",
                                ibv_wc_status_str(wc[i].status));
@@ -814,6 +902,34 @@ const srm_verbs_stats_t *srm_verbs_qp_stats(const srm_verbs_qp_t *qp)
     return &qp->stats;
 }
 
+srm_verbs_mr_t *srm_verbs_mr_reg(srm_verbs_dev_t *dev, void *addr,
+                                 size_t length)
+{
+    struct ibv_mr *mr = ibv_reg_mr(dev->pd, addr, length,
+                                   IBV_ACCESS_LOCAL_WRITE |
+                                   IBV_ACCESS_REMOTE_READ |
+                                   IBV_ACCESS_REMOTE_WRITE);
+
+    return (srm_verbs_mr_t*)mr; /* an ibv_mr behind an opaque name */
+}
+
+void srm_verbs_mr_dereg(srm_verbs_mr_t *mr)
+{
+    if (mr != NULL) {
+        ibv_dereg_mr((struct ibv_mr*)mr);
+    }
+}
+
+uint32_t srm_verbs_mr_lkey(const srm_verbs_mr_t *mr)
+{
+    return ((const struct ibv_mr*)mr)->lkey;
+}
+
+uint32_t srm_verbs_mr_rkey(const srm_verbs_mr_t *mr)
+{
+    return ((const struct ibv_mr*)mr)->rkey;
+}
+
 #else /* !HAVE_VERBS */
 
 int srm_verbs_built(void)
@@ -879,5 +995,29 @@ const srm_verbs_stats_t *srm_verbs_qp_stats(const srm_verbs_qp_t *qp)
 {
     return NULL;
 }
+
+srm_verbs_mr_t *srm_verbs_mr_reg(srm_verbs_dev_t *dev, void *addr,
+                                 size_t length)
+{
+    errno = ENOSYS;
+    return NULL;
+}
+
+int srm_verbs_qp_rdma(srm_verbs_qp_t *qp, int write, void *local,
+                      uint32_t lkey, uint64_t remote, uint32_t rkey,
+                      uint32_t length, uint64_t id)
+{
+    errno = ENOSYS;
+    return -1;
+}
+
+int srm_verbs_qp_rma_next(srm_verbs_qp_t *qp, uint64_t *id, int *ok)
+{
+    return 0;
+}
+
+void srm_verbs_mr_dereg(srm_verbs_mr_t *mr) {}
+uint32_t srm_verbs_mr_lkey(const srm_verbs_mr_t *mr) { return 0; }
+uint32_t srm_verbs_mr_rkey(const srm_verbs_mr_t *mr) { return 0; }
 
 #endif

@@ -24,9 +24,11 @@
 #define SRM_VERBS_SLOT_SIZE  8192u /* bytes per work request: one unit */
 #define SRM_VERBS_SEND_SLOTS 32u   /* 256 KB in flight: the channel depth */
 #define SRM_VERBS_RECV_SLOTS 32u
+#define SRM_VERBS_RMA_SLOTS  16u   /* RDMA WRITE/READ in flight per QP */
 
 typedef struct srm_verbs_dev srm_verbs_dev_t;
 typedef struct srm_verbs_qp  srm_verbs_qp_t;
+typedef struct srm_verbs_mr  srm_verbs_mr_t;
 
 typedef struct srm_verbs_stats {
     uint64_t send_wrs;      /* SEND work requests posted */
@@ -111,5 +113,30 @@ const char *srm_verbs_qp_error(const srm_verbs_qp_t *qp);
 uint32_t srm_verbs_qp_num(const srm_verbs_qp_t *qp);
 uint32_t srm_verbs_qp_remote_num(const srm_verbs_qp_t *qp);
 const srm_verbs_stats_t *srm_verbs_qp_stats(const srm_verbs_qp_t *qp);
+
+/*
+ * One-sided operations beside the byte stream, on the same queue pair, in
+ * send-queue slots of their own. Both keys must name live registrations:
+ * the caller checks that (srm_mem.h), or the QP fails for every user.
+ * srm_verbs_qp_rdma: 1 posted, 0 no slot free now, -1 (errno) failed.
+ * Their completions (any poll collects them) come out of
+ * srm_verbs_qp_rma_next: 1 with *id and *ok, 0 when there is none. A QP
+ * that fails completes what it had in flight with *ok 0, if it is polled
+ * before it is destroyed; its owner must fail the rest itself.
+ */
+int srm_verbs_qp_rdma(srm_verbs_qp_t *qp, int write, void *local,
+                      uint32_t lkey, uint64_t remote, uint32_t rkey,
+                      uint32_t length, uint64_t id);
+int srm_verbs_qp_rma_next(srm_verbs_qp_t *qp, uint64_t *id, int *ok);
+
+/*
+ * Registers memory the agent mapped (a client's memfd region) in the
+ * device's PD for local writes and remote reads and writes. NULL with errno.
+ */
+srm_verbs_mr_t *srm_verbs_mr_reg(srm_verbs_dev_t *dev, void *addr,
+                                 size_t length);
+void srm_verbs_mr_dereg(srm_verbs_mr_t *mr);
+uint32_t srm_verbs_mr_lkey(const srm_verbs_mr_t *mr);
+uint32_t srm_verbs_mr_rkey(const srm_verbs_mr_t *mr);
 
 #endif

@@ -1,0 +1,228 @@
+/*
+ * The region registry (srm_mem.h): slots, generations and bounds.
+ */
+#define _GNU_SOURCE
+#include "srm_mem.h"
+
+#include <ucx_srm/common/srm_log.h>
+#include <ucx_srm/common/srm_rkey.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+
+void srm_mem_init(srm_mem_t *mem)
+{
+    memset(mem, 0, sizeof(*mem));
+}
+
+static void srm_mem_release(srm_mem_t *mem, srm_mem_region_t *region)
+{
+    unsigned i;
+
+    for (i = 0; i < SRM_WIRE_PATHS; ++i) {
+        srm_verbs_mr_dereg(region->mr[i]);
+    }
+    munmap(region->addr, region->length);
+    mem->count--;
+    mem->bytes -= region->length;
+    mem->removed++;
+    memset(region, 0, sizeof(*region));
+}
+
+void srm_mem_cleanup(srm_mem_t *mem)
+{
+    unsigned i;
+
+    for (i = 0; i < mem->num_slots; ++i) {
+        if (mem->regions[i].id != 0) {
+            srm_mem_release(mem, &mem->regions[i]);
+        }
+    }
+    free(mem->regions);
+    mem->regions   = NULL;
+    mem->num_slots = 0;
+}
+
+static srm_mem_region_t *srm_mem_free_slot(srm_mem_t *mem)
+{
+    srm_mem_region_t *regions;
+    unsigned i, num;
+
+    for (i = 0; i < mem->num_slots; ++i) {
+        if (mem->regions[i].id == 0) {
+            mem->regions[i].id = i + 1;
+            return &mem->regions[i];
+        }
+    }
+    if (mem->num_slots >= SRM_MEM_MAX_REGIONS) {
+        errno = ENOSPC;
+        return NULL;
+    }
+    num     = (mem->num_slots == 0) ? 16 : (mem->num_slots * 2);
+    num     = (num > SRM_MEM_MAX_REGIONS) ? SRM_MEM_MAX_REGIONS : num;
+    regions = realloc(mem->regions, num * sizeof(*regions));
+    if (regions == NULL) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    memset(regions + mem->num_slots, 0,
+           (num - mem->num_slots) * sizeof(*regions));
+    mem->regions   = regions;
+    i              = mem->num_slots;
+    mem->num_slots = num;
+    mem->regions[i].id = i + 1;
+    return &mem->regions[i];
+}
+
+int srm_mem_add(srm_mem_t *mem, uint32_t owner, int fd, uint64_t client_addr,
+                uint64_t length, srm_verbs_dev_t *const devs[SRM_WIRE_PATHS],
+                const srm_mem_region_t **region_p)
+{
+    srm_mem_region_t *region;
+    struct stat st;
+    unsigned i;
+    int seals, saved;
+    void *addr;
+
+    /* A shrinkable file could take the pages from under a mapping. */
+    seals = fcntl(fd, F_GET_SEALS);
+    if ((length == 0) || (length > SRM_MEM_MAX_LENGTH) ||
+        (client_addr + length < client_addr) || (fstat(fd, &st) != 0) ||
+        ((uint64_t)st.st_size < length) || (seals < 0) ||
+        !(seals & F_SEAL_SHRINK)) {
+        errno = EINVAL;
+        return -1;
+    }
+
+    addr = mmap(NULL, length, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (addr == MAP_FAILED) {
+        return -1;
+    }
+    region = srm_mem_free_slot(mem);
+    if (region == NULL) {
+        saved = errno;
+        munmap(addr, length);
+        errno = saved;
+        return -1;
+    }
+    mem->generation = (mem->generation + 1 == 0) ? 1 : mem->generation + 1;
+    region->generation  = mem->generation;
+    region->owner       = owner;
+    region->client_addr = client_addr;
+    region->length      = length;
+    region->addr        = addr;
+    mem->count++;
+    mem->bytes += length;
+    mem->added++;
+
+    for (i = 0; i < SRM_WIRE_PATHS; ++i) {
+        if ((devs == NULL) || (devs[i] == NULL)) {
+            continue;
+        }
+        region->mr[i] = srm_verbs_mr_reg(devs[i], addr, length);
+        if (region->mr[i] == NULL) {
+            saved = errno;
+            srm_warn("cannot register %llu bytes of port %u in %s: %m",
+                     (unsigned long long)length, owner,
+                     srm_verbs_dev_name(devs[i]));
+            srm_mem_release(mem, region);
+            errno = saved;
+            return -1;
+        }
+    }
+    *region_p = region;
+    return 0;
+}
+
+/* Removed: released now, or by the last RDMA operation that holds it. */
+static void srm_mem_retire(srm_mem_t *mem, srm_mem_region_t *region)
+{
+    if (region->holds > 0) {
+        region->dying = 1;
+    } else {
+        srm_mem_release(mem, region);
+    }
+}
+
+void srm_mem_hold(srm_mem_region_t *region)
+{
+    region->holds++;
+}
+
+void srm_mem_release_hold(srm_mem_t *mem, uint32_t id)
+{
+    srm_mem_region_t *region;
+
+    if ((id == 0) || (id > mem->num_slots) ||
+        (mem->regions[id - 1].holds == 0)) {
+        return; /* released by srm_mem_cleanup already */
+    }
+    region = &mem->regions[id - 1];
+    if ((--region->holds == 0) && region->dying) {
+        srm_mem_release(mem, region);
+    }
+}
+
+static srm_mem_region_t *srm_mem_slot(srm_mem_t *mem, uint32_t owner,
+                                      uint32_t id, uint32_t generation)
+{
+    srm_mem_region_t *region;
+
+    if ((id == 0) || (id > mem->num_slots)) {
+        return NULL;
+    }
+    region = &mem->regions[id - 1];
+    if ((region->id != id) || (region->generation != generation) ||
+        region->dying ||
+        ((owner != SRM_MEM_ANY_OWNER) && (region->owner != owner))) {
+        return NULL;
+    }
+    return region;
+}
+
+int srm_mem_remove(srm_mem_t *mem, uint32_t owner, uint32_t id,
+                   uint32_t generation)
+{
+    srm_mem_region_t *region = srm_mem_slot(mem, owner, id, generation);
+
+    if (region == NULL) {
+        mem->rejected++;
+        errno = ENOENT;
+        return -1;
+    }
+    srm_mem_retire(mem, region);
+    return 0;
+}
+
+unsigned srm_mem_remove_owner(srm_mem_t *mem, uint32_t owner)
+{
+    unsigned i, count = 0;
+
+    for (i = 0; (i < mem->num_slots) && (mem->count > 0); ++i) {
+        if ((mem->regions[i].id != 0) && (mem->regions[i].owner == owner) &&
+            !mem->regions[i].dying) {
+            srm_mem_retire(mem, &mem->regions[i]);
+            ++count;
+        }
+    }
+    return count;
+}
+
+srm_mem_region_t *srm_mem_find(srm_mem_t *mem, uint32_t owner, uint32_t id,
+                               uint32_t generation, uint64_t client_addr,
+                               uint64_t length)
+{
+    srm_mem_region_t *region = srm_mem_slot(mem, owner, id, generation);
+
+    if ((region == NULL) ||
+        !srm_range_inside(region->client_addr, region->length, client_addr,
+                          length)) {
+        mem->rejected++;
+        return NULL;
+    }
+    return region;
+}

@@ -1,0 +1,95 @@
+/*
+ * The agent's registry of memory regions: memfds that clients allocated
+ * through the srm md and handed over, mapped by the agent and (on the verbs
+ * wire) registered in its PD. An RDMA operation may name only memory that is
+ * inside a live region: one work request with a stale key or a range beyond
+ * its region moves a shared queue pair to error, for every process of the
+ * node. So every lookup checks owner, id, generation and bounds.
+ *
+ * The registry knows nothing of clients or sockets (the fuzz-free gtests use
+ * it as is); srm_client.c owns regions by the port of the connection that
+ * registered them and removes them when that connection goes.
+ */
+#ifndef SRM_MEM_H
+#define SRM_MEM_H
+
+#include <ucx_srm/common/srm_address.h>
+#include <ucx_srm/wire/srm_wire_verbs.h>
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define SRM_MEM_MAX_REGIONS 65536u
+#define SRM_MEM_MAX_LENGTH  (1ull << 40)
+#define SRM_MEM_ANY_OWNER   0u /* no port is 0: lookups by key, not owner */
+
+typedef struct srm_mem_region {
+    uint32_t        id;          /* slot + 1; 0: the slot is free */
+    uint32_t        generation;  /* never 0; differs for every region */
+    uint32_t        owner;       /* port of the connection that added it */
+    uint64_t        client_addr; /* where the owner mapped it */
+    uint64_t        length;
+    void            *addr;       /* where the agent mapped it */
+    srm_verbs_mr_t  *mr[SRM_WIRE_PATHS]; /* per path with a verbs device */
+    unsigned        holds;       /* RDMA operations using it right now */
+    int             dying;       /* removed; released when holds drop to 0 */
+} srm_mem_region_t;
+
+typedef struct srm_mem {
+    srm_mem_region_t *regions;
+    unsigned         num_slots;
+    unsigned         count;      /* live regions */
+    uint32_t         generation;
+    uint64_t         bytes;      /* of the live regions */
+    uint64_t         added;
+    uint64_t         removed;
+    uint64_t         rejected;   /* lookups and removals that found nothing */
+} srm_mem_t;
+
+void srm_mem_init(srm_mem_t *mem);
+void srm_mem_cleanup(srm_mem_t *mem);
+
+/*
+ * Maps length bytes of fd (a memfd sealed against shrinking), which its
+ * owner has at client_addr, and registers the mapping in every device of
+ * devs that is not NULL. 0 and *region_p, or -1 with errno: EINVAL (range,
+ * size, seals), ENOSPC (registry full), ENOMEM, or the registration's error.
+ */
+int srm_mem_add(srm_mem_t *mem, uint32_t owner, int fd, uint64_t client_addr,
+                uint64_t length, srm_verbs_dev_t *const devs[SRM_WIRE_PATHS],
+                const srm_mem_region_t **region_p);
+
+/* Deregisters and unmaps owner's region id/generation (once no RDMA holds
+ * it); -1 (ENOENT) if there is no such live region of that owner. */
+int srm_mem_remove(srm_mem_t *mem, uint32_t owner, uint32_t id,
+                   uint32_t generation);
+
+/* Removes every region of owner (its connection is gone); how many. */
+unsigned srm_mem_remove_owner(srm_mem_t *mem, uint32_t owner);
+
+/*
+ * The live region id/generation of owner (or of anyone: SRM_MEM_ANY_OWNER)
+ * if [client_addr, client_addr +
+ * length) lies inside it, else NULL (counted as rejected).
+ */
+srm_mem_region_t *srm_mem_find(srm_mem_t *mem, uint32_t owner, uint32_t id,
+                               uint32_t generation, uint64_t client_addr,
+                               uint64_t length);
+
+/*
+ * An RDMA operation in flight keeps its local region registered: removing
+ * it meanwhile only hides it (a deregistered key in a posted work request
+ * would fail the shared queue pair); the last release frees it.
+ */
+void srm_mem_hold(srm_mem_region_t *region);
+/* By id: the table may have moved since (it grows by realloc). */
+void srm_mem_release_hold(srm_mem_t *mem, uint32_t id);
+
+/* The agent address of client_addr in a region found by srm_mem_find. */
+static inline void *srm_mem_agent_addr(const srm_mem_region_t *region,
+                                       uint64_t client_addr)
+{
+    return (uint8_t*)region->addr + (client_addr - region->client_addr);
+}
+
+#endif

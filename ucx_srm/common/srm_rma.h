@@ -1,0 +1,42 @@
+/*
+ * One-sided operations on md-allocated memory (srm_rkey.h). A client puts
+ * an RMA frame in its TX ring, in order with its other frames; its agent
+ * checks both ends against its region registry and the key, moves the data
+ * (a copy between its own mappings when both regions are on this node),
+ * and answers with an RMA_DONE frame in the client's RX ring. RMA frames
+ * never travel between agents.
+ */
+#ifndef SRM_RMA_H
+#define SRM_RMA_H
+
+#include "srm_rkey.h"
+
+#include <stdint.h>
+
+typedef enum {
+    SRM_RMA_PUT = 1, /* local -> remote */
+    SRM_RMA_GET = 2, /* remote -> local */
+} srm_rma_op_t;
+
+/* Payload of SRM_FRAME_RMA. */
+typedef struct srm_rma_req {
+    uint64_t          cookie;          /* echoed in RMA_DONE */
+    uint8_t           op;              /* srm_rma_op_t */
+    uint8_t           reserved[3];
+    uint32_t          local_region;    /* the client's md allocation */
+    uint32_t          local_generation;
+    uint32_t          reserved2;
+    uint64_t          local_addr;      /* in the client's address space */
+    uint64_t          length;
+    uint64_t          remote_addr;     /* in the key owner's address space */
+    srm_rkey_packed_t rkey;            /* as packed by the remote md */
+} srm_rma_req_t;
+
+/* Payload of SRM_FRAME_RMA_DONE. */
+typedef struct srm_rma_done {
+    uint64_t cookie;
+    int32_t  status;                   /* 0 or a positive errno */
+    uint32_t reserved;
+} srm_rma_done_t;
+
+#endif
