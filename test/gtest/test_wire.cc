@@ -262,6 +262,20 @@ uint32_t send_until_stalled(raw_client &a, raw_client &b)
     return sent;
 }
 
+/* b receives frames 0..sent-1 (seq), each once, in order, and no more. */
+void expect_all_once_in_order(const agent &node_a, raw_client &b,
+                              uint32_t sent)
+{
+    frame f;
+    for (uint32_t seq = 0; seq < sent; ++seq) {
+        ASSERT_TRUE(b.recv_wait(&f, 10000)) << "frame " << seq << " of "
+                                            << sent << "\n"
+                                            << node_a.status();
+        ASSERT_EQ(seq, f.hdr.seq);
+    }
+    EXPECT_FALSE(b.recv_wait(&f, 200)) << "a frame arrived twice";
+}
+
 /* Sends one frame of length bytes, waiting for room in a's ring. */
 void send_one(raw_client &a, raw_client &b, uint32_t length, uint32_t seq)
 {
@@ -577,14 +591,7 @@ TEST(wire, a_connection_reset_while_its_receiver_is_full_is_dropped)
 
     /* Whatever B had not taken comes again on the standby: all of it, in
      * order, once. */
-    frame f;
-    for (uint32_t seq = 0; seq < sent; ++seq) {
-        ASSERT_TRUE(b.recv_wait(&f, 10000)) << "frame " << seq << " of "
-                                            << sent << "\n"
-                                            << node_a.status();
-        ASSERT_EQ(seq, f.hdr.seq);
-    }
-    EXPECT_FALSE(b.recv_wait(&f, 200)) << "a frame arrived twice";
+    expect_all_once_in_order(node_a, b, sent);
 }
 
 TEST(wire, a_departed_node_that_was_paused_keeps_no_queue)
@@ -699,12 +706,5 @@ TEST(wire, a_connection_its_receiver_does_not_read_still_sends_heartbeats)
     std::string status = node_a.status();
     EXPECT_EQ(2u, count_of(status, " failovers 0 ")) << status;
 
-    frame f;
-    for (uint32_t seq = 0; seq < sent; ++seq) {
-        ASSERT_TRUE(b.recv_wait(&f, 10000)) << "frame " << seq << " of "
-                                            << sent << "\n"
-                                            << node_a.status();
-        ASSERT_EQ(seq, f.hdr.seq);
-    }
-    EXPECT_FALSE(b.recv_wait(&f, 200)) << "a frame arrived twice";
+    expect_all_once_in_order(node_a, b, sent);
 }
