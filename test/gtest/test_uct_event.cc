@@ -5,6 +5,8 @@
  * uct_ep_flush says NO_RESOURCE) must complete once the sends went out.
  * Two ifaces of one process are two ports of the same agent.
  */
+#include "srm_test_uct.h"
+
 extern "C" {
 #include <uct/api/uct.h>
 }
@@ -69,42 +71,14 @@ protected:
 
     void open_md()
     {
-        uct_component_h *components;
-        unsigned num;
-        ASSERT_EQ(UCS_OK, uct_query_components(&components, &num));
-        for (unsigned i = 0; i < num; ++i) {
-            uct_component_attr_t attr = {};
-            attr.field_mask = UCT_COMPONENT_ATTR_FIELD_NAME;
-            ASSERT_EQ(UCS_OK, uct_component_query(components[i], &attr));
-            if (std::string(attr.name) != "srm") {
-                continue;
-            }
-            uct_md_config_t *config;
-            ASSERT_EQ(UCS_OK, uct_md_config_read(components[i], nullptr,
-                                                 nullptr, &config));
-            ASSERT_EQ(UCS_OK, uct_md_open(components[i], "srm", config, &md_));
-            uct_config_release(config);
-        }
-        uct_release_component_list(components);
+        ucs_status_t status = srm_test::open_srm_md({}, &md_);
+        ASSERT_TRUE((status == UCS_OK) || (status == UCS_ERR_NO_DEVICE))
+                << ucs_status_string(status);
     }
 
     void open_iface(uct_iface_h *iface)
     {
-        uct_iface_config_t *config;
-        ASSERT_EQ(UCS_OK, uct_md_iface_config_read(md_, "srm", nullptr,
-                                                   nullptr, &config));
-        uct_iface_params_t params = {};
-        params.field_mask = UCT_IFACE_PARAM_FIELD_OPEN_MODE |
-                            UCT_IFACE_PARAM_FIELD_DEVICE;
-        params.open_mode            = UCT_IFACE_OPEN_MODE_DEVICE;
-        params.mode.device.tl_name  = "srm";
-        params.mode.device.dev_name = "node";
-        ucs_status_t status = uct_iface_open(md_, worker_, &params, config,
-                                             iface);
-        uct_config_release(config);
-        ASSERT_EQ(UCS_OK, status);
-        uct_iface_progress_enable(*iface,
-                                  UCT_PROGRESS_SEND | UCT_PROGRESS_RECV);
+        ASSERT_EQ(UCS_OK, srm_test::open_srm_iface(md_, worker_, iface));
     }
 
     void connect()

@@ -10,6 +10,7 @@ extern "C" {
 }
 
 #include "srm_test_agent.h"
+#include "srm_test_uct.h"
 
 #include <gtest/gtest.h>
 
@@ -27,33 +28,14 @@ class uct_mem_test : public ::testing::Test {
 protected:
     void SetUp() override
     {
-        uct_component_h *components;
-        unsigned num;
-
-        ASSERT_EQ(UCS_OK, uct_query_components(&components, &num));
-        for (unsigned c = 0; c < num; ++c) {
-            uct_component_attr_t attr = {};
-            attr.field_mask = UCT_COMPONENT_ATTR_FIELD_NAME;
-            ASSERT_EQ(UCS_OK, uct_component_query(components[c], &attr));
-            if (std::string(attr.name) != "srm") {
-                continue;
-            }
-            component_ = components[c];
-            uct_md_config_t *config;
-            ASSERT_EQ(UCS_OK, uct_md_config_read(components[c], nullptr,
-                                                 nullptr, &config));
-            EXPECT_EQ(UCS_OK, uct_config_modify(config, "SOCKET",
-                                                agent_.socket().c_str()));
-            EXPECT_EQ(UCS_OK, uct_config_modify(config, "AGENT", "never"));
-            EXPECT_EQ(UCS_OK, uct_config_modify(config, "MEM_ALLOC", "y"));
-            ASSERT_EQ(UCS_OK, uct_md_open(components[c], "srm", config,
-                                          &md_));
-            uct_config_release(config);
-        }
-        uct_release_component_list(components);
-        if (md_ == nullptr) {
+        ucs_status_t status = srm_test::open_srm_md(
+                {{"SOCKET", agent_.socket()}, {"AGENT", "never"},
+                 {"MEM_ALLOC", "y"}},
+                &md_, &component_);
+        if (status == UCS_ERR_NO_DEVICE) {
             GTEST_FAIL() << "no srm transport: is libuct_srm.so.0 preloaded?";
         }
+        ASSERT_EQ(UCS_OK, status) << ucs_status_string(status);
     }
 
     void TearDown() override
@@ -146,21 +128,7 @@ protected:
 
     void open_iface(uct_iface_h *iface)
     {
-        uct_iface_config_t *config;
-        ASSERT_EQ(UCS_OK, uct_md_iface_config_read(md_, "srm", nullptr,
-                                                   nullptr, &config));
-        uct_iface_params_t params = {};
-        params.field_mask = UCT_IFACE_PARAM_FIELD_OPEN_MODE |
-                            UCT_IFACE_PARAM_FIELD_DEVICE;
-        params.open_mode            = UCT_IFACE_OPEN_MODE_DEVICE;
-        params.mode.device.tl_name  = "srm";
-        params.mode.device.dev_name = "node";
-        ucs_status_t status = uct_iface_open(md_, worker_, &params, config,
-                                             iface);
-        uct_config_release(config);
-        ASSERT_EQ(UCS_OK, status);
-        uct_iface_progress_enable(*iface,
-                                  UCT_PROGRESS_SEND | UCT_PROGRESS_RECV);
+        ASSERT_EQ(UCS_OK, srm_test::open_srm_iface(md_, worker_, iface));
     }
 
     struct comp_t {
@@ -488,46 +456,12 @@ protected:
                                                 UCS_THREAD_MODE_SINGLE,
                                                 &worker_));
         }
-        uct_component_h *components;
-        unsigned num;
-        ASSERT_EQ(UCS_OK, uct_query_components(&components, &num));
-        for (unsigned c = 0; c < num; ++c) {
-            uct_component_attr_t attr = {};
-            attr.field_mask = UCT_COMPONENT_ATTR_FIELD_NAME;
-            ASSERT_EQ(UCS_OK, uct_component_query(components[c], &attr));
-            if (std::string(attr.name) != "srm") {
-                continue;
-            }
-            component_ = components[c];
-            uct_md_config_t *config;
-            ASSERT_EQ(UCS_OK, uct_md_config_read(components[c], nullptr,
-                                                 nullptr, &config));
-            EXPECT_EQ(UCS_OK, uct_config_modify(config, "SOCKET",
-                                                socket.c_str()));
-            EXPECT_EQ(UCS_OK, uct_config_modify(config, "AGENT", "never"));
-            EXPECT_EQ(UCS_OK, uct_config_modify(config, "MEM_ALLOC", "y"));
-            ASSERT_EQ(UCS_OK, uct_md_open(components[c], "srm", config,
-                                          &md_[i]));
-            uct_config_release(config);
-        }
-        uct_release_component_list(components);
-        ASSERT_NE(nullptr, md_[i]);
-
-        uct_iface_config_t *config;
-        ASSERT_EQ(UCS_OK, uct_md_iface_config_read(md_[i], "srm", nullptr,
-                                                   nullptr, &config));
-        uct_iface_params_t params = {};
-        params.field_mask = UCT_IFACE_PARAM_FIELD_OPEN_MODE |
-                            UCT_IFACE_PARAM_FIELD_DEVICE;
-        params.open_mode            = UCT_IFACE_OPEN_MODE_DEVICE;
-        params.mode.device.tl_name  = "srm";
-        params.mode.device.dev_name = "node";
-        ucs_status_t status = uct_iface_open(md_[i], worker_, &params, config,
-                                             &iface_[i]);
-        uct_config_release(config);
-        ASSERT_EQ(UCS_OK, status);
-        uct_iface_progress_enable(iface_[i],
-                                  UCT_PROGRESS_SEND | UCT_PROGRESS_RECV);
+        ucs_status_t status = srm_test::open_srm_md(
+                {{"SOCKET", socket}, {"AGENT", "never"}, {"MEM_ALLOC", "y"}},
+                &md_[i], &component_);
+        ASSERT_EQ(UCS_OK, status) << ucs_status_string(status);
+        ASSERT_EQ(UCS_OK, srm_test::open_srm_iface(md_[i], worker_,
+                                                   &iface_[i]));
     }
 
     static ucs_status_t on_am(void *arg, void *data, size_t length,

@@ -10,6 +10,7 @@
  * asleep on its event fd must be woken for it.
  */
 #include "srm_test_agent.h"
+#include "srm_test_uct.h"
 
 extern "C" {
 #include <uct/api/uct.h>
@@ -86,52 +87,15 @@ protected:
             ASSERT_EQ(UCS_OK, uct_worker_create(async_, UCS_THREAD_MODE_SINGLE,
                                                 &worker_));
         }
-        uct_component_h *components;
-        unsigned num;
-        ASSERT_EQ(UCS_OK, uct_query_components(&components, &num));
-        for (unsigned c = 0; c < num; ++c) {
-            uct_component_attr_t attr = {};
-            attr.field_mask = UCT_COMPONENT_ATTR_FIELD_NAME;
-            ASSERT_EQ(UCS_OK, uct_component_query(components[c], &attr));
-            if (std::string(attr.name) != "srm") {
-                continue;
-            }
-            uct_md_config_t *config;
-            ASSERT_EQ(UCS_OK, uct_md_config_read(components[c], nullptr,
-                                                 nullptr, &config));
-            EXPECT_EQ(UCS_OK, uct_config_modify(config, "SOCKET",
-                                                socket.c_str()));
-            EXPECT_EQ(UCS_OK, uct_config_modify(config, "AGENT", "never"));
-            ASSERT_EQ(UCS_OK, uct_md_open(components[c], "srm", config,
-                                          &md_[i]));
-            uct_config_release(config);
-        }
-        uct_release_component_list(components);
-        if (md_[i] == nullptr) {
+        ucs_status_t status = srm_test::open_srm_md(
+                {{"SOCKET", socket}, {"AGENT", "never"}}, &md_[i]);
+        if (status == UCS_ERR_NO_DEVICE) {
             GTEST_FAIL() << "no srm transport: is libuct_srm.so.0 preloaded?";
         }
-
-        uct_iface_config_t *config;
-        ASSERT_EQ(UCS_OK, uct_md_iface_config_read(md_[i], "srm", nullptr,
-                                                   nullptr, &config));
-        uct_iface_params_t params = {};
-        params.field_mask = UCT_IFACE_PARAM_FIELD_OPEN_MODE |
-                            UCT_IFACE_PARAM_FIELD_DEVICE |
-                            UCT_IFACE_PARAM_FIELD_ERR_HANDLER |
-                            UCT_IFACE_PARAM_FIELD_ERR_HANDLER_ARG |
-                            UCT_IFACE_PARAM_FIELD_ERR_HANDLER_FLAGS;
-        params.open_mode            = UCT_IFACE_OPEN_MODE_DEVICE;
-        params.mode.device.tl_name  = "srm";
-        params.mode.device.dev_name = "node";
-        params.err_handler          = on_error;
-        params.err_handler_arg      = this;
-        params.err_handler_flags    = 0;
-        ucs_status_t status = uct_iface_open(md_[i], worker_, &params, config,
-                                             &iface_[i]);
-        uct_config_release(config);
-        ASSERT_EQ(UCS_OK, status);
-        uct_iface_progress_enable(iface_[i],
-                                  UCT_PROGRESS_SEND | UCT_PROGRESS_RECV);
+        ASSERT_EQ(UCS_OK, status) << ucs_status_string(status);
+        ASSERT_EQ(UCS_OK, srm_test::open_srm_iface(md_[i], worker_,
+                                                   &iface_[i], on_error,
+                                                   this));
     }
 
     void connect()

@@ -1,0 +1,90 @@
+#include "srm_test_uct.h"
+
+namespace srm_test {
+
+static uct_component_h srm_component()
+{
+    uct_component_h *components, found = nullptr;
+    unsigned num;
+
+    if (uct_query_components(&components, &num) != UCS_OK) {
+        return nullptr;
+    }
+    for (unsigned i = 0; (i < num) && (found == nullptr); ++i) {
+        uct_component_attr_t attr = {};
+        attr.field_mask           = UCT_COMPONENT_ATTR_FIELD_NAME;
+        if ((uct_component_query(components[i], &attr) == UCS_OK) &&
+            (std::string(attr.name) == "srm")) {
+            found = components[i]; /* a static of the module: stays valid */
+        }
+    }
+    uct_release_component_list(components);
+    return found;
+}
+
+ucs_status_t open_srm_md(const md_settings &settings, uct_md_h *md_p,
+                         uct_component_h *component_p)
+{
+    uct_component_h component = srm_component();
+    uct_md_config_t *config;
+    ucs_status_t status;
+
+    *md_p = nullptr;
+    if (component == nullptr) {
+        return UCS_ERR_NO_DEVICE;
+    }
+    status = uct_md_config_read(component, nullptr, nullptr, &config);
+    if (status != UCS_OK) {
+        return status;
+    }
+    for (const auto &setting : settings) {
+        status = uct_config_modify(config, setting.first.c_str(),
+                                   setting.second.c_str());
+        if (status != UCS_OK) {
+            uct_config_release(config);
+            return status;
+        }
+    }
+    status = uct_md_open(component, "srm", config, md_p);
+    uct_config_release(config);
+    if ((status == UCS_OK) && (component_p != nullptr)) {
+        *component_p = component;
+    }
+    return status;
+}
+
+ucs_status_t open_srm_iface(uct_md_h md, uct_worker_h worker,
+                            uct_iface_h *iface_p, uct_error_handler_t on_error,
+                            void *on_error_arg)
+{
+    uct_iface_config_t *config;
+    ucs_status_t status;
+
+    status = uct_md_iface_config_read(md, "srm", nullptr, nullptr, &config);
+    if (status != UCS_OK) {
+        return status;
+    }
+    uct_iface_params_t params   = {};
+    params.field_mask           = UCT_IFACE_PARAM_FIELD_OPEN_MODE |
+                                  UCT_IFACE_PARAM_FIELD_DEVICE;
+    params.open_mode            = UCT_IFACE_OPEN_MODE_DEVICE;
+    params.mode.device.tl_name  = "srm";
+    params.mode.device.dev_name = "node";
+    if (on_error != nullptr) {
+        params.field_mask |= UCT_IFACE_PARAM_FIELD_ERR_HANDLER |
+                             UCT_IFACE_PARAM_FIELD_ERR_HANDLER_ARG |
+                             UCT_IFACE_PARAM_FIELD_ERR_HANDLER_FLAGS;
+        params.err_handler       = on_error;
+        params.err_handler_arg   = on_error_arg;
+        params.err_handler_flags = 0;
+    }
+    status = uct_iface_open(md, worker, &params, config, iface_p);
+    uct_config_release(config);
+    if (status == UCS_OK) {
+        uct_iface_progress_enable(*iface_p,
+                                  UCT_PROGRESS_SEND | UCT_PROGRESS_RECV);
+    }
+    return status;
+}
+
+} // namespace srm_test

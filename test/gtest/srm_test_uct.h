@@ -1,0 +1,36 @@
+/*
+ * Test helpers for the UCT-level tests: open the srm memory domain and an
+ * interface on its one device, as UCP would.
+ */
+#ifndef SRM_TEST_UCT_H
+#define SRM_TEST_UCT_H
+
+#include <uct/api/uct.h>
+
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace srm_test {
+
+/* md config entries to set, without the UCX_SRM_ prefix: {"SOCKET", ...}. */
+typedef std::vector<std::pair<std::string, std::string>> md_settings;
+
+/*
+ * Opens the srm md with settings applied. UCS_ERR_NO_DEVICE when the srm
+ * component is not loaded (the module must be preloaded); component_p, if
+ * given, gets the component.
+ */
+ucs_status_t open_srm_md(const md_settings &settings, uct_md_h *md_p,
+                         uct_component_h *component_p = nullptr);
+
+/* Opens the "node" device's iface on worker, with on_error as its error
+ * handler if given, and enables send and receive progress. */
+ucs_status_t open_srm_iface(uct_md_h md, uct_worker_h worker,
+                            uct_iface_h *iface_p,
+                            uct_error_handler_t on_error = nullptr,
+                            void *on_error_arg = nullptr);
+
+} // namespace srm_test
+
+#endif
