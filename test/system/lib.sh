@@ -701,6 +701,52 @@ srm_vm_hosts_up() {
     fi
 }
 
+# srm_vm_gtests LABEL ADDR FILTER TIMEOUT [VAR=VALUE...]: in the guest,
+# the gtests FILTER with the module preloaded, a private agent socket and
+# the VARs, against an rxe device rxe_gt on a veth pair srmvg0/srmvg1 with
+# ADDR/24 on srmvg0 (made for the run, and removed after it). PASS or FAIL
+# LABEL with gtest's summary, and the failures when it fails.
+srm_vm_gtests() {
+    local label=$1 addr=$2 filter=$3 timeout=$4 gtest log gid i rc=0 t0 secs summary
+    shift 4
+    gtest=$SRM_BUILD_DIR/test/gtest/gtest
+    log=$SRM_LOG/gtest-${label// /-}.log
+    if [ ! -x "$gtest" ]; then
+        srm_fail "$label: the gtest binary $gtest was not built (make check builds it)"
+        return
+    fi
+    if ! { ip link add srmvg0 type veth peer name srmvg1 &&
+           ip addr add "$addr/24" dev srmvg0 &&
+           ip link set srmvg0 up && ip link set srmvg1 up &&
+           rdma link add rxe_gt type rxe netdev srmvg0; }; then
+        srm_fail "$label: cannot make an rxe device on a veth"
+        ip link delete srmvg0 2>/dev/null
+        return
+    fi
+    # The RoCE v2 GID of an IPv4 address ends in its 4 bytes.
+    gid=$(printf '%02x%02x:%02x%02x' ${addr//./ })
+    for i in $(seq 1 50); do
+        grep -qs "ffff:$gid" /sys/class/infiniband/rxe_gt/ports/1/gids/* && break
+        sleep 0.2
+    done
+    t0=$(srm_now_us)
+    env LD_PRELOAD="$SRM_MODULE" UCX_SRM_AGENT_PATH="$SRM_SRMD" \
+        UCX_SRM_SOCKET="srm-vm-gtest-$$" UCX_SRM_IDLE_TIMEOUT=1s "$@" \
+        timeout -k 5 "$timeout" "$gtest" --gtest_filter="$filter" \
+        >"$log" 2>&1 || rc=$?
+    secs=$(( ($(srm_now_us) - t0) / 1000000 ))
+    summary=$(grep -E '^\[  (PASSED|FAILED)  \] [0-9]+ test' "$log" | paste -sd ' ' -)
+    if [ "$rc" = 0 ] && grep -q '^\[  PASSED  \]' "$log"; then
+        srm_pass "$label on rxe_gt ($secs s): $summary"
+    else
+        srm_fail "$label on rxe_gt: exit $rc ($secs s): ${summary:-no summary}"
+        grep -E '^\[  FAILED  \]|Failure|Expected|Which is' "$log" | head -40 |
+            sed 's/^/    | /'
+    fi
+    rdma link delete rxe_gt 2>/dev/null
+    ip link delete srmvg0 2>/dev/null
+}
+
 srm__vm_hosts_on_exit() {
     local rc=$?
 

@@ -30,38 +30,9 @@ STEP_TIMEOUT=180
 export UCX_SRM_FAILOVER_TIMEOUT=2s UCX_SRM_PEER_TIMEOUT=20s UCX_SRM_POLL=block
 
 # --- 1. the md gtests on rxe -------------------------------------------------
-gtest=$SRM_BUILD_DIR/test/gtest/gtest
-if [ ! -x "$gtest" ]; then
-    srm_fail "the gtest binary $gtest was not built (make check builds it)"
-else
-    ip link add srmvg0 type veth peer name srmvg1 &&
-        ip addr add 10.79.251.1/24 dev srmvg0 &&
-        ip link set srmvg0 up && ip link set srmvg1 up &&
-        rdma link add rxe_gt type rxe netdev srmvg0 ||
-        srm_fail "cannot make an rxe device on a veth for the gtests"
-    for i in $(seq 1 50); do
-        grep -qs 'ffff:0a4f:fb01' /sys/class/infiniband/rxe_gt/ports/1/gids/* && break
-        sleep 0.2
-    done
-    rc=0
-    env LD_PRELOAD="$SRM_MODULE" UCX_SRM_AGENT_PATH="$SRM_SRMD" \
-        UCX_SRM_SOCKET="srm-vm-gtest-$$" UCX_SRM_IDLE_TIMEOUT=1s \
-        UCX_SRM_DEVICES=rxe_gt:1@srmvg0 SRM_TEST_EXPECT_RDMA=1 \
-        timeout -k 5 300 "$gtest" \
-        --gtest_filter='uct_mem_test.*:uct_rma_test.*:uct_rma_2nodes_test.*' \
-        >"$SRM_LOG/gtest-mem.log" 2>&1 || rc=$?
-    summary=$(grep -E '^\[  (PASSED|FAILED)  \] [0-9]+ test' "$SRM_LOG/gtest-mem.log" |
-              paste -sd ' ' -)
-    if [ "$rc" = 0 ] && grep -q '^\[  PASSED  \]' "$SRM_LOG/gtest-mem.log"; then
-        srm_pass "md gtests with the agent on rxe_gt: $summary"
-    else
-        srm_fail "md gtests on rxe_gt: exit $rc: ${summary:-no summary}"
-        grep -E '^\[  FAILED  \]|Failure|Expected|Which is|memory:' \
-            "$SRM_LOG/gtest-mem.log" | head -40 | sed 's/^/    | /'
-    fi
-    rdma link delete rxe_gt 2>/dev/null
-    ip link delete srmvg0 2>/dev/null
-fi
+srm_vm_gtests "md gtests with the agent" 10.79.251.1 \
+    'uct_mem_test.*:uct_rma_test.*:uct_rma_2nodes_test.*' 300 \
+    UCX_SRM_DEVICES=rxe_gt:1@srmvg0 SRM_TEST_EXPECT_RDMA=1
 
 # --- 2. two hosts, allocating md in the ranks --------------------------------
 declare -A SRM_NETNS_AGENT_PID=()

@@ -48,39 +48,9 @@ MPI_TIMEOUT=240
 export UCX_SRM_FAILOVER_TIMEOUT=2s UCX_SRM_PEER_TIMEOUT=20s UCX_SRM_POLL=block
 
 # --- 1. the wire gtests on rxe ---------------------------------------------
-gtest=$SRM_BUILD_DIR/test/gtest/gtest
-if [ ! -x "$gtest" ]; then
-    srm_fail "the gtest binary $gtest was not built (make check builds it)"
-else
-    ip link add srmvg0 type veth peer name srmvg1 &&
-        ip addr add 10.79.250.1/24 dev srmvg0 &&
-        ip link set srmvg0 up && ip link set srmvg1 up &&
-        rdma link add rxe_gt type rxe netdev srmvg0 ||
-        srm_fail "cannot make an rxe device on a veth for the gtests"
-    for i in $(seq 1 50); do
-        grep -qs 'ffff:0a4f:fa01' /sys/class/infiniband/rxe_gt/ports/1/gids/* && break
-        sleep 0.2
-    done
-    t0=$(srm_now_us)
-    rc=0
-    env LD_PRELOAD="$SRM_MODULE" UCX_SRM_AGENT_PATH="$SRM_SRMD" \
-        UCX_SRM_SOCKET="srm-vm-gtest-$$" UCX_SRM_IDLE_TIMEOUT=1s \
-        SRM_TEST_WIRE_DEVICE=rxe_gt:1 SRM_TEST_TIME_SCALE=10 \
-        timeout -k 5 600 "$gtest" \
-        --gtest_filter='wire.*:-wire.an_agent_that_was_not_scheduled_*' \
-        >"$SRM_LOG/gtest-wire.log" 2>&1 || rc=$?
-    secs=$(( ($(srm_now_us) - t0) / 1000000 ))
-    summary=$(grep -E '^\[  (PASSED|FAILED)  \] [0-9]+ test' "$SRM_LOG/gtest-wire.log" |
-              paste -sd ' ' -)
-    if [ "$rc" = 0 ] && grep -q '^\[  PASSED  \]' "$SRM_LOG/gtest-wire.log"; then
-        srm_pass "wire gtests on rxe_gt ($secs s): $summary"
-    else
-        srm_fail "wire gtests on rxe_gt: exit $rc ($secs s): ${summary:-no summary}"
-        grep -E '^\[  FAILED  \]|Failure' "$SRM_LOG/gtest-wire.log" | sed 's/^/    | /'
-    fi
-    rdma link delete rxe_gt 2>/dev/null
-    ip link delete srmvg0 2>/dev/null
-fi
+srm_vm_gtests "wire gtests" 10.79.250.1 \
+    'wire.*:-wire.an_agent_that_was_not_scheduled_*' 600 \
+    SRM_TEST_WIRE_DEVICE=rxe_gt:1 SRM_TEST_TIME_SCALE=10
 
 # --- 2. two hosts, srmd on the verbs wire ------------------------------------
 declare -A SRM_NETNS_AGENT_PID=()
