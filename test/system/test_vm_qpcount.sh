@@ -250,7 +250,7 @@ if job_start rc env UCX_TLS=$RC_TLS UCX_UD_VERBS_ETH_DGID_CHECK=n \
     done
 fi
 job_end rc
-srm_log "  rc: endpoint lanes of the ranks (UCX info log), count of ranks x peers:"
+srm_log "  rc: the lanes of the ranks' endpoint configurations (UCX info log, times logged):"
 grep -a -o 'ep_cfg\[[0-9]*\].*' "$JOB_OUT" | sed 's/^[^:]*: //' | sort | uniq -c |
     sed 's/^/      /'
 min_rc=$(( PPN * PPN * (NHOSTS - 1) ))
@@ -282,11 +282,12 @@ done
 srm_log "$(row "UCX_TLS" "owner" "${hdr[@]}" "job")"
 srm_log "$(row "srm,self (srm's verbs wire)" "srmd" "${srmrow[@]}" "$srm_tot")"
 srm_log "$(row "$RC_TLS" "ranks" "${rcrow[@]}" "$rc_tot")"
-srm_log "  srm: 2 channels x 2 paths per remote host, whatever the ranks (the"
-srm_log "  ranks of the srm job hold $rank_qps QPs). rc_verbs (the most of $SAMPLES samples):"
-srm_log "  one RC QP per endpoint would be $PPN ranks x $((PPN * NHOSTS)) endpoints = $((PPN * PPN * NHOSTS)) per host"
-srm_log "  (the same-host and self endpoints keep an rc_verbs lane beside sm and"
-srm_log "  self: see the ep_cfg lines above), and one UD QP per rank (ud_verbs)."
+srm_log "  srm: srmd's 2 channels x 2 paths per remote host, whatever the ranks;"
+srm_log "  the srm job's ranks hold $rank_qps QPs."
+srm_log "  rc_verbs, the most of $SAMPLES samples: one RC QP per endpoint would be"
+srm_log "  $PPN ranks x $((PPN * NHOSTS)) endpoints = $((PPN * PPN * NHOSTS)) per host (the same-host and self endpoints"
+srm_log "  keep an rc_verbs lane beside sm and self, see the lanes above), and one"
+srm_log "  UD QP per rank (ud_verbs)."
 srm_log "QP count, $NHOSTS hosts x $PPN ranks: srm ${srmrow[*]} vs rc_verbs ${rcrow[*]} RC/UD per host; $srm_tot vs $rc_tot in the job"
 srm_log ""
 srm_log "timings: guest part $(secs_since "$GUEST_T0") s"
