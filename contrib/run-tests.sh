@@ -19,8 +19,9 @@ Builds ucx-srm (contrib/build.sh) and runs, in order:
      Open MPI with UCX_TLS=srm, missing agent, agent killed under load, and
      between simulated hosts (network namespaces): perftest, Open MPI 3x4,
      connection counts against UCX tcp, a garbage-speaking peer, head of line;
-     verbs over soft-RoCE in a QEMU guest (contrib/vm-rxe; skipped, loudly,
-     without QEMU or the kernel package)
+     verbs over soft-RoCE in a QEMU guest (contrib/vm-rxe: rc_verbs, srm's
+     verbs wire, QP counts of a 3x4 job; skipped, loudly, without QEMU or
+     the kernel package)
   3. test/fuzz/run.sh: libFuzzer on the frame, ring and control parsers,
      on the agent's client protocol and on its wire to other agents
      (handshake, acks, failover), SRM_FUZZ_SECONDS each (default 20)

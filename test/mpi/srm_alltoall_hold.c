@@ -3,18 +3,21 @@
  * doing so for a while, so that the connections of the job can be counted
  * from outside while it runs.
  *
- * Usage: srm_alltoall_hold [HOLD_SECONDS [BIG_BYTES]]
+ * Usage: srm_alltoall_hold [HOLD_SECONDS [BIG_BYTES [STOP_FILE]]]
  *   HOLD_SECONDS  how long to keep exchanging after the first round
  *                 (default 8)
  *   BIG_BYTES     size of the per-peer point-to-point message of each round
  *                 (default 65536: above srm's large threshold, so the bulk
  *                 channels come up as well as the small ones)
+ *   STOP_FILE     hold quietly instead, until rank 0 sees this file (at
+ *                 most HOLD_SECONDS), then do one more round: the counting
+ *                 side says when it is done, however slowly the job runs
  *
  * Each round: MPI_Alltoall of one int64 per peer (verified), then one
  * BIG_BYTES MPI_Isend/MPI_Irecv with every peer (collective algorithms may
  * not touch every pair; this does), verified by a pattern, then a ~20 ms
  * pause. After the first round and a barrier rank 0 prints
- *     srm_alltoall_hold: N ranks connected, holding S s
+ *     srm_alltoall_hold: N ranks connected, holding S s[ or until FILE]
  * and at the end
  *     srm_alltoall_hold: R rounds, E errors
  * The exit status is 1 when E > 0.
@@ -32,10 +35,40 @@ static unsigned char pattern(int src, int dst, long round, size_t i)
     return (unsigned char)((src * 131 + dst * 31 + round * 7 + i * 13) & 0xff);
 }
 
+/*
+ * Hold with every rank asleep but for MPI progress every 50 ms, until rank
+ * 0 sees STOP or HOLD seconds from T0 passed; rank 0 tells the others with
+ * a nonblocking broadcast. Ranks waiting in a collective would spin (or
+ * yield, still runnable): on an emulated machine they starve whoever
+ * counts the job's connections meanwhile.
+ */
+static void quiet_hold(const char *stop, double hold, double t0, int rank)
+{
+    MPI_Request req;
+    int go = 0, done = 0, flag;
+
+    if (rank == 0) {
+        while ((MPI_Wtime() - t0 < hold) && (access(stop, F_OK) != 0)) {
+            MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, MPI_COMM_WORLD, &flag,
+                       MPI_STATUS_IGNORE);
+            usleep(50000);
+        }
+    }
+    MPI_Ibcast(&go, 1, MPI_INT, 0, MPI_COMM_WORLD, &req);
+    for (;;) {
+        MPI_Test(&req, &done, MPI_STATUS_IGNORE);
+        if (done) {
+            break;
+        }
+        usleep(50000);
+    }
+}
+
 int main(int argc, char **argv)
 {
     double hold = argc > 1 ? atof(argv[1]) : 8.0;
     size_t big = argc > 2 ? (size_t)strtoul(argv[2], NULL, 0) : 65536;
+    const char *stop = argc > 3 ? argv[3] : NULL;
     int rank, size, p, go;
     long round = 0, errors = 0, total_errors = 0;
     int64_t *sbuf, *rbuf;
@@ -121,12 +154,20 @@ int main(int argc, char **argv)
             MPI_Barrier(MPI_COMM_WORLD);
             if (rank == 0) {
                 printf("srm_alltoall_hold: %d ranks connected, holding "
-                       "%.1f s\n", size, hold);
+                       "%.1f s%s%s\n", size, hold, stop ? " or until " : "",
+                       stop ? stop : "");
                 fflush(stdout);
             }
             t0 = MPI_Wtime();
         }
         round++;
+        if (stop != NULL) {
+            quiet_hold(stop, hold, t0, rank);
+            stop = NULL;
+            hold = 0; /* one more round, and the end */
+            go   = 1;
+            continue;
+        }
         usleep(20000);
         go = (rank == 0) ? (MPI_Wtime() - t0 < hold) : 0;
         MPI_Bcast(&go, 1, MPI_INT, 0, MPI_COMM_WORLD);
