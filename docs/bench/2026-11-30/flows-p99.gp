@@ -1,6 +1,6 @@
 set terminal pngcairo size 960,640 noenhanced font 'DejaVu Sans,11'
 set output "flows-p99.png"
-set title "Short flows (64 B-8 KB): p99 flow completion time\n3 hosts x 2 processes, link rate 100 MB/s, 10 s per run, median and min-max of 2 runs"
+set title "Short flows (64 B-8 KB): p99 flow completion time\n3 hosts x 2 processes, link rate 100 MB/s, 10 s per run, median and min-max of 3 runs"
 set xlabel "offered load (fraction of the link rate per host)"
 set ylabel "short-flow p99 FCT (ms)"
 set logscale y
