@@ -62,7 +62,8 @@ static int srm_rma_post(srm_agent_t *agent, srm_client_t *src,
     chan = &node->chan[SRM_CHANNEL_BULK];
     link = chan->links[chan->active];
     if ((link == NULL) || (link->state != SRM_LINK_READY) ||
-        (link->qp == NULL) || link->muted) {
+        (link->qp == NULL) || link->muted ||
+        (srm_verbs_qp_error(link->qp)[0] != '\0')) {
         return SRM_RMA_BLOCKED; /* connecting or failing over */
     }
     /* With one device, both paths are on it (srm_link_path_verbs), on
@@ -285,10 +286,18 @@ unsigned srm_rma_progress(srm_agent_t *agent)
 
     for (i = 0; i < agent->num_links; ++i) {
         link = agent->links[i];
-        if ((link != NULL) && (link->qp != NULL)) {
-            srm_verbs_qp_poll(link->qp);
-            count += srm_rma_collect(agent, link);
+        if ((link == NULL) || (link->qp == NULL)) {
+            continue;
         }
+        if (srm_verbs_qp_poll(link->qp) != 0) {
+            /* Close it before its failures are answered: a client that
+             * tries again at once must find the standby, not this one. */
+            srm_link_close(agent, link, SRM_LOG_WARN, "queue pair 0x%x: %s",
+                           srm_verbs_qp_num(link->qp),
+                           srm_verbs_qp_error(link->qp));
+            continue;
+        }
+        count += srm_rma_collect(agent, link);
     }
     for (i = 0; i < SRM_RMA_MAX_OPS; ++i) {
         if (agent->rma_ops[i].state == SRM_RMA_OP_DONE) {
