@@ -377,10 +377,13 @@ void srm_client_handle_socket(srm_agent_t *agent, srm_client_t *client)
     ssize_t len;
 
     len = srm_sock_recv(client->sock_fd, &msg, sizeof(msg), fds, &nfds);
-    if ((len > 0) && (nfds > 0)) {
-        fd = fds[0];
+    if ((len >= 0) && (nfds > 0)) {
+        fd = fds[0]; /* even with no bytes: a peer may send an fd alone */
     }
     if (len == 0) {
+        if (fd >= 0) {
+            close(fd);
+        }
         srm_client_drop(agent, client, NULL);
         return;
     } else if (len < 0) {
