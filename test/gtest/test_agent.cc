@@ -7,6 +7,9 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <dirent.h>
+#include <sys/socket.h>
+#include <sys/time.h>
 #include <unistd.h>
 
 using srm_test::agent;
@@ -219,6 +222,57 @@ TEST(agent, malformed_or_wrong_version_control_messages_are_refused)
     /* And the agent still serves. */
     raw_client a(srmd.socket()), b(srmd.socket());
     exchange(a, b, 100, 8);
+}
+
+/* Open file descriptors of process pid. */
+static unsigned fds_of(pid_t pid)
+{
+    std::string dir = "/proc/" + std::to_string(pid) + "/fd";
+    unsigned n      = 0;
+    DIR *d          = opendir(dir.c_str());
+    if (d != nullptr) {
+        for (struct dirent *e; (e = readdir(d)) != nullptr;) {
+            n += (e->d_name[0] != '.');
+        }
+        closedir(d);
+    }
+    return n;
+}
+
+TEST(agent, fds_a_client_sends_are_closed_whatever_comes_with_them)
+{
+    agent srmd;
+    usleep(100000);
+    unsigned before = fds_of(srmd.pid());
+    ASSERT_GT(before, 0u);
+
+    /* An fd with no bytes, with junk, and with a message that takes none. */
+    srm_status_req_t status = {};
+    srm_msg_hdr_init(&status.hdr, SRM_MSG_STATUS_REQ);
+    const char junk[] = "not a message";
+    const struct {
+        const void *buf;
+        size_t      len;
+    } sends[] = {{junk, 0}, {junk, sizeof(junk)}, {&status, sizeof(status)}};
+    for (const auto &send : sends) {
+        int pipe_fds[2];
+        ASSERT_EQ(0, pipe(pipe_fds));
+        int fd = srm_sock_connect(srmd.socket().c_str());
+        ASSERT_GE(fd, 0);
+        EXPECT_GE(srm_sock_send(fd, send.buf, send.len, pipe_fds, 1), 0);
+        struct timeval wait = {0, 300000}; /* a status reply, or the close */
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &wait, sizeof(wait));
+        char buf[4096];
+        while (srm_sock_recv(fd, buf, sizeof(buf), nullptr, nullptr) > 0) {
+        }
+        close(fd);
+        close(pipe_fds[0]);
+        close(pipe_fds[1]);
+    }
+    for (int i = 0; (i < 100) && (fds_of(srmd.pid()) != before); ++i) {
+        usleep(10000);
+    }
+    EXPECT_EQ(before, fds_of(srmd.pid()));
 }
 
 TEST(agent, slow_receiver_loses_nothing_and_blocks_only_its_senders)
