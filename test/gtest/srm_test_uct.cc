@@ -87,4 +87,36 @@ ucs_status_t open_srm_iface(uct_md_h md, uct_worker_h worker,
     return status;
 }
 
+void two_port_test::TearDown()
+{
+    if (ep_ != nullptr) {
+        uct_ep_destroy(ep_);
+    }
+    for (int i = 0; i < 2; ++i) {
+        if (iface_[i] != nullptr) {
+            uct_iface_close(iface_[i]);
+        }
+        if (md_[i] != nullptr) {
+            uct_md_close(md_[i]);
+        }
+    }
+    if (worker_ != nullptr) {
+        uct_worker_destroy(worker_);
+    }
+    if (async_ != nullptr) {
+        ucs_async_context_destroy(async_);
+    }
+}
+
+void two_port_test::create_worker()
+{
+    if (worker_ != nullptr) {
+        return;
+    }
+    ASSERT_EQ(UCS_OK, ucs_async_context_create(UCS_ASYNC_MODE_THREAD_SPINLOCK,
+                                               &async_));
+    ASSERT_EQ(UCS_OK, uct_worker_create(async_, UCS_THREAD_MODE_SINGLE,
+                                        &worker_));
+}
+
 } // namespace srm_test

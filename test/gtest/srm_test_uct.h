@@ -7,6 +7,8 @@
 
 #include <uct/api/uct.h>
 
+#include <gtest/gtest.h>
+
 #include <string>
 #include <utility>
 #include <vector>
@@ -30,6 +32,24 @@ ucs_status_t open_srm_iface(uct_md_h md, uct_worker_h worker,
                             uct_iface_h *iface_p,
                             uct_error_handler_t on_error = nullptr,
                             void *on_error_arg = nullptr);
+
+/*
+ * A fixture with two srm ports (md and iface each, on one worker) and an
+ * endpoint: TearDown closes whatever the test opened.
+ */
+class two_port_test : public ::testing::Test {
+protected:
+    void TearDown() override;
+
+    /* The async context and worker, made on the first call. */
+    void create_worker();
+
+    ucs_async_context_t *async_   = nullptr;
+    uct_worker_h         worker_  = nullptr;
+    uct_md_h             md_[2]   = {nullptr, nullptr};
+    uct_iface_h          iface_[2] = {nullptr, nullptr};
+    uct_ep_h             ep_      = nullptr;
+};
 
 } // namespace srm_test
 

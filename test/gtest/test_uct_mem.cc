@@ -423,39 +423,12 @@ TEST_F(uct_rma_test, offered_only_where_the_agent_serves_every_peer)
  * the channel has failed over. On the tcp wire the agent refuses them
  * (UNSUPPORTED), harmlessly.
  */
-class uct_rma_2nodes_test : public ::testing::Test {
+class uct_rma_2nodes_test : public srm_test::two_port_test {
 protected:
-    void TearDown() override
-    {
-        if (ep_ != nullptr) {
-            uct_ep_destroy(ep_);
-        }
-        for (int i = 0; i < 2; ++i) {
-            if (iface_[i] != nullptr) {
-                uct_iface_close(iface_[i]);
-            }
-            if (md_[i] != nullptr) {
-                uct_md_close(md_[i]);
-            }
-        }
-        if (worker_ != nullptr) {
-            uct_worker_destroy(worker_);
-        }
-        if (async_ != nullptr) {
-            ucs_async_context_destroy(async_);
-        }
-    }
 
     void open(int i, const std::string &socket)
     {
-        if (worker_ == nullptr) {
-            ASSERT_EQ(UCS_OK, ucs_async_context_create(
-                                      UCS_ASYNC_MODE_THREAD_SPINLOCK,
-                                      &async_));
-            ASSERT_EQ(UCS_OK, uct_worker_create(async_,
-                                                UCS_THREAD_MODE_SINGLE,
-                                                &worker_));
-        }
+        create_worker();
         ucs_status_t status = srm_test::open_srm_md(
                 {{"SOCKET", socket}, {"AGENT", "never"}, {"MEM_ALLOC", "y"}},
                 &md_[i], &component_);
@@ -561,12 +534,7 @@ protected:
     }
 
     agent               agents_[2];
-    ucs_async_context_t *async_    = nullptr;
-    uct_worker_h        worker_    = nullptr;
     uct_component_h     component_ = nullptr;
-    uct_md_h            md_[2]     = {nullptr, nullptr};
-    uct_iface_h         iface_[2]  = {nullptr, nullptr};
-    uct_ep_h            ep_        = nullptr;
     int                 received_  = 0;
 };
 

@@ -33,30 +33,10 @@ const std::vector<std::string> kFastFailure = {
         "UCX_SRM_DEVICES=lo", "UCX_SRM_PEER_TIMEOUT=1s",
         "UCX_SRM_FAILOVER_TIMEOUT=100ms"};
 
-class uct_peer_failure_test : public ::testing::Test {
+class uct_peer_failure_test : public srm_test::two_port_test {
 protected:
     using clock = std::chrono::steady_clock;
 
-    void TearDown() override
-    {
-        if (ep_ != nullptr) {
-            uct_ep_destroy(ep_);
-        }
-        for (int i = 0; i < 2; ++i) {
-            if (iface_[i] != nullptr) {
-                uct_iface_close(iface_[i]);
-            }
-            if (md_[i] != nullptr) {
-                uct_md_close(md_[i]);
-            }
-        }
-        if (worker_ != nullptr) {
-            uct_worker_destroy(worker_);
-        }
-        if (async_ != nullptr) {
-            ucs_async_context_destroy(async_);
-        }
-    }
 
     static ucs_status_t on_am(void *arg, void *data, size_t length,
                               unsigned flags)
@@ -80,13 +60,7 @@ protected:
      * receives. */
     void open(int i, const std::string &socket)
     {
-        if (worker_ == nullptr) {
-            ASSERT_EQ(UCS_OK, ucs_async_context_create(
-                                      UCS_ASYNC_MODE_THREAD_SPINLOCK,
-                                      &async_));
-            ASSERT_EQ(UCS_OK, uct_worker_create(async_, UCS_THREAD_MODE_SINGLE,
-                                                &worker_));
-        }
+        create_worker();
         ucs_status_t status = srm_test::open_srm_md(
                 {{"SOCKET", socket}, {"AGENT", "never"}}, &md_[i]);
         if (status == UCS_ERR_NO_DEVICE) {
@@ -165,11 +139,6 @@ protected:
 
     /* the agents outlive the ifaces, which TearDown closes */
     std::unique_ptr<agent> node_a_, node_b_;
-    ucs_async_context_t *async_ = nullptr;
-    uct_worker_h worker_        = nullptr;
-    uct_md_h md_[2]             = {nullptr, nullptr};
-    uct_iface_h iface_[2]       = {nullptr, nullptr};
-    uct_ep_h ep_                = nullptr;
     uint64_t sent_              = 0;
     unsigned received_          = 0;
     unsigned errors_            = 0;
