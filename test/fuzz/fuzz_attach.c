@@ -3,11 +3,12 @@
  * (no wire to other nodes) serves an abstract socket of this process; each
  * input is a script for up to four client connections: raw packets,
  * ATTACH_REQ and STATUS_REQ with valid headers and fuzzed bodies, packets
- * carrying fds, half-closes and closes, and once attached, frames written
+ * carrying fds (MEM_REG_REQ and MEM_DEREG_REQ among them, sometimes with a
+ * real memfd), half-closes and closes, and once attached, frames written
  * into the TX rings, flags raised and ring indices broken. The agent runs
  * step by step in between (srm_agent_step). After each input all clients
- * are gone, and the agent must hold no client, queue or fd more than
- * before; every FUZZ_CHECK_EVERY inputs it must still attach a new client.
+ * are gone, and the agent must hold no client, queue, memory region or fd
+ * more than before; every FUZZ_CHECK_EVERY inputs it must still attach a new client.
  *
  * Input: a sequence of ops; an op byte is kind (bits 0-2) and connection
  * (bits 3-4), followed by the op's own bytes (missing bytes read as 0).
@@ -21,7 +22,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
 #include <sys/eventfd.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -29,16 +32,29 @@
 #define FUZZ_MAX_STEPS    1000 /* agent passes before "it does not settle" */
 #define FUZZ_CHECK_EVERY  16
 #define FUZZ_MAX_PACKET   512
+#define FUZZ_MEMFD_SIZE   65536
 
 enum {
     FUZZ_OP_RAW,    /* one packet of fuzz bytes */
     FUZZ_OP_ATTACH, /* ATTACH_REQ: valid header, fuzzed geometry and name */
     FUZZ_OP_STATUS, /* STATUS_REQ: valid header, fuzzed flags */
-    FUZZ_OP_FDS,    /* one of the above carrying fds the agent must close */
+    FUZZ_OP_FDS,    /* one of the above, MEM_REG_REQ or MEM_DEREG_REQ,
+                       carrying fds the agent must close */
     FUZZ_OP_STEP,   /* a few agent passes, or until idle; replies are read */
     FUZZ_OP_CLOSE,  /* half-close or close; the next op reconnects */
     FUZZ_OP_TX,     /* attached: a frame into a TX ring, doorbell */
     FUZZ_OP_SHM,    /* attached: drain RX, raise flags, break indices */
+};
+
+/* What FUZZ_OP_FDS sends; the first three are also ops of their own, with
+ * the same numbers. */
+enum {
+    FUZZ_MSG_RAW,
+    FUZZ_MSG_ATTACH,
+    FUZZ_MSG_STATUS,
+    FUZZ_MSG_MEM_REG,   /* valid header, fuzzed address and length */
+    FUZZ_MSG_MEM_DEREG, /* the last region this connection added, or fuzz */
+    FUZZ_MSG_KINDS
 };
 
 typedef struct {
@@ -51,6 +67,10 @@ typedef struct {
     uint8_t          *shm;        /* NULL: not attached */
     srm_shm_ctl_t    *ctl;
     srm_ring_t       tx[SRM_SHM_MAX_TX_RINGS];
+    unsigned         memfds_sent;   /* with any packet */
+    unsigned         regions_added; /* MEM_REG_REPs with status 0 */
+    uint32_t         region_id;     /* the last region the agent added */
+    uint32_t         region_generation;
 } fuzz_conn_t;
 
 typedef struct {
@@ -61,8 +81,10 @@ typedef struct {
 static srm_agent_t fuzz_agent;
 static fuzz_conn_t fuzz_conns[FUZZ_CONNS];
 static union {
-    srm_attach_rep_t attach;
-    srm_status_rep_t status;
+    srm_attach_rep_t    attach;
+    srm_status_rep_t    status;
+    srm_mem_reg_rep_t   mem_reg;
+    srm_mem_dereg_rep_t mem_dereg;
 } fuzz_rep;
 
 static void __attribute__((noreturn)) fuzz_fail(const char *what)
@@ -163,6 +185,24 @@ static void fuzz_conn_map(fuzz_conn_t *conn, const srm_attach_rep_t *rep,
     }
 }
 
+static void fuzz_conn_on_mem_reg_rep(fuzz_conn_t *conn)
+{
+    const srm_mem_reg_rep_t *rep = &fuzz_rep.mem_reg;
+
+    if (rep->status != 0) {
+        if (memchr(rep->error, '\0', sizeof(rep->error)) == NULL) {
+            fuzz_fail("MEM_REG_REP with an unterminated error");
+        }
+    } else if (++conn->regions_added > conn->memfds_sent) {
+        fuzz_fail("a region registered without a memfd");
+    } else if ((rep->region_id == 0) || (rep->generation == 0)) {
+        fuzz_fail("MEM_REG_REP with no region");
+    } else {
+        conn->region_id         = rep->region_id;
+        conn->region_generation = rep->generation;
+    }
+}
+
 static void fuzz_conn_on_reply(fuzz_conn_t *conn, size_t len, int *fds,
                                int nfds)
 {
@@ -174,6 +214,17 @@ static void fuzz_conn_on_reply(fuzz_conn_t *conn, size_t len, int *fds,
             (len != offsetof(srm_status_rep_t, text) +
                     fuzz_rep.status.length)) {
             fuzz_fail("malformed STATUS_REP");
+        }
+    } else if (srm_msg_hdr_check(&rep->hdr, len, SRM_MSG_MEM_REG_REP,
+                                 sizeof(fuzz_rep.mem_reg)) == 0) {
+        if ((nfds != 0) || (len != sizeof(fuzz_rep.mem_reg))) {
+            fuzz_fail("malformed MEM_REG_REP");
+        }
+        fuzz_conn_on_mem_reg_rep(conn);
+    } else if (srm_msg_hdr_check(&rep->hdr, len, SRM_MSG_MEM_DEREG_REP,
+                                 sizeof(fuzz_rep.mem_dereg)) == 0) {
+        if ((nfds != 0) || (len != sizeof(fuzz_rep.mem_dereg))) {
+            fuzz_fail("malformed MEM_DEREG_REP");
         }
     } else if (srm_msg_hdr_check(&rep->hdr, len, SRM_MSG_ATTACH_REP,
                                  sizeof(*rep)) != 0) {
@@ -296,15 +347,18 @@ static size_t fuzz_length(fuzz_input_t *in, size_t len)
 }
 
 /* A control message into buf (FUZZ_MAX_PACKET bytes); returns its length. */
-static size_t fuzz_build(fuzz_input_t *in, int kind, uint8_t *buf)
+static size_t fuzz_build(fuzz_input_t *in, fuzz_conn_t *conn, int kind,
+                         uint8_t *buf)
 {
-    srm_attach_req_t *attach = (srm_attach_req_t*)buf;
-    srm_status_req_t *status = (srm_status_req_t*)buf;
+    srm_attach_req_t *attach       = (srm_attach_req_t*)buf;
+    srm_status_req_t *status       = (srm_status_req_t*)buf;
+    srm_mem_reg_req_t *mem_reg     = (srm_mem_reg_req_t*)buf;
+    srm_mem_dereg_req_t *mem_dereg = (srm_mem_dereg_req_t*)buf;
     uint8_t b;
 
     memset(buf, 0, FUZZ_MAX_PACKET);
     switch (kind) {
-    case FUZZ_OP_ATTACH:
+    case FUZZ_MSG_ATTACH:
         fuzz_header(in, &attach->hdr, SRM_MSG_ATTACH_REQ);
         attach->num_tx_rings = fuzz_u8(in) % 20;
         /* 2^16..2^31: both sides of the valid 2^20..2^30 */
@@ -313,34 +367,74 @@ static size_t fuzz_build(fuzz_input_t *in, int kind, uint8_t *buf)
         attach->reserved     = fuzz_u8(in);
         fuzz_take(in, attach->name, fuzz_u8(in) % (SRM_PROTO_NAME_MAX + 1));
         return fuzz_length(in, sizeof(*attach));
-    case FUZZ_OP_STATUS:
+    case FUZZ_MSG_STATUS:
         fuzz_header(in, &status->hdr, SRM_MSG_STATUS_REQ);
         status->flags    = fuzz_u8(in);
         status->reserved = fuzz_u8(in);
         return fuzz_length(in, sizeof(*status));
+    case FUZZ_MSG_MEM_REG:
+        fuzz_header(in, &mem_reg->hdr, SRM_MSG_MEM_REG_REQ);
+        mem_reg->address = (uint64_t)fuzz_u8(in) << (fuzz_u8(in) % 64);
+        /* 0..2x the memfd, in 1 KiB steps, or anything */
+        b               = fuzz_u8(in);
+        mem_reg->length = (b < 128) ? (uint64_t)b * 1024 :
+                          (uint64_t)fuzz_u8(in) << (b % 64);
+        return fuzz_length(in, sizeof(*mem_reg));
+    case FUZZ_MSG_MEM_DEREG:
+        fuzz_header(in, &mem_dereg->hdr, SRM_MSG_MEM_DEREG_REQ);
+        b = fuzz_u8(in);
+        if (b & 1) {
+            mem_dereg->region_id  = conn->region_id;
+            mem_dereg->generation = conn->region_generation + (b >> 7);
+        } else {
+            mem_dereg->region_id  = fuzz_u8(in);
+            mem_dereg->generation = fuzz_u8(in);
+        }
+        return fuzz_length(in, sizeof(*mem_dereg));
     default:
         b = fuzz_u8(in);
         return fuzz_take(in, buf, b);
     }
 }
 
+/* A memfd like the md's: sealed against shrinking, FUZZ_MEMFD_SIZE long. */
+static int fuzz_memfd(void)
+{
+    int fd = memfd_create("fuzz-region", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+
+    if ((fd < 0) || (ftruncate(fd, FUZZ_MEMFD_SIZE) != 0) ||
+        (fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK) != 0)) {
+        fuzz_fail("cannot create a memfd");
+    }
+    return fd;
+}
+
 static void fuzz_op_fds(fuzz_input_t *in, fuzz_conn_t *conn, uint8_t *buf)
 {
     uint8_t b    = fuzz_u8(in);
+    uint8_t how  = fuzz_u8(in);
     int nfds     = 1 + (b & 3);
-    size_t len   = fuzz_build(in, (b >> 2) % 3, buf);
+    int kind     = (b >> 2) % FUZZ_MSG_KINDS;
+    size_t len;
     int fds[SRM_PROTO_MAX_FDS];
     int i;
 
     fuzz_conn_connect(conn);
+    len = fuzz_build(in, conn, kind, buf);
     for (i = 0; i < nfds; ++i) {
         /* Sometimes the connection's own socket: it must survive that. */
-        fds[i] = ((b & 0x80) && (i == 0)) ? dup(conn->fd) :
-                                            eventfd(0, EFD_CLOEXEC);
+        if ((how & 1) && (i == 0)) {
+            fds[i] = dup(conn->fd);
+        } else if ((how & 2) && (i == 0)) {
+            fds[i] = fuzz_memfd();
+        } else {
+            fds[i] = eventfd(0, EFD_CLOEXEC);
+        }
         if (fds[i] < 0) {
             fuzz_fail("cannot create an fd to pass");
         }
     }
+    conn->memfds_sent += ((how & 3) == 2);
     fuzz_conn_send(conn, buf, len, fds, nfds);
     for (i = 0; i < nfds; ++i) {
         close(fds[i]);
@@ -482,7 +576,7 @@ static void fuzz_run_ops(fuzz_input_t *in)
         case FUZZ_OP_RAW:
         case FUZZ_OP_ATTACH:
         case FUZZ_OP_STATUS:
-            len = fuzz_build(in, op & 7, buf);
+            len = fuzz_build(in, conn, op & 7, buf);
             fuzz_conn_send(conn, buf, len, NULL, 0);
             break;
         case FUZZ_OP_FDS:
@@ -523,6 +617,9 @@ static void fuzz_finish(void)
         (agent->sched.count != 0) || (agent->notify_list != NULL) ||
         agent->stop) {
         fuzz_fail("agent state left behind by departed clients");
+    }
+    if ((agent->mem.count != 0) || (agent->mem.bytes != 0)) {
+        fuzz_fail("a memory region outlives its connection");
     }
 }
 

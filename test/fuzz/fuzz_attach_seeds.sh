@@ -53,13 +53,23 @@ shm() { byte $((7 | $1 << 3)) "$2" 0 0 0 0 0 0 0 0; }  # CONN VARIANT
 { attach 0 fuzz; attach 1 peer; settle; burst 0 1 16 64; settle
   burst 0 1 16 64; settle; shm 1 0; settle; shm 1 0; settle; } \
     > "$dir/rx-full-backlog"
-# FDS: an ATTACH_REQ carrying two fds.
-{ byte 3 $((1 << 2 | 1)) 0 1 4 4 0 0 0; settle; } > "$dir/fds-with-attach"
+# FDS: an ATTACH_REQ carrying two eventfds.
+{ byte 3 $((1 << 2 | 1)) 0 0 1 4 4 0 0 0; settle; } > "$dir/fds-with-attach"
+# FDS: MEM_REG_REQ with a memfd (how 2): 16 KiB at 0x10000; then
+# MEM_DEREG_REQ of that region, and again (it is gone); then one left to the
+# close.
+mem_reg() { byte $((3 | $1 << 3)) $((3 << 2)) 2 0 1 16 16 0; }   # CONN
+mem_dereg() { byte $((3 | $1 << 3)) $((4 << 2)) 0 0 1 0; }      # CONN
+{ mem_reg 0; settle; mem_dereg 0; settle; mem_dereg 0; settle; mem_reg 0
+  settle; close_conn 0; settle; } > "$dir/mem-reg-dereg-close"
 
 # A delivered frame put the sender on the wakeup list; a broken one right
 # after it in the same round dropped and freed it there.
 { attach 0 fuzz; settle; tx 0 0 0 x; tx 0 0 2 ""; settle; } \
     > "$dir/regress-drop-on-wakeup-list"
+# A MEM_REG_REQ with an eventfd: the agent's failed MEM_REG_REP was taken
+# for a malformed reply before the fuzzer knew the memory messages.
+{ byte 3 $((3 << 2)) 0 0 1 16 16 0; settle; } > "$dir/regress-mem-reg-eventfd"
 # A dropped client rang its doorbell, still in the agent's epoll set.
 { attach 0 fuzz; settle; attach 0 again; settle; tx 0 0 0 x; settle; } \
     > "$dir/regress-doorbell-after-drop"
