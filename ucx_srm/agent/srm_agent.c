@@ -325,11 +325,7 @@ int srm_agent_run(srm_agent_t *agent)
         if (work > 0) {
             last_work = 0; /* sampled lazily below */
         }
-        /* Sockets of other agents are only heard through epoll: an agent
-         * spinning for a reply from another node looks at them on every
-         * idle pass, not only every POLL_EVERY passes. */
-        if (((++loops % SRM_AGENT_POLL_EVERY) == 0) ||
-            ((work == 0) && (agent->num_links > 0))) {
+        if ((++loops % SRM_AGENT_POLL_EVERY) == 0) {
             srm_agent_poll_events(agent, 0);
             srm_agent_sleep_timeout_ms(agent, srm_agent_now());
         }
@@ -339,7 +335,15 @@ int srm_agent_run(srm_agent_t *agent)
             last_work = now;
             continue;
         }
-        if (!srm_agent_should_spin(agent, now - last_work, now, &load_time)) {
+        if (srm_agent_should_spin(agent, now - last_work, now, &load_time)) {
+            /* Sockets of other agents are only heard through epoll: an
+             * agent spinning for a reply from another node looks at them
+             * on every idle pass, not only every POLL_EVERY passes (an
+             * agent about to sleep hears them in its sleep). */
+            if (agent->num_links > 0) {
+                srm_agent_poll_events(agent, 0);
+            }
+        } else {
             srm_agent_sleep(agent, now);
             last_work = srm_agent_now();
             agent->stats.wakeups++;

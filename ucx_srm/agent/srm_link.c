@@ -69,7 +69,11 @@ void srm_link_set_events(srm_agent_t *agent, srm_link_t *link)
          * the queue pair's completions. */
         ev.events = EPOLLIN;
     }
-    epoll_ctl(agent->epoll_fd, EPOLL_CTL_MOD, link->fd, &ev);
+    /* Called after every read: a system call only when the set changes. */
+    if (ev.events != link->epoll_events) {
+        link->epoll_events = ev.events;
+        epoll_ctl(agent->epoll_fd, EPOLL_CTL_MOD, link->fd, &ev);
+    }
 }
 
 ssize_t srm_link_sendv(srm_link_t *link, const struct iovec *iov, int iovcnt)
@@ -121,6 +125,7 @@ static srm_link_t *srm_link_new(srm_agent_t *agent, int fd, int initiator)
     link->last_tx    = link->last_rx;
     ev.events        = EPOLLIN | (initiator ? EPOLLOUT : 0);
     ev.data.u64      = SRM_EPOLL_DATA(SRM_EPOLL_LINK, i);
+    link->epoll_events = ev.events;
     if (epoll_ctl(agent->epoll_fd, EPOLL_CTL_ADD, fd, &ev) != 0) {
         free(link->in_buf);
         free(link);

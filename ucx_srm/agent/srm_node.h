@@ -47,6 +47,7 @@ typedef struct srm_link {
     uint8_t          *in_buf;
     size_t           in_len;
     int              in_blocked;  /* a received frame waits for room */
+    uint32_t         epoll_events; /* what the agent's epoll set asks of fd */
     int              muted;       /* fault injected: neither side hears */
     double           last_rx;     /* when bytes last arrived (or creation) */
     double           last_tx;     /* when bytes last left */
