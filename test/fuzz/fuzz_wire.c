@@ -700,6 +700,7 @@ static void fuzz_mac(const fuzz_conn_t *conn, srm_auth_role_t role, int kind,
 {
     srm_auth_context_t ctx;
 
+    memset(&ctx, 0, sizeof(ctx)); /* no queue pairs on the tcp wire */
     ctx.initiator_id = conn->dialled ? conn->claimed_id : FUZZ_AGENT_ID;
     ctx.acceptor_id  = conn->dialled ? FUZZ_AGENT_ID : conn->claimed_id;
     memcpy(ctx.initiator_nonce, conn->dialled ? conn->nonce :

@@ -15,8 +15,8 @@
 #include <unistd.h>
 
 static const char *srm_auth_labels[] = {
-    [SRM_AUTH_ROLE_ACCEPTOR]  = "srm-channel-acceptor-v1",
-    [SRM_AUTH_ROLE_INITIATOR] = "srm-channel-initiator-v1",
+    [SRM_AUTH_ROLE_ACCEPTOR]  = "srm-channel-acceptor-v2",
+    [SRM_AUTH_ROLE_INITIATOR] = "srm-channel-initiator-v2",
 };
 
 int srm_auth_load(srm_auth_t *auth, const char *path)
@@ -77,7 +77,8 @@ int srm_auth_prove(const srm_auth_t *auth, srm_auth_role_t role,
                     uint8_t mac[SRM_AUTH_MAC_LEN])
 {
     const char *label = srm_auth_labels[role];
-    uint8_t msg[64 + 2 * sizeof(uint64_t) + 2 * SRM_AUTH_NONCE_LEN + 2];
+    uint8_t msg[64 + 2 * sizeof(uint64_t) + 2 * SRM_AUTH_NONCE_LEN + 2 +
+                2 * sizeof(srm_hello_qp_t)];
     size_t len = strlen(label) + 1;
     unsigned mac_len = SRM_AUTH_MAC_LEN;
 
@@ -93,6 +94,10 @@ int srm_auth_prove(const srm_auth_t *auth, srm_auth_role_t role,
     len += SRM_AUTH_NONCE_LEN;
     msg[len++] = ctx->kind;
     msg[len++] = ctx->path;
+    memcpy(msg + len, &ctx->initiator_qp, sizeof(srm_hello_qp_t));
+    len += sizeof(srm_hello_qp_t);
+    memcpy(msg + len, &ctx->acceptor_qp, sizeof(srm_hello_qp_t));
+    len += sizeof(srm_hello_qp_t);
 
     if (HMAC(EVP_sha256(), auth->secret, (int)auth->len, msg, len, mac,
              &mac_len) == NULL) {

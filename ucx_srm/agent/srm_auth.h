@@ -2,9 +2,11 @@
  * The cluster secret (UCX_SRM_SECRET_FILE) and the proofs agents exchange in
  * a channel handshake. Each side sends a fresh nonce; the acceptor proves
  * itself in HELLO_ACK, the initiator in AUTH. A proof is HMAC-SHA256 under
- * the secret over a role label, both nonces, both node ids and the
- * connection's kind and path, so it cannot be replayed on another
- * connection or reflected back to its sender.
+ * the secret over a role label, both nonces, both node ids, the
+ * connection's kind and path and, on the verbs wire, both queue pairs as
+ * HELLO and HELLO_ACK carried them, so it cannot be replayed on another
+ * connection or reflected back to its sender, and a queue pair swapped on
+ * the way is refused before the channel carries anything.
  */
 #ifndef SRM_AUTH_H
 #define SRM_AUTH_H
@@ -35,6 +37,8 @@ typedef struct srm_auth_context {
     uint8_t  acceptor_nonce[SRM_AUTH_NONCE_LEN];
     uint8_t  kind;
     uint8_t  path;
+    srm_hello_qp_t initiator_qp;  /* all zero on the tcp wire */
+    srm_hello_qp_t acceptor_qp;
 } srm_auth_context_t;
 
 /*

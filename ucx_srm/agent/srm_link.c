@@ -260,6 +260,15 @@ void srm_link_accept(srm_agent_t *agent, unsigned path)
     }
 }
 
+/* Our queue pair as HELLO carries it; all zero on the tcp wire. */
+static void srm_link_local_qp(const srm_link_t *link, srm_hello_qp_t *qp)
+{
+    memset(qp, 0, sizeof(*qp));
+    if (link->qp != NULL) {
+        srm_verbs_qp_local(link->qp, qp);
+    }
+}
+
 static void srm_link_auth_context(const srm_agent_t *agent,
                                   const srm_link_t *link,
                                   srm_auth_context_t *ctx)
@@ -274,6 +283,10 @@ static void srm_link_auth_context(const srm_agent_t *agent,
            SRM_AUTH_NONCE_LEN);
     ctx->kind = (uint8_t)link->kind;
     ctx->path = (uint8_t)link->path;
+    srm_link_local_qp(link, link->initiator ? &ctx->initiator_qp :
+                                              &ctx->acceptor_qp);
+    memcpy(link->initiator ? &ctx->acceptor_qp : &ctx->initiator_qp,
+           &link->peer_qp, sizeof(link->peer_qp));
 }
 
 /* Handshake frames are small: a fresh socket always has room for them. */
@@ -311,8 +324,8 @@ static int srm_link_send_hello(srm_agent_t *agent, srm_link_t *link,
     msg.hello.secret   = agent->auth.len > 0;
     if (link->qp != NULL) {
         msg.hello.wire = SRM_HELLO_WIRE_VERBS;
-        srm_verbs_qp_local(link->qp, &msg.hello.qp);
     }
+    srm_link_local_qp(link, &msg.hello.qp);
     memcpy(msg.hello.nonce, link->nonce, SRM_AUTH_NONCE_LEN);
     if ((type == SRM_FRAME_HELLO_ACK) && (agent->auth.len > 0)) {
         srm_link_auth_context(agent, link, &ctx);
@@ -438,6 +451,7 @@ static int srm_link_on_hello(srm_agent_t *agent, srm_link_t *link,
         link->peer_wire[path].port = hello->port[path];
     }
     memcpy(link->peer_nonce, hello->nonce, SRM_AUTH_NONCE_LEN);
+    memcpy(&link->peer_qp, &hello->qp, sizeof(link->peer_qp));
     if (hello->secret != (agent->auth.len > 0)) {
         srm_link_close(agent, link, SRM_LOG_WARN,
                        "refused: %s a cluster secret, this agent %s",
@@ -497,6 +511,7 @@ static int srm_link_on_hello_ack(srm_agent_t *agent, srm_link_t *link,
     }
     link->peer_id = ack->node_id;
     memcpy(link->peer_nonce, ack->nonce, SRM_AUTH_NONCE_LEN);
+    memcpy(&link->peer_qp, &ack->qp, sizeof(link->peer_qp));
     if (agent->auth.len > 0) {
         srm_link_auth_context(agent, link, &ctx);
         if (!ack->secret ||
@@ -504,7 +519,9 @@ static int srm_link_on_hello_ack(srm_agent_t *agent, srm_link_t *link,
                             ack->mac)) {
             srm_link_close(agent, link, SRM_LOG_WARN,
                            "refused: the peer %s",
-                           ack->secret ? "proved another cluster secret" :
+                           ack->secret ? "proved another cluster secret (or "
+                                         "its HELLO_ACK was changed on the "
+                                         "way)" :
                                          "has no cluster secret");
             return -1;
         }
@@ -549,7 +566,8 @@ static int srm_link_on_auth(srm_agent_t *agent, srm_link_t *link,
         !srm_auth_check(&agent->auth, SRM_AUTH_ROLE_INITIATOR, &ctx,
                         proof->mac)) {
         srm_link_close(agent, link, SRM_LOG_WARN,
-                       "refused: the peer proved another cluster secret");
+                       "refused: the peer proved another cluster secret (or "
+                       "the handshake was changed on the way)");
         return -1;
     }
     return srm_link_install(agent, link);

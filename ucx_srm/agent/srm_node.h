@@ -57,6 +57,7 @@ typedef struct srm_link {
     /* Handshake: the peer's claims, trusted only once it is authenticated. */
     uint8_t          nonce[SRM_AUTH_NONCE_LEN];      /* ours */
     uint8_t          peer_nonce[SRM_AUTH_NONCE_LEN];
+    srm_hello_qp_t   peer_qp;     /* as its HELLO or HELLO_ACK carried it */
     uint64_t         peer_id;
     srm_wire_addr_t  peer_wire[SRM_WIRE_PATHS];
     int              accepted;    /* acceptor: it won the tie-break */
