@@ -47,6 +47,12 @@ protected:
 
     ucs_status_t alloc(size_t length, uct_allocated_memory_t *mem)
     {
+        return alloc_on(md_, length, mem);
+    }
+
+    static ucs_status_t alloc_on(uct_md_h md, size_t length,
+                                 uct_allocated_memory_t *mem)
+    {
         uct_alloc_method_t method = UCT_ALLOC_METHOD_MD;
         uct_mem_alloc_params_t params = {};
         params.field_mask = UCT_MEM_ALLOC_PARAM_FIELD_FLAGS |
@@ -55,7 +61,7 @@ protected:
                             UCT_MEM_ALLOC_PARAM_FIELD_NAME;
         params.flags      = UCT_MD_MEM_ACCESS_ALL;
         params.mem_type   = UCS_MEMORY_TYPE_HOST;
-        params.mds.mds    = &md_;
+        params.mds.mds    = &md;
         params.mds.count  = 1;
         params.name       = "srm-gtest";
         return uct_mem_alloc(length, &method, 1, &params, mem);
@@ -266,6 +272,40 @@ TEST_F(uct_mem_test, closing_the_md_releases_its_regions)
     EXPECT_TRUE(released) << agent_.status();
 }
 
+TEST_F(uct_mem_test, a_process_maps_no_more_than_the_mem_limit)
+{
+    /* 1 MB per process: a second 600 KB allocation of one md is refused
+     * (and counted; the md logs the agent's reason), another md's is not,
+     * and freeing makes room. */
+    agent limited({"UCX_SRM_MEM_LIMIT=1m"});
+    const std::vector<std::pair<std::string, std::string>> config = {
+            {"SOCKET", limited.socket()}, {"AGENT", "never"},
+            {"MEM_ALLOC", "y"}};
+    uct_md_h md1 = nullptr, md2 = nullptr;
+    uct_component_h component;
+    ASSERT_EQ(UCS_OK, srm_test::open_srm_md(config, &md1, &component));
+    ASSERT_EQ(UCS_OK, srm_test::open_srm_md(config, &md2, &component));
+
+    uct_allocated_memory_t first, second, other;
+    ASSERT_EQ(UCS_OK, alloc_on(md1, 600000, &first));
+    EXPECT_NE(UCS_OK, alloc_on(md1, 600000, &second));
+    std::string status = limited.status();
+    EXPECT_NE(std::string::npos, status.find("rejected 1, limit 1024 KB"))
+            << status;
+
+    ASSERT_EQ(UCS_OK, alloc_on(md2, 600000, &other));
+    ASSERT_EQ(UCS_OK, uct_mem_free(&first));
+    ASSERT_EQ(UCS_OK, alloc_on(md1, 600000, &second));
+    EXPECT_NE(std::string::npos,
+              limited.status().find("(2 regions, 1176 KB)"))
+            << limited.status();
+
+    EXPECT_EQ(UCS_OK, uct_mem_free(&second));
+    EXPECT_EQ(UCS_OK, uct_mem_free(&other));
+    uct_md_close(md1);
+    uct_md_close(md2);
+}
+
 TEST_F(uct_mem_test, registered_user_memory_packs_a_key_without_rdma)
 {
     std::vector<char> buf(4096);
@@ -392,7 +432,7 @@ TEST_F(uct_rma_test, rma_to_a_freed_region_fails_and_the_next_one_works)
     ASSERT_TRUE(wait(&c));
     EXPECT_EQ(UCS_OK, c.status);
     EXPECT_EQ(0x3c, ((uint8_t*)dst.address)[4095]);
-    EXPECT_TRUE(status_has("rejected 1)")) << agent_.status();
+    EXPECT_TRUE(status_has("rejected 1, ")) << agent_.status();
 
     EXPECT_EQ(UCS_OK, uct_rkey_release(component_, &gone_key));
     EXPECT_EQ(UCS_OK, uct_rkey_release(component_, &dst_key));

@@ -8,6 +8,8 @@
 
 #include <ucx_srm/common/srm_log.h>
 
+#include <ucs/sys/string.h> /* UCS_MEMUNITS_AUTO */
+
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -47,6 +49,10 @@ int srm_agent_init(srm_agent_t *agent)
     srm_sched_init(&agent->sched, agent->config.quantum,
                    SRM_FRAME_MAX_PAYLOAD);
     srm_mem_init(&agent->mem);
+    if (agent->config.mem_limit == UCS_MEMUNITS_AUTO) {
+        agent->config.mem_limit = (size_t)sysconf(_SC_PHYS_PAGES) / 4 *
+                                  (size_t)sysconf(_SC_PAGESIZE);
+    }
 
     if (getrandom(&agent->node_id, sizeof(agent->node_id), 0) !=
         sizeof(agent->node_id)) {
@@ -97,10 +103,11 @@ int srm_agent_init(srm_agent_t *agent)
     }
 
     srm_info("serving @%s, node 0x%016llx, poll %s, quantum %zu, "
-             "port backlog %zu", agent->socket_name,
-             (unsigned long long)agent->node_id,
+             "port backlog %zu, memory limit %zu MB per process",
+             agent->socket_name, (unsigned long long)agent->node_id,
              srm_poll_policy_names[agent->config.poll_policy],
-             agent->config.quantum, agent->config.port_backlog);
+             agent->config.quantum, agent->config.port_backlog,
+             agent->config.mem_limit >> 20);
     return 0;
 }
 

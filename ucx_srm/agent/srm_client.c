@@ -305,6 +305,28 @@ static void srm_client_fault(srm_agent_t *agent, srm_client_t *client,
     free(rep);
 }
 
+/* Whether length more bytes would take client past UCX_SRM_MEM_LIMIT; if
+ * so, why in error. */
+static int srm_client_over_mem_limit(srm_agent_t *agent,
+                                     const srm_client_t *client,
+                                     uint64_t length, char *error,
+                                     size_t size)
+{
+    uint64_t limit = agent->config.mem_limit;
+    uint64_t used  = srm_mem_owner_bytes(&agent->mem, client->port);
+
+    if ((length <= limit) && (used <= limit - length)) {
+        return 0;
+    }
+    snprintf(error, size, "%llu more bytes would pass UCX_SRM_MEM_LIMIT "
+             "(%llu of %llu bytes in use by this process)",
+             (unsigned long long)length, (unsigned long long)used,
+             (unsigned long long)limit);
+    srm_info("port %u (%s, pid %d): memory refused: %s", client->port,
+             client->name, (int)client->pid, error);
+    return 1;
+}
+
 static void srm_client_mem_reg(srm_agent_t *agent, srm_client_t *client,
                                const srm_mem_reg_req_t *req, int fd)
 {
@@ -317,6 +339,10 @@ static void srm_client_mem_reg(srm_agent_t *agent, srm_client_t *client,
     if (fd < 0) {
         rep.status = EBADF;
         snprintf(rep.error, sizeof(rep.error), "no memfd with the request");
+    } else if (srm_client_over_mem_limit(agent, client, req->length,
+                                         rep.error, sizeof(rep.error))) {
+        rep.status = ENOMEM;
+        agent->mem.rejected++;
     } else if (srm_mem_add(&agent->mem, client->port, fd, req->address,
                            req->length, agent->verbs, &region) != 0) {
         rep.status = errno;

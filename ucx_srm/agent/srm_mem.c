@@ -198,6 +198,20 @@ int srm_mem_remove(srm_mem_t *mem, uint32_t owner, uint32_t id,
     return 0;
 }
 
+uint64_t srm_mem_owner_bytes(const srm_mem_t *mem, uint32_t owner)
+{
+    uint64_t bytes = 0;
+    unsigned i;
+
+    for (i = 0; i < mem->num_slots; ++i) {
+        /* A dying region is still mapped: it counts until released. */
+        if ((mem->regions[i].id != 0) && (mem->regions[i].owner == owner)) {
+            bytes += mem->regions[i].length;
+        }
+    }
+    return bytes;
+}
+
 unsigned srm_mem_remove_owner(srm_mem_t *mem, uint32_t owner)
 {
     unsigned i, count = 0;

@@ -67,6 +67,10 @@ int srm_mem_remove(srm_mem_t *mem, uint32_t owner, uint32_t id,
 /* Removes every region of owner (its connection is gone); how many. */
 unsigned srm_mem_remove_owner(srm_mem_t *mem, uint32_t owner);
 
+/* Bytes owner has mapped: its live regions, and removed ones an RDMA
+ * operation still holds. */
+uint64_t srm_mem_owner_bytes(const srm_mem_t *mem, uint32_t owner);
+
 /*
  * The live region id/generation of owner (or of anyone: SRM_MEM_ANY_OWNER)
  * if [client_addr, client_addr +

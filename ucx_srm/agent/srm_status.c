@@ -60,11 +60,13 @@ static void srm_status_memory(srm_agent_t *agent, srm_text_t *text)
                      (unsigned long long)(agent->mem.bytes >> 10),
                      (agent->wire[0].ipv4 != 0) ? "tcp" : "local");
     }
-    srm_text_add(text, " (added %llu removed %llu rejected %llu)\n"
+    srm_text_add(text, " (added %llu removed %llu rejected %llu, limit "
+                 "%llu KB per process)\n"
                  "rma: %s; ops %llu bytes %llu failed %llu\n",
                  (unsigned long long)agent->mem.added,
                  (unsigned long long)agent->mem.removed,
                  (unsigned long long)agent->mem.rejected,
+                 (unsigned long long)(agent->config.mem_limit >> 10),
                  (agent->wire[0].ipv4 == 0) ?
                  "PUT/GET zcopy for every peer (no wire: all on this node)" :
                  (agent->verbs[0] != NULL) ?

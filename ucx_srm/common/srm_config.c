@@ -102,6 +102,13 @@ ucs_config_field_t srm_agent_config_table[] = {
      "learn it from the UCX worker address).",
      offsetof(srm_agent_config_t, tcp_port), UCS_CONFIG_TYPE_UINT},
 
+    {"MEM_LIMIT", "auto",
+     "Most bytes of md-allocated memory (UCX_SRM_MEM_ALLOC=y) one process may\n"
+     "have mapped and, on the verbs wire, pinned by the agent at a time; an\n"
+     "allocation past it fails with a message saying so. auto: a quarter of\n"
+     "the node's physical memory; inf: no limit.",
+     offsetof(srm_agent_config_t, mem_limit), UCS_CONFIG_TYPE_MEMUNITS},
+
     {"CHANNEL_DEPTH", "256k",
      "Bytes queued on one node channel before senders to that node wait.",
      offsetof(srm_agent_config_t, channel_depth), UCS_CONFIG_TYPE_MEMUNITS},

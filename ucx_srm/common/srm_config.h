@@ -63,6 +63,7 @@ typedef struct srm_agent_config {
     double   peer_timeout;     /* seconds without a path before a node fails */
     char     *secret_file;     /* cluster secret for agent handshakes; "" none */
     unsigned xrc;              /* srm_xrc_mode_t */
+    size_t   mem_limit;        /* md-allocated bytes mapped per process */
 } srm_agent_config_t;
 
 extern const char *srm_agent_mode_names[];

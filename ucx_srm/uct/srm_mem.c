@@ -114,9 +114,13 @@ ucs_status_t uct_srm_mem_alloc(uct_md_h tl_md, size_t *length_p,
     close(fd); /* both mappings keep the memory */
     fd = -1;
     if ((status == UCS_OK) && (rep.status != 0)) {
-        ucs_debug("srm: agent @%s did not register %zu bytes (%s): %.*s",
-                  md->socket_name, length, alloc_name, (int)sizeof(rep.error),
-                  rep.error);
+        /* UCP falls back to another method: not an error, but the limit
+         * is worth a word at diag level. */
+        ucs_log((rep.status == ENOMEM) ? UCS_LOG_LEVEL_DIAG :
+                                         UCS_LOG_LEVEL_DEBUG,
+                "srm: agent @%s did not register %zu bytes (%s): %.*s",
+                md->socket_name, length, alloc_name, (int)sizeof(rep.error),
+                rep.error);
         status = UCS_ERR_NO_MEMORY;
     }
     if (status != UCS_OK) {
