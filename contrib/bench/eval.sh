@@ -266,7 +266,7 @@ wait_all() {
     local pid rc name
     while (( ${#CHILD[@]} > 0 )); do
         pid='' rc=0
-        wait -n -p pid "${CHILD[@]}" || rc=$?
+        wait_first pid "${CHILD[@]}" || rc=$?
         [[ -n $pid ]] || continue
         for name in "${!CHILD[@]}"; do
             [[ ${CHILD[$name]} != "$pid" ]] || finish "$name" "$rc"

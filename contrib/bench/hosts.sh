@@ -548,7 +548,7 @@ run_group() {
     waitset=("${cli[@]}")
     while (( ${#waitset[@]} > 0 )); do
         first='' rc=0
-        wait -n -p first "${waitset[@]}" "${AGENT[@]}" || rc=$?
+        wait_first first "${waitset[@]}" "${AGENT[@]}" || rc=$?
         if [[ -z $first ]]; then
             continue                    # interrupted without a job ending
         fi

@@ -474,6 +474,30 @@ pid_alive() {
     [[ -n $st && $st != Z && $st != X ]]
 }
 
+# wait_first VAR PID...: waits until one of the PIDs (children of this
+# shell) has ended, sets VAR to it and returns its exit status. Not
+# `wait -n`: bash 5.2's forgets a child that ended before it was called
+# ("no such job") and waits on for the others, for ever if they are agents.
+# It looks every 20 ms, sleeping in `read -t` on a pipe nobody writes (no
+# process started per look).
+WAIT_FIRST_FD=
+wait_first() {
+    local -n wait_first_pid=$1
+    local p
+    shift
+    [[ -n $WAIT_FIRST_FD ]] || exec {WAIT_FIRST_FD}<> <(:)
+    for (( ;; )); do
+        for p in "$@"; do
+            if ! pid_alive "$p"; then
+                wait_first_pid=$p
+                wait "$p"
+                return
+            fi
+        done
+        read -r -t 0.02 -u "$WAIT_FIRST_FD" _ || :
+    done
+}
+
 # agent_ctl HOST SRMCTL-ARGS...: srmctl inside HOST on @SOCK.
 agent_ctl() {
     local h=$1

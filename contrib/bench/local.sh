@@ -396,7 +396,7 @@ run_one() {
         # Wake up when the client or the agent ends: without its agent an
         # srm rank may wait forever, and the timeout would hide the cause.
         local first=
-        wait -n -p first "$cli" "$AGENT_PID" || rc_c=$?
+        wait_first first "$cli" "$AGENT_PID" || rc_c=$?
         if [[ $first != "$cli" ]]; then
             AGENT_PID=
             kill_pids "$cli" "$srv"
