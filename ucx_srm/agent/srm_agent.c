@@ -103,11 +103,16 @@ int srm_agent_init(srm_agent_t *agent)
     }
 
     srm_info("serving @%s, node 0x%016llx, poll %s, quantum %zu, "
-             "port backlog %zu, memory limit %zu MB per process",
-             agent->socket_name, (unsigned long long)agent->node_id,
+             "port backlog %zu", agent->socket_name,
+             (unsigned long long)agent->node_id,
              srm_poll_policy_names[agent->config.poll_policy],
-             agent->config.quantum, agent->config.port_backlog,
-             agent->config.mem_limit >> 20);
+             agent->config.quantum, agent->config.port_backlog);
+    if (agent->config.mem_limit == UCS_MEMUNITS_INF) {
+        srm_info("md-allocated memory: no limit per process");
+    } else {
+        srm_info("md-allocated memory: at most %zu MB per process",
+                 agent->config.mem_limit >> 20);
+    }
     return 0;
 }
 

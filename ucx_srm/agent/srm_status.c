@@ -3,6 +3,8 @@
 
 #include <ucx_srm/wire/srm_wire_tcp.h>
 
+#include <ucs/sys/string.h> /* UCS_MEMUNITS_INF */
+
 #include <stdarg.h>
 #include <stdio.h>
 #include <unistd.h>
@@ -44,6 +46,7 @@ static void srm_status_memory(srm_agent_t *agent, srm_text_t *text)
 {
     const char *dev = (agent->verbs[0] != NULL) ?
                       srm_verbs_dev_name(agent->verbs[0]) : NULL;
+    char limit[64];
 
     if (dev != NULL) {
         srm_text_add(text, "memory: md-allocated regions registered in the "
@@ -60,13 +63,17 @@ static void srm_status_memory(srm_agent_t *agent, srm_text_t *text)
                      (unsigned long long)(agent->mem.bytes >> 10),
                      (agent->wire[0].ipv4 != 0) ? "tcp" : "local");
     }
-    srm_text_add(text, " (added %llu removed %llu rejected %llu, limit "
-                 "%llu KB per process)\n"
+    if (agent->config.mem_limit == UCS_MEMUNITS_INF) {
+        snprintf(limit, sizeof(limit), "no limit");
+    } else {
+        snprintf(limit, sizeof(limit), "limit %llu KB per process",
+                 (unsigned long long)(agent->config.mem_limit >> 10));
+    }
+    srm_text_add(text, " (added %llu removed %llu rejected %llu, %s)\n"
                  "rma: %s; ops %llu bytes %llu failed %llu\n",
                  (unsigned long long)agent->mem.added,
                  (unsigned long long)agent->mem.removed,
-                 (unsigned long long)agent->mem.rejected,
-                 (unsigned long long)(agent->config.mem_limit >> 10),
+                 (unsigned long long)agent->mem.rejected, limit,
                  (agent->wire[0].ipv4 == 0) ?
                  "PUT/GET zcopy for every peer (no wire: all on this node)" :
                  (agent->verbs[0] != NULL) ?
