@@ -87,6 +87,23 @@ ucs_status_t open_srm_iface(uct_md_h md, uct_worker_h worker,
     return status;
 }
 
+ucs_status_t alloc_md_memory(uct_md_h md, size_t length,
+                             uct_allocated_memory_t *mem)
+{
+    uct_alloc_method_t method     = UCT_ALLOC_METHOD_MD;
+    uct_mem_alloc_params_t params = {};
+    params.field_mask = UCT_MEM_ALLOC_PARAM_FIELD_FLAGS |
+                        UCT_MEM_ALLOC_PARAM_FIELD_MEM_TYPE |
+                        UCT_MEM_ALLOC_PARAM_FIELD_MDS |
+                        UCT_MEM_ALLOC_PARAM_FIELD_NAME;
+    params.flags      = UCT_MD_MEM_ACCESS_ALL;
+    params.mem_type   = UCS_MEMORY_TYPE_HOST;
+    params.mds.mds    = &md;
+    params.mds.count  = 1;
+    params.name       = "srm-gtest";
+    return uct_mem_alloc(length, &method, 1, &params, mem);
+}
+
 void two_port_test::TearDown()
 {
     if (ep_ != nullptr) {
@@ -117,6 +134,26 @@ void two_port_test::create_worker()
                                                &async_));
     ASSERT_EQ(UCS_OK, uct_worker_create(async_, UCS_THREAD_MODE_SINGLE,
                                         &worker_));
+}
+
+void two_port_test::create_ep(uct_am_callback_t on_am, void *arg)
+{
+    uct_iface_attr_t attr;
+    ASSERT_EQ(UCS_OK, uct_iface_query(iface_[1], &attr));
+    std::vector<char> dev(attr.device_addr_len), addr(attr.iface_addr_len);
+    ASSERT_EQ(UCS_OK, uct_iface_get_device_address(
+                              iface_[1], (uct_device_addr_t*)dev.data()));
+    ASSERT_EQ(UCS_OK, uct_iface_get_address(
+                              iface_[1], (uct_iface_addr_t*)addr.data()));
+    ASSERT_EQ(UCS_OK, uct_iface_set_am_handler(iface_[1], 9, on_am, arg, 0));
+    uct_ep_params_t params = {};
+    params.field_mask = UCT_EP_PARAM_FIELD_IFACE |
+                        UCT_EP_PARAM_FIELD_DEV_ADDR |
+                        UCT_EP_PARAM_FIELD_IFACE_ADDR;
+    params.iface      = iface_[0];
+    params.dev_addr   = (const uct_device_addr_t*)dev.data();
+    params.iface_addr = (const uct_iface_addr_t*)addr.data();
+    ASSERT_EQ(UCS_OK, uct_ep_create(&params, &ep_));
 }
 
 } // namespace srm_test

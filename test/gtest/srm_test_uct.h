@@ -33,6 +33,10 @@ ucs_status_t open_srm_iface(uct_md_h md, uct_worker_h worker,
                             uct_error_handler_t on_error = nullptr,
                             void *on_error_arg = nullptr);
 
+/* Allocates length bytes through md (UCT_ALLOC_METHOD_MD only). */
+ucs_status_t alloc_md_memory(uct_md_h md, size_t length,
+                             uct_allocated_memory_t *mem);
+
 /*
  * A fixture with two srm ports (md and iface each, on one worker) and an
  * endpoint: TearDown closes whatever the test opened.
@@ -43,6 +47,9 @@ protected:
 
     /* The async context and worker, made on the first call. */
     void create_worker();
+
+    /* ep_ from port 0 to port 1, whose AM id 9 goes to on_am(arg). */
+    void create_ep(uct_am_callback_t on_am, void *arg);
 
     ucs_async_context_t *async_   = nullptr;
     uct_worker_h         worker_  = nullptr;

@@ -47,24 +47,7 @@ protected:
 
     ucs_status_t alloc(size_t length, uct_allocated_memory_t *mem)
     {
-        return alloc_on(md_, length, mem);
-    }
-
-    static ucs_status_t alloc_on(uct_md_h md, size_t length,
-                                 uct_allocated_memory_t *mem)
-    {
-        uct_alloc_method_t method = UCT_ALLOC_METHOD_MD;
-        uct_mem_alloc_params_t params = {};
-        params.field_mask = UCT_MEM_ALLOC_PARAM_FIELD_FLAGS |
-                            UCT_MEM_ALLOC_PARAM_FIELD_MEM_TYPE |
-                            UCT_MEM_ALLOC_PARAM_FIELD_MDS |
-                            UCT_MEM_ALLOC_PARAM_FIELD_NAME;
-        params.flags      = UCT_MD_MEM_ACCESS_ALL;
-        params.mem_type   = UCS_MEMORY_TYPE_HOST;
-        params.mds.mds    = &md;
-        params.mds.count  = 1;
-        params.name       = "srm-gtest";
-        return uct_mem_alloc(length, &method, 1, &params, mem);
+        return srm_test::alloc_md_memory(md_, length, mem);
     }
 
     bool status_has(const std::string &what)
@@ -287,15 +270,15 @@ TEST_F(uct_mem_test, a_process_maps_no_more_than_the_mem_limit)
     ASSERT_EQ(UCS_OK, srm_test::open_srm_md(config, &md2, &component));
 
     uct_allocated_memory_t first, second, other;
-    ASSERT_EQ(UCS_OK, alloc_on(md1, 600000, &first));
-    EXPECT_NE(UCS_OK, alloc_on(md1, 600000, &second));
+    ASSERT_EQ(UCS_OK, srm_test::alloc_md_memory(md1, 600000, &first));
+    EXPECT_NE(UCS_OK, srm_test::alloc_md_memory(md1, 600000, &second));
     std::string status = limited.status();
     EXPECT_NE(std::string::npos, status.find("rejected 1, limit 1024 KB"))
             << status;
 
-    ASSERT_EQ(UCS_OK, alloc_on(md2, 600000, &other));
+    ASSERT_EQ(UCS_OK, srm_test::alloc_md_memory(md2, 600000, &other));
     ASSERT_EQ(UCS_OK, uct_mem_free(&first));
-    ASSERT_EQ(UCS_OK, alloc_on(md1, 600000, &second));
+    ASSERT_EQ(UCS_OK, srm_test::alloc_md_memory(md1, 600000, &second));
     EXPECT_NE(std::string::npos,
               limited.status().find("(2 regions, 1176 KB)"))
             << limited.status();
@@ -486,23 +469,7 @@ protected:
 
     void connect()
     {
-        uct_iface_attr_t attr;
-        ASSERT_EQ(UCS_OK, uct_iface_query(iface_[1], &attr));
-        std::vector<char> dev(attr.device_addr_len), addr(attr.iface_addr_len);
-        ASSERT_EQ(UCS_OK, uct_iface_get_device_address(
-                                  iface_[1], (uct_device_addr_t*)dev.data()));
-        ASSERT_EQ(UCS_OK, uct_iface_get_address(
-                                  iface_[1], (uct_iface_addr_t*)addr.data()));
-        ASSERT_EQ(UCS_OK, uct_iface_set_am_handler(iface_[1], 9, on_am, this,
-                                                   0));
-        uct_ep_params_t params = {};
-        params.field_mask = UCT_EP_PARAM_FIELD_IFACE |
-                            UCT_EP_PARAM_FIELD_DEV_ADDR |
-                            UCT_EP_PARAM_FIELD_IFACE_ADDR;
-        params.iface      = iface_[0];
-        params.dev_addr   = (const uct_device_addr_t*)dev.data();
-        params.iface_addr = (const uct_iface_addr_t*)addr.data();
-        ASSERT_EQ(UCS_OK, uct_ep_create(&params, &ep_));
+        ASSERT_NO_FATAL_FAILURE(create_ep(on_am, this));
         /* One AM across first: the channels are up before any RMA. */
         ASSERT_EQ(UCS_OK, uct_ep_am_short(ep_, 9, 0, "x", 1));
         for (int i = 0; (i < 600000) && (received_ == 0); ++i) {
@@ -515,16 +482,7 @@ protected:
 
     ucs_status_t alloc(int i, size_t length, uct_allocated_memory_t *mem)
     {
-        uct_alloc_method_t method = UCT_ALLOC_METHOD_MD;
-        uct_mem_alloc_params_t params = {};
-        params.field_mask = UCT_MEM_ALLOC_PARAM_FIELD_FLAGS |
-                            UCT_MEM_ALLOC_PARAM_FIELD_MEM_TYPE |
-                            UCT_MEM_ALLOC_PARAM_FIELD_MDS;
-        params.flags      = UCT_MD_MEM_ACCESS_ALL;
-        params.mem_type   = UCS_MEMORY_TYPE_HOST;
-        params.mds.mds    = &md_[i];
-        params.mds.count  = 1;
-        return uct_mem_alloc(length, &method, 1, &params, mem);
+        return srm_test::alloc_md_memory(md_[i], length, mem);
     }
 
     struct comp_t {

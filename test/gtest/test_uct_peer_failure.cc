@@ -77,21 +77,7 @@ protected:
         uct_iface_attr_t attr;
         ASSERT_EQ(UCS_OK, uct_iface_query(iface_[1], &attr));
         ASSERT_TRUE(attr.cap.flags & UCT_IFACE_FLAG_ERRHANDLE_PEER_FAILURE);
-        std::vector<char> dev(attr.device_addr_len), addr(attr.iface_addr_len);
-        ASSERT_EQ(UCS_OK, uct_iface_get_device_address(
-                                  iface_[1], (uct_device_addr_t*)dev.data()));
-        ASSERT_EQ(UCS_OK, uct_iface_get_address(
-                                  iface_[1], (uct_iface_addr_t*)addr.data()));
-        ASSERT_EQ(UCS_OK, uct_iface_set_am_handler(iface_[1], 9, on_am, this,
-                                                   0));
-        uct_ep_params_t params = {};
-        params.field_mask = UCT_EP_PARAM_FIELD_IFACE |
-                            UCT_EP_PARAM_FIELD_DEV_ADDR |
-                            UCT_EP_PARAM_FIELD_IFACE_ADDR;
-        params.iface      = iface_[0];
-        params.dev_addr   = (const uct_device_addr_t*)dev.data();
-        params.iface_addr = (const uct_iface_addr_t*)addr.data();
-        ASSERT_EQ(UCS_OK, uct_ep_create(&params, &ep_));
+        ASSERT_NO_FATAL_FAILURE(create_ep(on_am, this));
     }
 
     /* Progress until cond() or seconds pass; tries to send one AM per
