@@ -701,6 +701,50 @@ srm_vm_hosts_up() {
     fi
 }
 
+# srm_vm_qps OWNERS [FILE]: the QPs `rdma resource show qp` lists (kept in
+# FILE if given), one line per owner, device, type and state: "OWNER DEV
+# TYPE STATE N". OWNERS names whose QPs count: "COMM-PATTERN:OWNER ...",
+# e.g. "srmd:srmd srm_alltoall*:rank"; a QP is listed with the thread that
+# made it (UCX's async thread makes QPs too), so every thread of a matching
+# process counts. No command per QP or process: under TCG every fork is
+# slow.
+srm_vm_qps() {
+    local file=${2:-} f comm t o who tids=" " owners
+
+    read -ra owners <<<"$1" # no pathname expansion of the patterns
+    for f in /proc/[0-9]*/comm; do
+        { read -r comm <"$f"; } 2>/dev/null || continue
+        who=
+        for o in "${owners[@]}"; do
+            # shellcheck disable=SC2254  # the pattern is meant to match
+            case $comm in ${o%:*}) who=${o##*:}; break ;; esac
+        done
+        [ -n "$who" ] || continue
+        f=${f%/comm}
+        for t in "$f"/task/*; do tids="$tids${t##*/}:$who "; done
+    done
+    if [ -n "$file" ]; then
+        rdma resource show qp >"$file" 2>&1
+        cat "$file"
+    else
+        rdma resource show qp 2>/dev/null
+    fi | awk -v tids="$tids" '{
+            dev = ""; type = ""; st = ""; pid = ""
+            for (i = 1; i < NF; i++) {
+                if ($i == "link") { dev = $(i + 1); sub(/\/.*/, "", dev) }
+                if ($i == "type") type = $(i + 1)
+                if ($i == "state") st = $(i + 1)
+                if ($i == "pid") pid = $(i + 1)
+            }
+            if (pid == "" || !match(tids, " " pid ":[a-z]+ "))
+                next
+            who = substr(tids, RSTART + length(pid) + 2,
+                         RLENGTH - length(pid) - 3)
+            n[who " " dev " " type " " st]++
+        }
+        END { for (x in n) print x, n[x] }'
+}
+
 # srm_vm_gtests LABEL ADDR FILTER TIMEOUT [VAR=VALUE...]: in the guest,
 # the gtests FILTER with the module preloaded, a private agent socket and
 # the VARs, against an rxe device rxe_gt on a veth pair srmvg0/srmvg1 with

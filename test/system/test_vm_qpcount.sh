@@ -68,40 +68,10 @@ for h in "${HOSTS[@]}"; do
 done
 srm_pass "srmd in every host on its rxe device ($(srm_netns_agent_pids)) ($(secs_since "$t0") s)"
 
-# qp_sample FILE: `rdma resource show qp` into FILE; prints one line per
-# owner, device, type and state: "OWNER DEV TYPE STATE N", OWNER being srmd
-# or rank (a thread of srm_alltoall_hold: UCX's async thread makes QPs
-# too, and a QP is listed with the thread that made it). No command per
-# QP or process: under TCG every fork is slow.
+# qp_sample FILE: `rdma resource show qp` into FILE; prints "OWNER DEV
+# TYPE STATE N", OWNER being srmd or rank (srm_vm_qps).
 qp_sample() {
-    local f comm t who tids=" "
-
-    for f in /proc/[0-9]*/comm; do
-        { read -r comm <"$f"; } 2>/dev/null || continue
-        case $comm in
-        srmd) who=srmd ;;
-        srm_alltoall*) who=rank ;;
-        *) continue ;;
-        esac
-        f=${f%/comm}
-        for t in "$f"/task/*; do tids="$tids${t##*/}:$who "; done
-    done
-    rdma resource show qp >"$1" 2>&1
-    awk -v tids="$tids" '{
-            dev = ""; type = ""; st = ""; pid = ""
-            for (i = 1; i < NF; i++) {
-                if ($i == "link") { dev = $(i + 1); sub(/\/.*/, "", dev) }
-                if ($i == "type") type = $(i + 1)
-                if ($i == "state") st = $(i + 1)
-                if ($i == "pid") pid = $(i + 1)
-            }
-            if (pid == "" || !match(tids, " " pid ":[a-z]+ "))
-                next
-            who = substr(tids, RSTART + length(pid) + 2,
-                         RLENGTH - length(pid) - 3)
-            n[who " " dev " " type " " st]++
-        }
-        END { for (x in n) print x, n[x] }' "$1"
+    srm_vm_qps "srmd:srmd srm_alltoall*:rank" "$1"
 }
 
 # job_start LABEL CMD...: CMD (a netns-mpirun command line running

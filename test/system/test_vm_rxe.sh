@@ -145,25 +145,8 @@ SAMPLES=3
 # two ranks of the same host cannot be told from the listing: it has no
 # remote GID, and both devices hand out the same QP numbers.)
 qp_count() {
-    local f comm t tids=" "
-    for f in /proc/[0-9]*/comm; do
-        { read -r comm <"$f"; } 2>/dev/null || continue
-        case $comm in srm_alltoall*) ;; *) continue ;; esac
-        f=${f%/comm}
-        for t in "$f"/task/*; do tids="$tids${t##*/} "; done
-    done
-    rdma resource show qp 2>/dev/null | awk -v tids="$tids" '{
-            dev = ""; type = ""; st = ""; pid = ""
-            for (i = 1; i < NF; i++) {
-                if ($i == "link") { dev = $(i + 1); sub(/\/.*/, "", dev) }
-                if ($i == "type") type = $(i + 1)
-                if ($i == "state") st = $(i + 1)
-                if ($i == "pid") pid = $(i + 1)
-            }
-            if (st == "RTS" && pid != "" && index(tids, " " pid " "))
-                n[dev " " type]++
-        }
-        END { for (x in n) print x, n[x] }'
+    srm_vm_qps "srm_alltoall*:rank" |
+        awk '$4 == "RTS" { n[$2 " " $3] += $5 } END { for (x in n) print x, n[x] }'
 }
 
 declare -A QPS=()   # QPS[label,dev,type] = max over samples
