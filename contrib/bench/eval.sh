@@ -78,7 +78,8 @@ OPTIONS
     --smoke       the smallest run that still goes through every
                   experiment's code path: 2 hosts, 1 process per host,
                   one size, one load, short runs; experiments 1-5 run
-                  at the same time, then 6 (make check runs this)
+                  at the same time, their measured runs taking turns,
+                  and 6 once 4 is done (make check runs this)
     --reps N      repetitions of experiments 1-5 (their default: 3; 1 with
                   --quick and --smoke)
     --out DIR     results folder, made if missing, must be empty if it
@@ -190,9 +191,9 @@ args_of() {
     quick/*)         ARGS=("${common[@]}" --quick) ;;
     smoke/hosts)     ARGS=("${common[@]}" --quick --sizes 8 --procs 1 --iters 50 --timeout 60) ;;
     smoke/mesh)      ARGS=("${common[@]}" --quick --hosts 2 --procs 1 --o2m-procs 1 --sizes 8
-                           --seconds 0.2 --timeout 60) ;;
+                           --seconds 0.1 --timeout 60) ;;
     smoke/resources) ARGS=("${common[@]}" --quick --hosts 2 --procs 1 --hold 30 --timeout 60) ;;
-    smoke/flows)     ARGS=("${common[@]}" --quick --hosts 2 --ppn 1 --loads 0.3 --duration 0.5
+    smoke/flows)     ARGS=("${common[@]}" --quick --hosts 2 --ppn 1 --loads 0.3 --duration 0.2
                            --timeout 60) ;;
     esac
     ARGS+=(--out "$OUTDIR/$1.md")
@@ -214,7 +215,7 @@ cleanup() {
         alive=0
         for name in "${!CHILD[@]}"; do kill -0 "${CHILD[$name]}" 2>/dev/null && alive=1; done
         (( alive )) || break
-        sleep 0.1
+        nap 0.1
     done
     for name in "${!CHILD[@]}"; do
         if kill -0 "${CHILD[$name]}" 2>/dev/null; then
@@ -261,10 +262,11 @@ finish() {
     info "experiment ${NUM_OF[$name]} ($name.sh) done in ${SECS_OF[$name]} s"
 }
 
-# wait_all: wait for every started script, finishing each as it ends.
+# wait_all [NAME]: wait for every started script (or until NAME's has
+# ended), finishing each as it ends.
 wait_all() {
     local pid rc name
-    while (( ${#CHILD[@]} > 0 )); do
+    while (( ${#CHILD[@]} > 0 )) && [[ -z ${1:-} || -n ${CHILD[${1:-}]:-} ]]; do
         pid='' rc=0
         wait_first pid "${CHILD[@]}" || rc=$?
         [[ -n $pid ]] || continue
@@ -277,16 +279,26 @@ wait_all() {
 T_START=$SECONDS
 # One after the other: the experiments measure, so nothing else of ours
 # may run beside them.  --smoke measures nothing: experiments 1-5 run at
-# the same time (each on its own simulated hosts and agent sockets), then
-# the model, which reads the costs of 4.
+# the same time (each on its own simulated hosts and agent sockets; their
+# busy-polling runs take turns, see turn_take in lib.sh), and the model,
+# which reads the costs of 4, as soon as 4 is done.
+if [[ $MODE == smoke ]]; then
+    export SRM_BENCH_TURNS=$OUTDIR/logs/turns.lock
+    : >"$SRM_BENCH_TURNS"
+fi
 for name in "${NAMES[@]}"; do
     [[ -n ${SELECTED[$name]:-} ]] || continue
-    [[ $MODE == smoke && $name != model ]] || wait_all
+    if [[ $MODE != smoke ]]; then
+        wait_all
+    elif [[ $name == model ]]; then
+        wait_all resources
+    fi
     start "$name"
     [[ $MODE == smoke && $name != model ]] || wait_all
 done
 wait_all
 ELAPSED=$(( SECONDS - T_START ))
+[[ -z ${SRM_BENCH_TURNS:-} ]] || rm -f -- "$SRM_BENCH_TURNS"
 
 # -------------------------------------------------------------- targets --
 

@@ -2,6 +2,7 @@
 # failover.sh - what reliability costs srm: failover times over many
 # injected faults, and throughput with failover on vs. off (vs. UCX tcp).
 set -uo pipefail
+export LC_ALL=C
 
 PROG=${0##*/}
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -113,7 +114,7 @@ for h in "${HOSTS[@]}"; do
     AGENT[$h]=$!
     for (( i = 0; i < 50; i++ )); do
         "$NC" exec "$h" "$SRMCTL" -s "$SOCK" ping 2>/dev/null && break
-        sleep 0.2
+        nap 0.2
     done
     (( i < 50 )) || { FAILED=1; die "srmd in $h does not answer"; }
 done
@@ -132,15 +133,15 @@ PIDS+=("$JOB")
 for (( i = 0; i < 150; i++ )); do
     grep -q '^progress:' "$WORK/stream.log" 2>/dev/null && break
     kill -0 "$JOB" 2>/dev/null || break
-    sleep 0.2
+    nap 0.2
 done
-sleep 2 # every channel and standby up
+nap 2 # every channel and standby up
 
 info "part 1: $FAULTS faults in ${HOSTS[0]}, one every 1.2 s"
 : >"$WORK/faults"
 for (( i = 0; i < FAULTS; i++ )); do
     kill -0 "$JOB" 2>/dev/null || { FAILED=1; die "the stream ended early (see $WORK/stream.log)"; }
-    t=$(date +%s.%N)
+    t=$EPOCHREALTIME
     if (( i % 2 == 0 )); then
         ctl "${HOSTS[0]}" fault --kind small >>"$WORK/fault.out" 2>&1
         echo "reset $t" >>"$WORK/faults"
@@ -148,7 +149,7 @@ for (( i = 0; i < FAULTS; i++ )); do
         ctl "${HOSTS[0]}" fault --mute >>"$WORK/fault.out" 2>&1
         echo "mute $t" >>"$WORK/faults"
     fi
-    sleep 1.2
+    nap 1.2
 done
 touch "$stop"
 wait "$JOB"

@@ -196,7 +196,7 @@ fi
 
 # ---------------------------------------------------------- environment --
 
-T_START=$(date +%s.%N)
+T_START=$EPOCHREALTIME
 START_DATE=$(date -u '+%Y-%m-%d %H:%M:%S UTC')
 [[ $(id -u) == 0 ]] || die "must run as root (network namespaces)"
 [[ -x $NC && -x $MPIRUN ]] || die "contrib/netns-cluster or contrib/netns-mpirun not found in $SRCDIR"
@@ -289,7 +289,7 @@ for key in "${!AGENT[@]}"; do
             cat "$WORK/srmd.$c.$h.out" "$WORK/srmd.$c.$h.log" >&2 2>/dev/null || true
             die "srmd ($c) in $h exited at start (log above)"; }
         ctl "$c" "$h" ping >/dev/null 2>&1 && break
-        sleep 0.2
+        nap 0.2
     done
     (( i < 50 )) || die "srmd ($c) in $h does not answer on @${SOCK[$c]} after 10 s"
 done
@@ -358,12 +358,14 @@ run_flows() {
     log=$WORK/run.$RUN_NO.$c.$load.r$rep.log
 
     agents_alive || { show_failure /dev/null; die "an srmd is gone before run $RUN_NO"; }
+    turn_take
     mark_start "${AGENT[@]}"
     "${job[@]}" >"$log" 2>&1 </dev/null &
     PIDS+=("$!")
     wait "$!" || rc=$?
     forget_pid "$!"
     mark_end "${AGENT[@]}"
+    turn_give
     judge_run "$(foreign_load "${AGENT[@]}")"
 
     line=$(grep -a '^flowgen: ' "$log" | tail -n 1 || true)
@@ -402,7 +404,7 @@ for (( rep = 1; rep <= REPS; rep++ )); do
 done
 kill_pids "${AGENT[@]}"
 AGENT=()
-ELAPSED=$(seconds_between "$T_START" "$(date +%s.%N)" %.0f)
+ELAPSED=$(seconds_between "$T_START" "$EPOCHREALTIME" %.0f)
 
 # ---------------------------------------------------------------- report --
 

@@ -288,7 +288,7 @@ fi
 
 # ---------------------------------------------------------- environment --
 
-T_START=$(date +%s.%N)
+T_START=$EPOCHREALTIME
 START_DATE=$(date -u '+%Y-%m-%d %H:%M:%S UTC')
 
 [[ $(id -u) == 0 ]] || die "must run as root (network namespaces)"
@@ -424,7 +424,7 @@ for h in "${HOSTS[@]}"; do
             cat "$WORK/srmd.$h.out" "$WORK/srmd.$h.log" >&2 2>/dev/null || true
             die "srmd in $h exited at start (log above)"; }
         ctl "$h" ping >/dev/null 2>&1 && break
-        sleep 0.2
+        nap 0.2
     done
     (( i < 50 )) || die "srmd in $h does not answer on @$SOCK after 10 s"
     spid=$(ctl "$h" status 2>/dev/null | awk '$1 == "agent:" {
@@ -508,6 +508,7 @@ run_group() {
     done
 
     agents_alive || { show_failure "$d"; die "an srmd is gone before run $RUN_NO"; }
+    turn_take
     mark_start "${AGENT[@]}"
 
     for (( k = 0; k < pairs; k++ )); do
@@ -525,7 +526,7 @@ run_group() {
         done
         (( k == pairs )) && break
         alive "${srv[k]}" || break
-        sleep 0.025
+        nap 0.025
     done
     if (( k < pairs )); then
         kill_pids "${srv[@]}"
@@ -577,7 +578,7 @@ run_group() {
     # The servers end right after their clients; 20 s grace.
     local deadline=$(( SECONDS + 20 ))
     for (( k = 0; k < pairs; k++ )); do
-        while alive "${srv[k]}" && (( SECONDS < deadline )); do sleep 0.05; done
+        while alive "${srv[k]}" && (( SECONDS < deadline )); do nap 0.05; done
         if alive "${srv[k]}"; then
             kill_pids "${srv[@]}"
             for i in "${srv[@]}"; do forget_pid "$i"; done
@@ -594,6 +595,7 @@ run_group() {
     done
 
     mark_end "${AGENT[@]}"
+    turn_give
     RUN_SECS=$(seconds_between "$T0" "$T1" %.1f)
     # Disturbed: other processes took > 5 % of a core during the run, or
     # still run right after it.
@@ -726,7 +728,7 @@ AGENT_PROBLEMS=$(for h in "${HOSTS[@]}"; do
                      [[ -s $WORK/srmd.$h.out ]] && sed "s/^/$h (stderr): /" "$WORK/srmd.$h.out"
                  done; true)
 
-T_END=$(date +%s.%N)
+T_END=$EPOCHREALTIME
 ELAPSED=$(seconds_between "$T_START" "$T_END" %.0f)
 
 # ----------------------------------------------------------------- plots --

@@ -131,7 +131,7 @@ kill_pids() {
         still=()
         for p in "${alive[@]}"; do kill -0 "$p" 2>/dev/null && still+=("$p"); done
         [[ ${#still[@]} -gt 0 ]] || break
-        sleep 0.1
+        nap 0.1
     done
     for p in "${still[@]}"; do kill -KILL "$p" 2>/dev/null || true; done
     for p in "${alive[@]}"; do wait "$p" 2>/dev/null || true; done
@@ -188,11 +188,15 @@ status_field() {
 # port_in_state PORT STATE FILE...: is there a socket on local TCP port
 # PORT in STATE (hex, 0A: LISTEN; empty: any) in the /proc/net/tcp FILEs?
 port_in_state() {
-    local port=$1 st=$2
+    local port=$1 st=$2 hex f _sl laddr _raddr state
     shift 2
-    awk -v hex="$(printf '%04X' "$port")" -v st="$st" '
-        FNR > 1 { split($2, a, ":"); if (a[2] == hex && (st == "" || $4 == st)) found = 1 }
-        END { exit !found }' "$@"
+    printf -v hex '%04X' "$port"
+    for f in "$@"; do
+        while read -r _sl laddr _raddr state _; do
+            [[ ${laddr##*:} == "$hex" && ( -z $st || $state == "$st" ) ]] && return 0
+        done <"$f"
+    done 2>/dev/null
+    return 1
 }
 
 # write_out FILE COMMAND...: write the output of COMMAND to FILE
@@ -209,23 +213,41 @@ write_out() {
 # --------------------------------------------------------- disturbances --
 
 # foreign_load OWN-PID...: names of processes that run (state R) in two
-# samples 50 ms apart and are neither this shell, OWN-PIDs, kernel threads
-# (children of kthreadd, pid 2), ps nor awk; short-lived helpers are thus
-# ignored.
+# samples 50 ms apart and are neither this shell, OWN-PIDs nor kernel
+# threads (children of kthreadd, pid 2); short-lived helpers are thus
+# ignored.  Builtins only: it runs after every measured run.
 foreign_load() {
-    local a b mine=" $$ $* "
-    a=$(running_processes)
-    sleep 0.05
-    b=$(running_processes)
-    awk -v mine="$mine" 'NR == FNR { seen[$1] = 1; next }
-        ($1 in seen) && index(mine, " " $1 " ") == 0 && $2 != "ps" && $2 != "awk" { print $2 }' \
-        <(printf '%s\n' "$a") <(printf '%s\n' "$b") |
-        awk '!seen[$1]++ { printf "%s%s", sep, $1; sep = " " }'
+    local p mine=" $$ $BASHPID $* " out=
+    local -A first=() second=() named=()
+    running_processes first
+    nap 0.05
+    running_processes second
+    for p in "${!second[@]}"; do
+        [[ -n ${first[$p]:-} && $mine != *" $p "* ]] || continue
+        [[ -n ${named[${second[$p]}]:-} ]] && continue
+        named[${second[$p]}]=1
+        out+=${out:+ }${second[$p]}
+    done
+    printf '%s' "$out"
 }
 
-# running_processes: "PID COMM" of the running processes but kernel threads.
+# running_processes ARRAY: fills the associative ARRAY with PID -> COMM
+# of the running processes but kernel threads.
 running_processes() {
-    ps -eo pid=,ppid=,stat=,comm= | awk '$3 ~ /^R/ && $1 != 2 && $2 != 2 { print $1, $4 }'
+    local -n running_into=$1
+    local f line pid comm rest st ppid
+    for f in /proc/[0-9]*/stat; do
+        { read -r line <"$f"; } 2>/dev/null || continue
+        rest=${line##*) }
+        st=${rest%% *}
+        [[ $st == R ]] || continue
+        rest=${rest#* }
+        ppid=${rest%% *}
+        pid=${line%% *}
+        [[ $pid != 2 && $ppid != 2 ]] || continue
+        comm=${line#*(}
+        running_into[$pid]=${comm%)*}
+    done
 }
 
 # Clock ticks per second of /proc/stat and /proc/PID/stat.
@@ -243,7 +265,7 @@ CPU_GROUP_KIND=
 # one, says so: the processes it starts but does not reap will then count
 # as foreign and mark runs disturbed.
 cpu_group_join() {
-    local root dir
+    local root dir usage
     for root in /sys/fs/cgroup/cpuacct /sys/fs/cgroup/unified /sys/fs/cgroup; do
         if [[ -e $root/cpuacct.usage ]]; then
             CPU_GROUP_KIND=cpuacct
@@ -254,7 +276,7 @@ cpu_group_join() {
         fi
         dir=$root/$1.$$
         if mkdir "$dir" 2>/dev/null && { echo $$ >"$dir/cgroup.procs"; } 2>/dev/null &&
-           cpu_group_usage_of "$dir" >/dev/null; then
+           cpu_group_usage_of "$dir" usage; then
             CPU_GROUP=$dir
             return 0
         fi
@@ -265,14 +287,24 @@ cpu_group_join() {
          "CPU of processes this script does not reap counts as foreign"
 }
 
-# cpu_group_usage_of DIR: CPU seconds used by the processes of cgroup DIR.
+# cpu_group_usage_of DIR VAR: sets VAR to the CPU seconds used by the
+# processes of cgroup DIR (%.3f); read with builtins, no subshell: it runs
+# twice per measured run.
 cpu_group_usage_of() {
+    local k v
     case $CPU_GROUP_KIND in
-    cpuacct) awk '{ printf "%.3f", $1 / 1e9 }' "$1/cpuacct.usage" ;;
-    v2)      awk '$1 == "usage_usec" { printf "%.3f", $2 / 1e6; f = 1 } END { exit !f }' "$1/cpu.stat" ;;
+    cpuacct) read -r v <"$1/cpuacct.usage" || return 1
+             ms_to_seconds "$2" $(( v / 1000000 )) ;;
+    v2)      while read -r k v; do
+                 [[ $k == usage_usec ]] && { ms_to_seconds "$2" $(( v / 1000 )); return 0; }
+             done <"$1/cpu.stat"
+             return 1 ;;
     *)       return 1 ;;
     esac
 }
+
+# ms_to_seconds VAR MS: sets VAR to MS milliseconds as seconds, %.3f.
+ms_to_seconds() { printf -v "$1" '%d.%03d' $(( $2 / 1000 )) $(( $2 % 1000 )); }
 
 # cpu_group_leave: moves this shell back and removes its cgroup (which its
 # processes, all stopped by now, must have left).
@@ -282,7 +314,7 @@ cpu_group_leave() {
     echo $$ >"${CPU_GROUP%/*}/cgroup.procs" 2>/dev/null || true
     for (( i = 0; i < 50; i++ )); do
         rmdir "$CPU_GROUP" 2>/dev/null && { CPU_GROUP=; return 0; }
-        sleep 0.1
+        nap 0.1
     done
     info "WARNING: cgroup $CPU_GROUP still has processes: $(paste -sd ' ' "$CPU_GROUP/cgroup.procs" 2>/dev/null)"
 }
@@ -296,8 +328,10 @@ cpu_group_leave() {
 # shell, not in $(...): "times" of a subshell would be the subshell's.
 cpu_mark() {
     local all ours agents=0 p
-    all=$(awk -v hz="$HZ" '$1 == "cpu" && !d { printf "%.3f", ($2 + $3 + $4) / hz; d = 1 }' /proc/stat)
-    if [[ -n $CPU_GROUP ]] && ours=$(cpu_group_usage_of "$CPU_GROUP"); then
+    local _cpu user nice system
+    read -r _cpu user nice system _ </proc/stat
+    ms_to_seconds all $(( (user + nice + system) * 1000 / HZ ))
+    if [[ -n $CPU_GROUP ]] && cpu_group_usage_of "$CPU_GROUP" ours; then
         CPU_MARK="$all $ours"
         return 0
     fi
@@ -313,9 +347,9 @@ cpu_mark() {
 }
 
 # mark_start OWN-PID...: sets MARK0 (cpu_mark) and T0 (time) of a run.
-mark_start() { cpu_mark "$@"; MARK0=$CPU_MARK; T0=$(date +%s.%N); }
+mark_start() { cpu_mark "$@"; MARK0=$CPU_MARK; T0=$EPOCHREALTIME; }
 # mark_end OWN-PID...: sets MARK1 (cpu_mark) and T1 (time) of a run.
-mark_end()   { cpu_mark "$@"; MARK1=$CPU_MARK; T1=$(date +%s.%N); }
+mark_end()   { cpu_mark "$@"; MARK1=$CPU_MARK; T1=$EPOCHREALTIME; }
 
 # judge_run SEEN: sets FOREIGN_CPU (s of other processes between MARK0 and
 # MARK1), FOREIGN_SEEN=SEEN and DISTURBED: 1 if that is more than 5 % of a
@@ -474,18 +508,54 @@ pid_alive() {
     [[ -n $st && $st != Z && $st != X ]]
 }
 
+# turn_take / turn_give: the measured runs of experiments that eval.sh
+# --smoke starts at the same time take turns.  Their processes busy-poll,
+# and two busy-polling runs on a 2-core machine slow each other down
+# several times over, while the harness's own work (set-up, parsing,
+# plots) overlaps freely.  SRM_BENCH_TURNS names the lock file; unset (a
+# script run alone, or a measurement), no turns are taken.  The lock is
+# on this script's own open file: children that inherit the descriptor
+# share it, so turn_give frees it for them too, and it is gone when the
+# script and everything it started have ended.
+TURN_FD=
+turn_take() {
+    [[ -n ${SRM_BENCH_TURNS:-} ]] || return 0
+    [[ -n $TURN_FD ]] || exec {TURN_FD}>>"$SRM_BENCH_TURNS"
+    flock "$TURN_FD" || die "cannot lock $SRM_BENCH_TURNS (SRM_BENCH_TURNS)"
+}
+turn_give() {
+    [[ -z $TURN_FD ]] || flock -u "$TURN_FD" || :
+}
+
+# has_line FILE PREFIX: does a line of FILE start with PREFIX?  Builtins
+# only, for polling loops.
+has_line() {
+    local line
+    while IFS= read -r line || [[ -n $line ]]; do
+        [[ $line == "$2"* ]] && return 0
+    done <"$1"
+    return 1
+}
+
+# nap SECONDS: sleep without starting a process: `read -t` on a pipe
+# nobody writes.  Starting a process costs 8 ms here when the machine is
+# idle, several times that under load, and the harness's polling loops
+# would otherwise start one per look.
+NAP_FD=
+nap() {
+    [[ -n $NAP_FD ]] || exec {NAP_FD}<> <(:)
+    read -r -t "$1" -u "$NAP_FD" _ || :
+}
+
 # wait_first VAR PID...: waits until one of the PIDs (children of this
 # shell) has ended, sets VAR to it and returns its exit status. Not
 # `wait -n`: bash 5.2's forgets a child that ended before it was called
 # ("no such job") and waits on for the others, for ever if they are agents.
-# It looks every 20 ms, sleeping in `read -t` on a pipe nobody writes (no
-# process started per look).
-WAIT_FIRST_FD=
+# It looks every 20 ms.
 wait_first() {
     local -n wait_first_pid=$1
     local p
     shift
-    [[ -n $WAIT_FIRST_FD ]] || exec {WAIT_FIRST_FD}<> <(:)
     for (( ;; )); do
         for p in "$@"; do
             if ! pid_alive "$p"; then
@@ -494,7 +564,7 @@ wait_first() {
                 return
             fi
         done
-        read -r -t 0.02 -u "$WAIT_FIRST_FD" _ || :
+        nap 0.02
     done
 }
 
@@ -547,7 +617,7 @@ agents_start() {
                 cat "$WORK/srmd.$h.$tag.out" "$WORK/srmd.$h.$tag.log" >&2 2>/dev/null || true
                 die "srmd in $h exited at start (log above)"; }
             agent_ctl "$h" ping >/dev/null 2>&1 && break
-            sleep 0.2
+            nap 0.2
         done
         (( i < 50 )) || die "srmd in $h does not answer on @$SOCK after 10 s"
         spid=$(agent_ctl "$h" status 2>/dev/null | awk '$1 == "agent:" {
@@ -606,6 +676,7 @@ mpi_job_start() {
     cat "$JOB_DIR/cmd" >>"$CMDS"
     printf '\n' >>"$CMDS"
     : >"$JOB_OUT"
+    turn_take
     "${cmd[@]}" >"$JOB_OUT" 2>&1 &
     JOB_PID=$!
     PIDS+=("$JOB_PID")
@@ -633,6 +704,7 @@ job_failure() {
 mpi_job_wait() {
     local rc=0
     wait "$JOB_PID" || rc=$?
+    turn_give
     forget_pid "$JOB_PID"
     (( rc == 0 )) && return 0
     (( rc == 124 )) && job_failure "job $JOB_DIR timed out after $TIMEOUT s (a hang?)"

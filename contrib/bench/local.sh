@@ -195,7 +195,7 @@ fi
 
 # ---------------------------------------------------------- environment --
 
-T_START=$(date +%s.%N)
+T_START=$EPOCHREALTIME
 START_DATE=$(date -u '+%Y-%m-%d %H:%M:%S UTC')
 
 if [[ -z $BUILD ]]; then
@@ -302,7 +302,7 @@ start_agent() {
         kill -0 "$AGENT_PID" 2>/dev/null || { wait "$AGENT_PID" || true
             cat "$WORK/srmd.log" >&2; AGENT_PID=; die "srmd exited at start (log above)"; }
         "$SRMCTL" -s "$SOCK" -t 1 ping >/dev/null 2>&1 && break
-        sleep 0.05
+        nap 0.05
     done
     (( i < 100 )) || die "srmd does not answer on @$SOCK after 5 s"
     record_cmd '# agent' ' &' "${AGENT_CMD[@]}"
@@ -366,7 +366,7 @@ run_one() {
     fl=$(other_load)
     while [[ -n $fl ]] && (( waited < WAIT_IDLE )); do
         (( waited > 0 )) || info "waiting up to ${WAIT_IDLE} s for other processes to stop: $fl"
-        sleep 1
+        nap 1
         waited=$(( waited + 1 ))
         fl=$(other_load)
     done
@@ -381,7 +381,7 @@ run_one() {
     for (( i = 0; i < 200; i++ )); do
         port_listening "$PORT" && break
         kill -0 "$srv" 2>/dev/null || break
-        sleep 0.025
+        nap 0.025
     done
     if ! port_listening "$PORT"; then
         kill_pids "$srv"; forget_pid "$srv"
@@ -526,7 +526,7 @@ done
 AGENT_COUNTERS=$(agent_field counters:)
 kill_pids "$AGENT_PID"
 AGENT_PID=
-T_END=$(date +%s.%N)
+T_END=$EPOCHREALTIME
 ELAPSED=$(seconds_between "$T_START" "$T_END" %.1f)
 if [[ -s $WORK/srmd.log ]]; then
     info "srmd logged warnings or errors:"

@@ -193,7 +193,7 @@ mapfile -t SIZES < <(printf '%s\n' "${SIZES[@]}" | sort -n -u)
 
 # ---------------------------------------------------------- environment --
 
-T_START=$(date +%s.%N)
+T_START=$EPOCHREALTIME
 START_DATE=$(date -u '+%Y-%m-%d %H:%M:%S UTC')
 [[ $(id -u) == 0 ]] || die "must run as root (network namespaces)"
 [[ -x $NC ]] || die "$NC not found or not executable"
@@ -268,6 +268,7 @@ for (( rep = 1; rep <= REPS; rep++ )); do
             agents_alive || die "an srmd is gone before job $id ($tl, rep $rep)"
             # shellcheck disable=SC2086  # args are words
             read -r -a argv <<<"$args"
+            turn_take               # before the mark: waiting is not the run
             mark_start "${AGENT[@]}"
             mpi_job_start "$id-$tl-r$rep" "$tl" "$ppn" "$MESH_BIN" "${argv[@]}" -t "$SECS"
             mpi_job_wait
@@ -299,7 +300,7 @@ for h in "${HOSTS[@]}"; do
                 awk -v pid="pid=${AGENT[$h]}," 'index($0, "\"srmd\"") && index($0, pid) { n++ } END { print n + 0 }')
 done
 agents_stop
-T_END=$(date +%s.%N)
+T_END=$EPOCHREALTIME
 ELAPSED=$(seconds_between "$T_START" "$T_END" %.0f)
 
 # ----------------------------------------------------------------- plots --

@@ -92,12 +92,13 @@ OPTIONS
                     --quick)
     --hold SEC      the longest the ranks hold still (default 120; 60
                     with --quick): they go as soon as the two samples (a
-                    second apart) are taken
+                    second apart; 0.5 s with --quick) are taken
     --costs FILE    where to write the cost file
     --prefix NAME   netns-cluster prefix (default rs<pid>)
     --keep-logs     keep the log directory after a complete run
-    --quick         smoke run: --reps 1, --procs 1,2,4; the
-                    numbers are not a measurement
+    --quick         smoke run: --reps 1, --procs 1,2,4, 0.3 s of
+                    traffic per job (not 1 s); the numbers are not a
+                    measurement
     -h, --help      this text
 
 ENVIRONMENT
@@ -148,8 +149,10 @@ while [[ $# -gt 0 ]]; do
 done
 if [[ $QUICK == 1 ]]; then
     : "${REPS:=1}" "${TIMEOUT:=90}" "${PROCS_ARG:=1,2,4}" "${HOLD:=60}"
+    TRAFFIC_SECS=0.3 WARMUP_SECS=0.1 SAMPLE_GAP=0.5
 else
     : "${REPS:=3}" "${TIMEOUT:=240}" "${PROCS_ARG:=1,2,4,8,16}" "${HOLD:=120}"
+    TRAFFIC_SECS=1 WARMUP_SECS=0.3 SAMPLE_GAP=1
 fi
 check_reps
 check_timeout
@@ -164,7 +167,7 @@ fi
 procs_list --procs "$PROCS_ARG" 32
 PLIST=("${PROCS[@]}")
 
-T_START=$(date +%s.%N)
+T_START=$EPOCHREALTIME
 START_DATE=$(date -u '+%Y-%m-%d %H:%M:%S UTC')
 [[ $(id -u) == 0 ]] || die "must run as root (network namespaces)"
 [[ -x $NC ]] || die "$NC not found or not executable"
@@ -201,8 +204,15 @@ cluster_up "$NHOSTS"
 
 # ------------------------------------------------------------- sampling --
 
-# kb_of PID FIELD FILE: the kB value of FIELD in /proc/PID/FILE, or 0.
-kb_of() { awk -v f="$2:" '$1 == f { print $2; found = 1 } END { if (!found) print 0 }' "/proc/$1/$3" 2>/dev/null || echo 0; }
+# kb_of PID FIELD FILE: the kB value of FIELD in /proc/PID/FILE, or 0
+# (builtins only: it runs for every process of every host per sample).
+kb_of() {
+    local k v
+    while read -r k v _; do
+        [[ $k == "$2:" ]] && { printf '%s\n' "$v"; return 0; }
+    done 2>/dev/null <"/proc/$1/$3" || true
+    echo 0
+}
 
 # sample HOST INDEX: one line "srmd_remote rank_remote runtime_remote
 # other_remote srmd_local rank_local agent_rss agent_pss nranks
@@ -218,7 +228,7 @@ sample() {
             if (peer ~ /^10\.77\.0\.[0-9]+$/ && peer != me) r[k]++; else l[k]++
         } END { printf "%d %d %d %d %d %d", r[1], r[2], r[3], r[4], l[1], l[2] }')
     for p in $(ip netns pids "$h" 2>/dev/null); do
-        comm=$(cat "/proc/$p/comm" 2>/dev/null) || continue
+        { read -r comm <"/proc/$p/comm"; } 2>/dev/null || continue
         case $comm in
         srmd)     ars=$(( ars + $(kb_of "$p" VmRSS status) )); aps=$(( aps + $(kb_of "$p" Pss smaps_rollup) )) ;;
         srm_mesh) n=$(( n + 1 ))
@@ -249,10 +259,11 @@ for (( rep = 1; rep <= REPS; rep++ )); do
                 agents_start "P$p-r$rep"
                 for h in "${HOSTS[@]}"; do AGENT_BASE+=("$(kb_of "${AGENT[$h]}" VmRSS status)"); done
             fi
-            mpi_job_start "P$p-$tl-r$rep" "$tl" "$p" "$MESH_BIN" -p mesh -s 8,65536 -t 1 -w 0.3 -H "$HOLD" -F "$WORK/runs/P$p-$tl-r$rep/release"
+            mpi_job_start "P$p-$tl-r$rep" "$tl" "$p" "$MESH_BIN" -p mesh -s 8,65536 -t "$TRAFFIC_SECS" -w "$WARMUP_SECS" -H "$HOLD" -F "$WORK/runs/P$p-$tl-r$rep/release"
             # Wait for the hold (the job's end if it never holds).
-            while pid_alive "$JOB_PID" && ! grep -q '^srm_mesh: holding' "$JOB_OUT"; do sleep 0.2; done
-            grep -q '^srm_mesh: holding' "$JOB_OUT" || { mpi_job_wait; job_failure "job $JOB_DIR ended without holding"; }
+            while pid_alive "$JOB_PID" && ! has_line "$JOB_OUT" 'srm_mesh: holding'; do nap 0.05; done
+            has_line "$JOB_OUT" 'srm_mesh: holding' || { mpi_job_wait; job_failure "job $JOB_DIR ended without holding"; }
+            turn_give                   # holding ranks sleep: sampling needs no turn
             declare -A worst=()
             for s in 1 2; do
                 for i in "${!HOSTS[@]}"; do
@@ -273,7 +284,7 @@ for (( rep = 1; rep <= REPS; rep++ )); do
                         note "$(( aps + rps ))" "host-pss-$p"
                     fi
                 done
-                (( s == 2 )) || sleep 1
+                (( s == 2 )) || nap "$SAMPLE_GAP"
             done
             : >"$JOB_DIR/release"        # the ranks may go
             worst_line="${worst[sr]:-0}/${worst[rr]:-0}/${worst[or]:-0}"
@@ -290,7 +301,7 @@ for (( rep = 1; rep <= REPS; rep++ )); do
         done
     done
 done
-T_END=$(date +%s.%N)
+T_END=$EPOCHREALTIME
 ELAPSED=$(seconds_between "$T_START" "$T_END" %.0f)
 
 # ---------------------------------------------------------------- costs --
@@ -390,8 +401,8 @@ report() {
     printf '# Resources vs processes per host: srm vs UCX tcp (%d simulated hosts)\n\n' "$NHOSTS"
     printf -- '- machine: %s, nproc %d, kernel %s; date %s; %s; %s\n' "$(uname -n)" "$NCPU" "$(uname -r)" "$START_DATE" \
         "$(srmd_version)" "$(mpirun --version 2>/dev/null | awk 'NR == 1')"
-    printf -- '- job: srm_mesh -p mesh -s 8,65536 -t 1 -H %d -F FILE on %d hosts x P ranks (every pair talked over small and large messages, 0 data errors), then sampled twice while it held; srm: UCX_TLS=srm, fresh agents per job; tcp: UCX_TLS=tcp UCX_NET_DEVICES=eth0%s\n' \
-        "$HOLD" "$NHOSTS" "$([[ $QUICK == 1 ]] && printf '; **--quick smoke run, not a measurement**')"
+    printf -- '- job: srm_mesh -p mesh -s 8,65536 -t %s -w %s -H %d -F FILE on %d hosts x P ranks (every pair talked over small and large messages, 0 data errors), then sampled twice, %s s apart, while it held; srm: UCX_TLS=srm, fresh agents per job; tcp: UCX_TLS=tcp UCX_NET_DEVICES=eth0%s\n' \
+        "$TRAFFIC_SECS" "$WARMUP_SECS" "$HOLD" "$NHOSTS" "$SAMPLE_GAP" "$([[ $QUICK == 1 ]] && printf '; **--quick smoke run, not a measurement**')"
     if (( REPS > 1 )); then printf -- '- cells: median [min, max] of %d runs\n' "$REPS"; else printf -- '- cells: one run each\n'; fi
     [[ -z $PLOT_PROBLEM ]] || printf -- '- **WARNING: NO PLOTS: %s**\n' "$PLOT_PROBLEM"
 

@@ -10,7 +10,9 @@
 #      counts as foreign: the run is disturbed.
 # (Other load on the machine can only add foreign CPU, so the checks are
 # on our share, and on foreign CPU being at least the stranger's.)
-#   3. the cgroup is gone after cpu_group_leave.
+#   3. the cgroup is gone after cpu_group_leave;
+#   4. foreign_load names a process that keeps running (by its command
+#      name), but not one whose PID it is given as ours.
 # SKIP when no CPU accounting cgroup can be made (not root, no cgroups).
 #
 # srm-test-timeout: 60
@@ -81,5 +83,23 @@ if [ -z "$CPU_GROUP" ] && [ ! -d "$group" ]; then
     srm_pass "cpu_group_leave removed $group"
 else
     srm_fail "$group is still there after cpu_group_leave"
+fi
+
+# 4. Two spinners, copies of bash under names of their own.
+cp "$(command -v bash)" "$WORK/srm-spin-ours"
+cp "$(command -v bash)" "$WORK/srm-spin-them"
+"$WORK/srm-spin-ours" -c 'while :; do :; done' & ours=$!
+"$WORK/srm-spin-them" -c 'while :; do :; done' & them=$!
+seen=
+for (( i = 0; i < 20; i++ )); do      # until both have been seen running
+    seen=$(foreign_load "$ours")
+    [[ " $seen " == *" srm-spin-them "* ]] && break
+done
+kill "$ours" "$them"
+wait "$ours" "$them" 2>/dev/null
+if [[ " $seen " == *" srm-spin-them "* && " $seen " != *" srm-spin-ours "* ]]; then
+    srm_pass "foreign_load names a running stranger and not our own PID: '$seen'"
+else
+    srm_fail "foreign_load: '$seen' (wanted srm-spin-them, not srm-spin-ours)"
 fi
 srm_done
