@@ -390,6 +390,109 @@ TEST_F(uct_rma_test, out_of_range_or_user_memory_is_refused_at_once)
     EXPECT_EQ(UCS_OK, uct_mem_free(&mem));
 }
 
+namespace {
+
+struct fence_state {
+    uct_pending_req_t req;
+    uct_ep_h          ep;
+    const int         *put_done;    /* the PUT's completion count */
+    int               put_done_at_send; /* its value when the AM went */
+    int               sent;
+    int               received;
+};
+
+ucs_status_t fence_on_am(void *arg, void *data, size_t length, unsigned flags)
+{
+    static_cast<fence_state*>(arg)->received++;
+    return UCS_OK;
+}
+
+ucs_status_t fence_send_pending(uct_pending_req_t *req)
+{
+    fence_state *st     = ucs_container_of(req, fence_state, req);
+    ucs_status_t status = uct_ep_am_short(st->ep, 7, 0, "f", 1);
+
+    if (status == UCS_OK) {
+        st->put_done_at_send = *st->put_done;
+        st->sent++;
+    }
+    return status;
+}
+
+} // namespace
+
+/* After uct_ep_fence / uct_iface_fence nothing starts before the RMA sent
+ * before it is answered: sends say NO_RESOURCE, and the one queued as
+ * pending goes once the PUT is done. Without a fence an AM passes an
+ * unanswered PUT. */
+TEST_F(uct_rma_test, sends_after_a_fence_wait_for_the_rma_before_it)
+{
+    const size_t len = 64 * 1024;
+    uct_allocated_memory_t src, dst;
+    uct_rkey_bundle_t rkey;
+    comp_t c, c2;
+    fence_state st = {};
+
+    ASSERT_EQ(UCS_OK, uct_iface_set_am_handler(target_, 7, fence_on_am, &st,
+                                               0));
+    ASSERT_EQ(UCS_OK, alloc(len, &src));
+    ASSERT_EQ(UCS_OK, alloc(len, &dst));
+    packed_key(dst, &rkey);
+    st.ep       = ep_;
+    st.put_done = &c.done;
+
+    /* No fence: the AM does not wait for the PUT. */
+    ASSERT_EQ(UCS_INPROGRESS, rma(true, src, 0, len, (uintptr_t)dst.address,
+                                  rkey.rkey, &c));
+    EXPECT_EQ(UCS_OK, uct_ep_am_short(ep_, 7, 0, "a", 1));
+    ASSERT_TRUE(wait(&c));
+
+    /* An ep fence: the AM and another PUT wait; the AM queued as pending
+     * goes after the PUT's completion. */
+    ASSERT_EQ(UCS_INPROGRESS, rma(true, src, 0, len, (uintptr_t)dst.address,
+                                  rkey.rkey, &c));
+    EXPECT_EQ(UCS_OK, uct_ep_fence(ep_, 0));
+    EXPECT_EQ(UCS_ERR_NO_RESOURCE, uct_ep_am_short(ep_, 7, 0, "b", 1));
+    EXPECT_EQ(UCS_ERR_NO_RESOURCE, rma(true, src, 0, 64,
+                                       (uintptr_t)dst.address, rkey.rkey,
+                                       &c2));
+    st.req.func = fence_send_pending;
+    ASSERT_EQ(UCS_OK, uct_ep_pending_add(ep_, &st.req, 0));
+    ASSERT_TRUE(wait(&c));
+    for (int i = 0; (i < 100000) && (st.sent == 0); ++i) {
+        if (uct_worker_progress(worker_) == 0) {
+            usleep(100);
+        }
+    }
+    EXPECT_EQ(1, st.sent);
+    EXPECT_EQ(1, st.put_done_at_send) << "the AM went before the PUT was done";
+
+    /* The fence is over: sends go at once. */
+    EXPECT_EQ(UCS_OK, uct_ep_am_short(ep_, 7, 0, "c", 1));
+
+    /* An iface fence holds them too. */
+    ASSERT_EQ(UCS_INPROGRESS, rma(true, src, 0, len, (uintptr_t)dst.address,
+                                  rkey.rkey, &c));
+    EXPECT_EQ(UCS_OK, uct_iface_fence(initiator_, 0));
+    EXPECT_EQ(UCS_ERR_NO_RESOURCE, uct_ep_am_short(ep_, 7, 0, "d", 1));
+    ASSERT_TRUE(wait(&c));
+    EXPECT_EQ(UCS_OK, uct_ep_am_short(ep_, 7, 0, "e", 1));
+
+    /* A fence with no RMA outstanding holds nothing. */
+    EXPECT_EQ(UCS_OK, uct_ep_fence(ep_, 0));
+    EXPECT_EQ(UCS_OK, uct_ep_am_short(ep_, 7, 0, "g", 1));
+
+    for (int i = 0; (i < 100000) && (st.received < 5); ++i) {
+        if (uct_worker_progress(worker_) == 0) {
+            usleep(100);
+        }
+    }
+    EXPECT_EQ(5, st.received);
+    EXPECT_EQ(UCS_OK, uct_rkey_release(component_, &rkey));
+    EXPECT_EQ(UCS_OK, uct_mem_free(&src));
+    EXPECT_EQ(UCS_OK, uct_mem_free(&dst));
+}
+
 TEST_F(uct_rma_test, rma_to_a_freed_region_fails_and_the_next_one_works)
 {
     uct_allocated_memory_t src, gone, dst;
@@ -463,7 +566,16 @@ protected:
     static ucs_status_t on_am(void *arg, void *data, size_t length,
                               unsigned flags)
     {
-        static_cast<uct_rma_2nodes_test*>(arg)->received_++;
+        auto *self = static_cast<uct_rma_2nodes_test*>(arg);
+
+        self->received_++;
+        /* With a region to watch: its first and last byte as the last PUT
+         * left them when the AM after its fence arrives. */
+        if ((self->watch_ != nullptr) &&
+            ((self->watch_[0] != self->watch_want_) ||
+             (self->watch_[self->watch_len_ - 1] != self->watch_want_))) {
+            self->watch_bad_++;
+        }
         return UCS_OK;
     }
 
@@ -531,10 +643,92 @@ protected:
         ASSERT_EQ(UCS_OK, uct_rkey_unpack(component_, packed.data(), b));
     }
 
+    /* Both ports open and connected; SRC on node 0 and a zeroed DST on
+     * node 1, LEN bytes each, and DST's key. */
+    void connect_regions(size_t len, uct_allocated_memory_t *src,
+                         uct_allocated_memory_t *dst,
+                         uct_rkey_bundle_t *dst_key)
+    {
+        open(0, agents_[0].socket());
+        open(1, agents_[1].socket());
+        ASSERT_NO_FATAL_FAILURE(connect());
+        ASSERT_EQ(UCS_OK, alloc(0, len, src));
+        ASSERT_EQ(UCS_OK, alloc(1, len, dst));
+        ASSERT_NO_FATAL_FAILURE(key_of(1, *dst, dst_key));
+        memset(dst->address, 0, len);
+    }
+
     agent               agents_[2];
     uct_component_h     component_ = nullptr;
     int                 received_  = 0;
+    const uint8_t       *watch_    = nullptr;
+    size_t              watch_len_ = 0;
+    uint8_t             watch_want_ = 0;
+    int                 watch_bad_ = 0;
 };
+
+/* PUT to the other node, fence, AM: the AM goes only after the PUT is
+ * answered, so its receiver finds the data in place (RDMA: the PUT and the
+ * AM travel on different queue pairs). On the tcp wire the PUT fails
+ * (no RDMA), and the fence lets the AM go after that answer. */
+TEST_F(uct_rma_2nodes_test, an_am_after_a_fence_finds_the_put_in_place)
+{
+    const size_t len    = 256 * 1024;
+    const int    rounds = 20;
+    const bool   rdma   = getenv("SRM_TEST_EXPECT_RDMA") != nullptr;
+    uct_allocated_memory_t src, dst;
+    uct_rkey_bundle_t dst_key;
+    int failed_puts = 0;
+
+    ASSERT_NO_FATAL_FAILURE(connect_regions(len, &src, &dst, &dst_key));
+    watch_     = (const uint8_t*)dst.address;
+    watch_len_ = len;
+
+    for (int r = 1; r <= rounds; ++r) {
+        comp_t c;
+        c.uct.func   = on_comp;
+        c.uct.count  = 1;
+        c.uct.status = UCS_OK;
+        c.done       = 0;
+        memset(src.address, r, len);
+        uct_iov_t iov = {};
+        iov.buffer = src.address;
+        iov.length = len;
+        iov.memh   = src.memh;
+        iov.count  = 1;
+        ASSERT_EQ(UCS_INPROGRESS, uct_ep_put_zcopy(ep_, &iov, 1,
+                                                   (uintptr_t)dst.address,
+                                                   dst_key.rkey, &c.uct));
+        watch_want_ = rdma ? (uint8_t)r : 0;
+        ASSERT_EQ(UCS_OK, uct_ep_fence(ep_, 0));
+        ucs_status_t status;
+        for (int i = 0; i < 1200000; ++i) { /* 2 min */
+            status = uct_ep_am_short(ep_, 9, 0, "f", 1);
+            if (status != UCS_ERR_NO_RESOURCE) {
+                break;
+            }
+            if (uct_worker_progress(worker_) == 0) {
+                usleep(100);
+            }
+        }
+        ASSERT_EQ(UCS_OK, status);
+        EXPECT_EQ(1, c.done) << "round " << r << ": the AM went first";
+        failed_puts += c.uct.status != UCS_OK;
+        /* This round's AM arrives before the next PUT is posted. */
+        for (int i = 0; (i < 600000) && (received_ < r + 1); ++i) {
+            if (uct_worker_progress(worker_) == 0) {
+                usleep(100);
+            }
+        }
+        ASSERT_EQ(r + 1, received_) << "round " << r << ": no AM";
+    }
+    EXPECT_EQ(0, watch_bad_) << "AMs that found the PUT before them not done";
+    EXPECT_EQ(rdma ? 0 : rounds, failed_puts);
+    watch_ = nullptr;
+    EXPECT_EQ(UCS_OK, uct_rkey_release(component_, &dst_key));
+    EXPECT_EQ(UCS_OK, uct_mem_free(&src));
+    EXPECT_EQ(UCS_OK, uct_mem_free(&dst));
+}
 
 TEST_F(uct_rma_2nodes_test, put_get_between_agents)
 {
@@ -543,16 +737,10 @@ TEST_F(uct_rma_2nodes_test, put_get_between_agents)
     uct_allocated_memory_t src, dst, gone;
     uct_rkey_bundle_t dst_key, gone_key;
 
-    open(0, agents_[0].socket());
-    open(1, agents_[1].socket());
-    connect();
-    ASSERT_EQ(UCS_OK, alloc(0, len, &src));
-    ASSERT_EQ(UCS_OK, alloc(1, len, &dst));
-    key_of(1, dst, &dst_key);
+    ASSERT_NO_FATAL_FAILURE(connect_regions(len, &src, &dst, &dst_key));
     for (size_t i = 0; i < len; ++i) {
         ((uint8_t*)src.address)[i] = (uint8_t)(i * 13 + 5);
     }
-    memset(dst.address, 0, len);
 
     ucs_status_t status = rma(true, src, (uintptr_t)dst.address, dst_key.rkey,
                               len);

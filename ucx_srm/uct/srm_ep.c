@@ -123,6 +123,12 @@ uct_srm_ep_reserve(uct_srm_ep_t *ep, uct_srm_iface_t *iface, uint8_t am_id,
                      !ucs_arbiter_group_is_empty(&ep->pending))) {
         return UCS_ERR_NO_RESOURCE;
     }
+    if (ucs_unlikely(iface->fenced)) {
+        if (iface->rma_outstanding > 0) {
+            return UCS_ERR_NO_RESOURCE; /* behind the fence */
+        }
+        iface->fenced = 0;
+    }
 
     status = srm_ring_reserve(&ep->tx->ring, srm_frame_record_size(length),
                               &hdr);
@@ -390,7 +396,10 @@ void uct_srm_ep_rma_done(uct_srm_iface_t *iface, const void *payload,
     if (comp != NULL) {
         uct_invoke_completion(comp, uct_srm_rma_status(done.status));
     }
-    if ((--iface->rma_outstanding == 0) && (iface->num_flushes > 0)) {
+    if (--iface->rma_outstanding == 0) {
+        iface->fenced = 0; /* the sends behind it go at the pending dispatch */
+    }
+    if ((iface->rma_outstanding == 0) && (iface->num_flushes > 0)) {
         num                = iface->num_flushes;
         iface->num_flushes = 0;
         for (i = 0; i < num; ++i) {
@@ -504,6 +513,37 @@ ucs_status_t uct_srm_ep_flush(uct_ep_h tl_ep, unsigned flags,
         return UCS_INPROGRESS;
     }
     UCT_TL_EP_STAT_FLUSH(&ep->super);
+    return UCS_OK;
+}
+
+/*
+ * A fence: nothing sent after it may start before the RMA sent before it is
+ * done. Frames leave the TX ring in order, and the agent moves RMA data on
+ * this node before it reads the next frame; but a PUT to another node goes
+ * out on the bulk channel's queue pair and an AM on the small channel's,
+ * and the AM can land first. So while an RMA operation from before the
+ * fence is unanswered, sends say NO_RESOURCE (UCP queues them as pending)
+ * and go when the last answer comes. One flag for the iface: for an ep's
+ * fence that is conservative, never early.
+ */
+static void uct_srm_iface_fence_rma(uct_srm_iface_t *iface)
+{
+    if (iface->rma_outstanding > 0) {
+        iface->fenced = 1;
+    }
+}
+
+ucs_status_t uct_srm_ep_fence(uct_ep_h tl_ep, unsigned flags)
+{
+    uct_srm_iface_fence_rma(ucs_derived_of(tl_ep->iface, uct_srm_iface_t));
+    UCT_TL_EP_STAT_FENCE(ucs_derived_of(tl_ep, uct_base_ep_t));
+    return UCS_OK;
+}
+
+ucs_status_t uct_srm_iface_fence(uct_iface_h tl_iface, unsigned flags)
+{
+    uct_srm_iface_fence_rma(ucs_derived_of(tl_iface, uct_srm_iface_t));
+    UCT_TL_IFACE_STAT_FENCE(ucs_derived_of(tl_iface, uct_base_iface_t));
     return UCS_OK;
 }
 

@@ -428,6 +428,7 @@ static UCS_CLASS_INIT_FUNC(uct_srm_iface_t, uct_md_h tl_md,
                                (self->agent.flags & SRM_ATTACH_FLAG_RMA);
     self->config.max_rma     = config->max_rma;
     self->rma_outstanding    = 0;
+    self->fenced             = 0;
     self->num_flushes        = 0;
     self->num_nodes          = 1; /* entry 0 is this node */
     self->dispatch_ep        = NULL;
@@ -494,12 +495,12 @@ static uct_iface_ops_t uct_srm_iface_ops = {
     .ep_pending_add           = uct_srm_ep_pending_add,
     .ep_pending_purge         = uct_srm_ep_pending_purge,
     .ep_flush                 = uct_srm_ep_flush,
-    .ep_fence                 = uct_base_ep_fence,
+    .ep_fence                 = uct_srm_ep_fence,
     .ep_check                 = uct_srm_ep_check,
     .ep_create                = UCS_CLASS_NEW_FUNC_NAME(uct_srm_ep_t),
     .ep_destroy               = UCS_CLASS_DELETE_FUNC_NAME(uct_srm_ep_t),
     .iface_flush              = uct_srm_iface_flush,
-    .iface_fence              = uct_base_iface_fence,
+    .iface_fence              = uct_srm_iface_fence,
     .iface_progress_enable    = uct_base_iface_progress_enable,
     .iface_progress_disable   = uct_base_iface_progress_disable,
     .iface_progress           = uct_srm_iface_progress,

@@ -104,6 +104,7 @@ typedef struct uct_srm_iface {
         unsigned         rx_max_poll;
     } config;
     unsigned             rma_outstanding; /* RMA frames not yet answered */
+    int                  fenced;        /* sends wait for that count's 0 */
     unsigned             num_flushes;
     uct_completion_t     *flushes[UCT_SRM_MAX_FLUSHES]; /* wait for RMA */
     uint32_t             num_nodes;     /* node table entries in use */
@@ -180,6 +181,8 @@ void uct_srm_ep_pending_purge(uct_ep_h tl_ep, uct_pending_purge_callback_t cb,
                               void *arg);
 ucs_status_t uct_srm_ep_flush(uct_ep_h tl_ep, unsigned flags,
                               uct_completion_t *comp);
+ucs_status_t uct_srm_ep_fence(uct_ep_h tl_ep, unsigned flags);
+ucs_status_t uct_srm_iface_fence(uct_iface_h tl_iface, unsigned flags);
 ucs_status_t uct_srm_ep_check(uct_ep_h tl_ep, unsigned flags,
                               uct_completion_t *comp);
 void uct_srm_ep_dispatch_pending(uct_srm_iface_t *iface);
