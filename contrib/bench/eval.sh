@@ -191,7 +191,7 @@ args_of() {
     quick/*)         ARGS=("${common[@]}" --quick) ;;
     smoke/hosts)     ARGS=("${common[@]}" --quick --sizes 8 --procs 1 --iters 50 --timeout 60) ;;
     smoke/mesh)      ARGS=("${common[@]}" --quick --hosts 2 --procs 1 --o2m-procs 1 --sizes 8
-                           --seconds 0.1 --timeout 60) ;;
+                           --seconds 0.1 --pingpong-yield 1 --timeout 60) ;;
     smoke/resources) ARGS=("${common[@]}" --quick --hosts 2 --procs 1 --hold 30 --timeout 60) ;;
     smoke/flows)     ARGS=("${common[@]}" --quick --hosts 2 --ppn 1 --loads 0.3 --duration 0.2
                            --timeout 60) ;;

@@ -498,7 +498,7 @@ run_group() {
     tcp/ucp) envs=("${TCP_ENV[@]}" UCX_TLS=tcp UCX_NET_DEVICES=eth0) ;;
     tcp/uct) envs=("${TCP_ENV[@]}"); targs=("${TCP_UCT[@]}") ;;
     esac
-    d=$WORK/runs/$(printf '%03d' "$RUN_NO")-$tl-$test-$size-P$pairs-r$rep
+    printf -v d '%s/runs/%03d-%s-%s-%s-P%s-r%s' "$WORK" "$RUN_NO" "$tl" "$test" "$size" "$pairs" "$rep"
     mkdir -p "$d"
     printf '# run %d: %s, %s %s %s B, %d pair(s), rep %d\n' \
         "$RUN_NO" "$tl" "$api" "$test" "$size" "$pairs" "$rep" >"$d/cmd"

@@ -169,7 +169,7 @@ drop_work_dir() {
 }
 
 # quote WORD...: the words as one shell-quoted line.
-quote() { local a out=; for a in "$@"; do out+=" $(printf '%q' "$a")"; done; printf '%s' "${out# }"; }
+quote() { local a q out=; for a in "$@"; do printf -v q '%q' "$a"; out+=" $q"; done; printf '%s' "${out# }"; }
 
 # record_cmd TITLE SUFFIX WORD...: append "TITLE", the quoted command with
 # SUFFIX (e.g. " &") and an empty line to CMDS.
@@ -657,8 +657,10 @@ tl_env() {
 }
 
 # mpi_job_start LABEL TL PPN PROGRAM [ARGS...]: start PROGRAM on every
-# host of HOSTS, PPN ranks each, through netns-mpirun (--timeout TIMEOUT)
-# in the background; sets JOB_PID, JOB_DIR (runs/LABEL), JOB_OUT.
+# host of JOB_HOSTS (comma separated; empty: all of HOSTS), PPN ranks
+# each, through netns-mpirun (--timeout TIMEOUT, --yield JOB_YIELD, empty:
+# auto) in the background; sets JOB_PID, JOB_DIR (runs/LABEL), JOB_OUT.
+JOB_HOSTS='' JOB_YIELD=''
 mpi_job_start() {
     local label=$1 tl=$2 ppn=$3 w xs=() cmd
     shift 3
@@ -670,8 +672,9 @@ mpi_job_start() {
     mkdir -p "$JOB_DIR"
     cmd=(env -u LD_PRELOAD -u UCX_TLS -u UCX_NET_DEVICES -u UCX_SRM_SOCKET -u UCX_SRM_AGENT
          LC_ALL=C UCX_WARN_UNUSED_ENV_VARS=n "${TL_ENV[@]}"
-         "$SRCDIR/contrib/netns-mpirun" --hosts "$(IFS=,; echo "${HOSTS[*]}")"
-         --ppn "$ppn" --timeout "$TIMEOUT" -x UCX_WARN_UNUSED_ENV_VARS "${xs[@]}" -- "$@")
+         "$SRCDIR/contrib/netns-mpirun" --hosts "${JOB_HOSTS:-$(IFS=,; echo "${HOSTS[*]}")}"
+         --ppn "$ppn" --timeout "$TIMEOUT" --yield "${JOB_YIELD:-auto}"
+         -x UCX_WARN_UNUSED_ENV_VARS "${xs[@]}" -- "$@")
     printf '# %s\n%s\n' "$label" "$(quote "${cmd[@]}")" >"$JOB_DIR/cmd"
     cat "$JOB_DIR/cmd" >>"$CMDS"
     printf '\n' >>"$CMDS"

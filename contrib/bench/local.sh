@@ -354,7 +354,7 @@ run_one() {
     local scmd=("${BASE_ENV[@]}" "${envs[@]}" "$PERFTEST" "${args[@]}")
     local ccmd=("${scmd[@]}" 127.0.0.1)
 
-    d=$WORK/$(printf '%03d' "$RUN_NO")-$tl-$test-$size-r$rep
+    printf -v d '%s/%03d-%s-%s-%s-r%s' "$WORK" "$RUN_NO" "$tl" "$test" "$size" "$rep"
     mkdir -p "$d"
     {
         printf '# %s, %s %s %s B, rep %d\n' "$tl" "$api" "$test" "$size" "$rep"

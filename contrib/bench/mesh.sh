@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # mesh.sh - experiments 2 and 3 of issue 6: one-to-many throughput and
 # full-mesh message rate and latency, srm vs UCX tcp, with Open MPI across
-# simulated hosts (contrib/bench/srm_mesh.c); a markdown report and
-# gnuplot PNGs.
+# simulated hosts (contrib/bench/srm_mesh.c), and issue 3's ping-pong with
+# busy-polling and yielding ranks; a markdown report and gnuplot PNGs.
 set -euo pipefail
 
 PROG=${0##*/}
@@ -22,7 +22,8 @@ NAME
 SYNOPSIS
     $PROG [--build DIR] [--reps N] [--out FILE] [--timeout SEC]
             [--hosts N] [--procs LIST] [--o2m-procs P] [--sizes LIST]
-            [--seconds SEC] [--prefix NAME] [--keep-logs] [--quick]
+            [--seconds SEC] [--pingpong-yield LIST] [--prefix NAME]
+            [--keep-logs] [--quick]
     $PROG -h | --help
 
 DESCRIPTION
@@ -59,6 +60,16 @@ DESCRIPTION
     round-trip / 2 under full-mesh load, timed by the sender with
     MPI_Wtime (log-linear histogram, at most 3 % off).
 
+    The ping-pong (issue 3's latency with busy-polling and with yielding
+    ranks): one rank on h1 and one on h2; the first sends an 8 B message,
+    the second answers with an 8 B acknowledgement, and so on (srm_mesh -p
+    one-to-many -s 8 -W 1 -a 1 on two hosts), once per value of
+    --pingpong-yield given to Open MPI as mpi_yield_when_idle: 0, the ranks
+    busy-poll; 1, they yield the CPU (sched_yield) when they have nothing
+    to do, which lets the agents run.  Reported: p50 and p99 of half the
+    round trip, and srm / tcp against issue 3's targets (within 2x busy,
+    1.5x yielding).
+
     Every job first warms up (connections are made) for a tenth of
     --seconds (at least 0.2 s), then measures for --seconds.  Every message
     is checked by its receiver (source, length, order, a check byte and
@@ -75,6 +86,7 @@ DESCRIPTION
       STEM-o2m.png     one-to-many MB/s vs message size
       STEM-rate.png    full-mesh message rate vs P
       STEM-lat.png     full-mesh p50, p99, p99.9 latency vs P
+    (the ping-pong is a table only).
     with their data (STEM-*.dat) and script (STEM-plots.gp).
 
     The report is printed (and written) only when every job succeeded.
@@ -99,12 +111,16 @@ OPTIONS
                     (default 8,64K)
     --seconds SEC   measured time of each job (default 5; 0.5 with
                     --quick)
+    --pingpong-yield LIST
+                    mpi_yield_when_idle values of the ping-pong, 0 and/or
+                    1, or none (default 0,1)
     --prefix NAME   netns-cluster prefix (default mb<pid>); the script
                     refuses a cluster of that prefix that is already up
     --keep-logs     keep the log directory after a complete run
     --quick         smoke run: --reps 1, --seconds 0.5, --procs 1,2,
-                    --o2m-procs 2 (8 jobs, well under a minute on an idle
-                    machine); the numbers are not a measurement
+                    --o2m-procs 2 (12 jobs with the ping-pong's 4, about
+                    35 s on an idle machine); the numbers are not
+                    a measurement
     -h, --help      this text
 
 ENVIRONMENT
@@ -133,7 +149,7 @@ USAGE
 
 BUILD=${SRM_BUILD_DIR:-}
 REPS='' ITERS=0 OUT='' PORT_BASE=0 TIMEOUT='' KEEP_LOGS=0 QUICK=0
-NHOSTS=3 PROCS_ARG='' O2M_PROCS='' SIZES_ARG=8,64K SECS='' PFX=mb$$
+NHOSTS=3 PROCS_ARG='' O2M_PROCS='' SIZES_ARG=8,64K SECS='' PFX=mb$$ PP_YIELD_ARG=0,1
 
 while [[ $# -gt 0 ]]; do
     common_option "$@"
@@ -152,6 +168,8 @@ while [[ $# -gt 0 ]]; do
     --sizes=*)     SIZES_ARG=${1#*=}; shift ;;
     --seconds)     need_arg "$@"; SECS=$2; shift 2 ;;
     --seconds=*)   SECS=${1#*=}; shift ;;
+    --pingpong-yield)   need_arg "$@"; PP_YIELD_ARG=$2; shift 2 ;;
+    --pingpong-yield=*) PP_YIELD_ARG=${1#*=}; shift ;;
     --prefix)      need_arg "$@"; PFX=$2; shift 2 ;;
     --prefix=*)    PFX=${1#*=}; shift ;;
     -h|--help)     usage; exit 0 ;;
@@ -189,6 +207,18 @@ for w in "${words[@]}"; do
     SIZES+=("$n")
 done
 (( ${#SIZES[@]} > 0 )) || bad "--sizes: empty list"
+PP_YIELDS=()
+if [[ $PP_YIELD_ARG != none ]]; then
+    IFS=$', \t\n' read -r -a words <<<"$PP_YIELD_ARG"
+    for w in "${words[@]}"; do
+        case $w in
+        '')  ;;
+        0|1) [[ " ${PP_YIELDS[*]} " == *" $w "* ]] || PP_YIELDS+=("$w") ;;
+        *)   bad "--pingpong-yield: '$w' is not 0, 1 or none" ;;
+        esac
+    done
+    (( ${#PP_YIELDS[@]} > 0 )) || bad "--pingpong-yield: empty list (none for no ping-pong)"
+fi
 mapfile -t SIZES < <(printf '%s\n' "${SIZES[@]}" | sort -n -u)
 
 # ---------------------------------------------------------- environment --
@@ -241,13 +271,17 @@ info "srmd in every host on @$SOCK: $(for h in "${HOSTS[@]}"; do printf '%s ' "$
 
 # ------------------------------------------------------------------ runs --
 
-# job id | pattern | ranks per host | srm_mesh arguments | table rows
+# job id | kind | ranks per host | srm_mesh arguments | mpi_yield_when_idle
+# (empty: netns-mpirun's auto) | hosts (empty: all)
 JOBS=()
 for s in "${SIZES[@]}"; do
-    JOBS+=("o2m-$s|one-to-many|$O2M_PROCS|-p one-to-many -s $s")
+    JOBS+=("o2m-$s|one-to-many|$O2M_PROCS|-p one-to-many -s $s||")
 done
 for p in "${MESH_PROCS[@]}"; do
-    JOBS+=("mesh-$p|mesh|$p|-p mesh -s 8 -W 1 -a 1")
+    JOBS+=("mesh-$p|mesh|$p|-p mesh -s 8 -W 1 -a 1||")
+done
+for y in "${PP_YIELDS[@]}"; do
+    JOBS+=("pp-y$y|pingpong|1|-p one-to-many -s 8 -W 1 -a 1|$y|${HOSTS[0]},${HOSTS[1]}")
 done
 TRANSPORTS=(srm tcp)
 TOTAL_RUNS=$(( ${#JOBS[@]} * ${#TRANSPORTS[@]} * REPS ))
@@ -263,7 +297,7 @@ note() {
 info "$TOTAL_RUNS jobs: ${#JOBS[@]} x ${#TRANSPORTS[@]} transports x $REPS rep(s), $SECS s measured each, timeout $TIMEOUT s"
 for (( rep = 1; rep <= REPS; rep++ )); do
     for spec in "${JOBS[@]}"; do
-        IFS='|' read -r id pattern ppn args <<<"$spec"
+        IFS='|' read -r id pattern ppn args JOB_YIELD JOB_HOSTS <<<"$spec"
         for tl in "${TRANSPORTS[@]}"; do
             agents_alive || die "an srmd is gone before job $id ($tl, rep $rep)"
             # shellcheck disable=SC2086  # args are words
@@ -286,6 +320,9 @@ for (( rep = 1; rep <= REPS; rep++ )); do
                 note "$(mesh_field lat_p50_us)" "$id-p50"
                 note "$(mesh_field lat_p99_us)" "$id-p99"
                 note "$(mesh_field lat_p999_us)" "$id-p999" ;;
+            pingpong)
+                note "$(mesh_field lat_p50_us)" "$id-p50"
+                note "$(mesh_field lat_p99_us)" "$id-p99" ;;
             esac
             DONE_RUNS=$(( DONE_RUNS + 1 ))
             info "[$DONE_RUNS/$TOTAL_RUNS] $tl $id rep $rep: $(mesh_field msg_rate) msg/s, $(mesh_field mb_rate) MB/s, p50/p99/p99.9 $(mesh_field lat_p50_us)/$(mesh_field lat_p99_us)/$(mesh_field lat_p999_us) us$( (( DISTURBED )) && printf ' DISTURBED (foreign CPU %s s%s)' "$FOREIGN_CPU" "${FOREIGN_SEEN:+, running: $FOREIGN_SEEN}")"
@@ -379,6 +416,32 @@ plot_run "$PLOT_DIR" "$PLOT_STEM-plots.gp" "${PNGS[@]}"
 
 # ---------------------------------------------------------------- report --
 
+# pingpong_section: the ping-pong table and issue 3's latency targets.
+pingpong_section() {
+    local y how want ratio
+    printf '\n## Ping-pong between two hosts: busy-polling and yielding ranks\n\n'
+    printf 'One rank on %s and one on %s: 8 B there, an 8 B answer back, then the next (srm_mesh -p one-to-many -s 8 -W 1 -a 1). Latency: half the round trip, p50 and p99 over the measured window. mpi_yield_when_idle 0: the ranks busy-poll; 1: Open MPI yields the CPU (sched_yield) while a rank waits, so the agents and the other ranks can run. Issue 3'"'"'s targets: srm p50 within 2x of tcp'"'"'s with busy-polling ranks, within 1.5x with yielding ranks.\n\n' \
+        "${HOSTS[0]}" "${HOSTS[1]}"
+    table_head measurement srm tcp srm/tcp
+    for y in "${PP_YIELDS[@]}"; do
+        if (( y == 0 )); then how="busy-polling"; else how="yielding"; fi
+        table_row "mpi_yield_when_idle $y ($how), p50 (us)" lat "pp-y$y-p50"
+        table_row "mpi_yield_when_idle $y ($how), p99 (us)" lat "pp-y$y-p99"
+    done
+    printf '\n'
+    for y in "${PP_YIELDS[@]}"; do
+        if (( y == 0 )); then how="busy-polling" want=2; else how="yielding" want=1.5; fi
+        ratio=$(awk -v a="$(median_of "srm/pp-y$y-p50")" -v b="$(median_of "tcp/pp-y$y-p50")" \
+                    'BEGIN { if (b > 0) printf "%.2f", a / b; else print "inf" }')
+        printf -- '- **Target** (%s ranks, srm p50 within %sx of tcp): srm/tcp %sx, ' "$how" "$want" "$ratio"
+        if awk -v r="$ratio" -v w="$want" 'BEGIN { exit !(r != "inf" && r + 0 <= w) }'; then
+            printf '**met**\n'
+        else
+            printf '**not met**\n'
+        fi
+    done
+}
+
 report() {
     local s p h
     printf '# One-to-many and full mesh: srm vs UCX tcp (Open MPI, %d simulated hosts)\n\n' "$NHOSTS"
@@ -414,6 +477,8 @@ report() {
         table_row "P=$p, p99 (us)" lat "mesh-$p-p99"
         table_row "P=$p, p99.9 (us)" lat "mesh-$p-p999"
     done
+
+    (( ${#PP_YIELDS[@]} == 0 )) || pingpong_section
 
     printf '\n## Plots\n\n'
     if [[ -n $PLOT_PROBLEM ]]; then

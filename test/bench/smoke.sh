@@ -3,8 +3,9 @@
 # smoke.sh - "make check" runs the whole evaluation (contrib/bench/eval.sh
 # --smoke: experiments 1-6 at their smallest sizes) so that it cannot rot.
 # Passes when eval.sh exits 0 and its results folder holds bench-report.md
-# with the Targets table and every experiment's section, the cost file and
-# (with gnuplot) every experiment's plots. Fails when any experiment
+# with the Targets table, every experiment's section, the ping-pong's
+# (issue 3's yielding-ranks target), the cost file and (with gnuplot)
+# every experiment's plots. Fails when any experiment
 # fails. Skips (77) without root or the tools the experiments need.
 #
 # The build under test: $SRM_BUILD_DIR, else the current directory (make
@@ -51,6 +52,8 @@ check grep -q '^## Targets' "$report"
 for n in 'Experiment 1:' 'Experiments 2 and 3:' 'Experiment 4:' 'Experiment 5:' 'Experiment 6:'; do
     check grep -q "^## $n" "$report"
 done
+check grep -q 'Ping-pong between two hosts' "$report"
+check grep -q -- '- \*\*Target\*\* (yielding ranks' "$report"
 check test -s "$out/resources-costs.txt"
 check test -s "$out/commands.sh"
 if command -v gnuplot >/dev/null 2>&1; then
