@@ -213,17 +213,21 @@ write_out() {
 # --------------------------------------------------------- disturbances --
 
 # foreign_load OWN-PID...: names of processes that run (state R) in two
-# samples 50 ms apart and are neither this shell, OWN-PIDs nor kernel
-# threads (children of kthreadd, pid 2); short-lived helpers are thus
-# ignored.  Builtins only: it runs after every measured run.
+# samples 50 ms apart and are neither this shell, OWN-PIDs, processes of
+# this script's cgroup nor kernel threads (children of kthreadd, pid 2);
+# short-lived helpers are thus ignored.  Builtins only: it runs after
+# every measured run.
 foreign_load() {
     local p mine=" $$ $BASHPID $* " out=
-    local -A first=() second=() named=()
+    local -A first=() second=() named=() ours=()
     running_processes first
     nap 0.05
     running_processes second
+    if [[ -n $CPU_GROUP ]]; then
+        while read -r p; do ours[$p]=1; done 2>/dev/null <"$CPU_GROUP/cgroup.procs" || :
+    fi
     for p in "${!second[@]}"; do
-        [[ -n ${first[$p]:-} && $mine != *" $p "* ]] || continue
+        [[ -n ${first[$p]:-} && $mine != *" $p "* && -z ${ours[$p]:-} ]] || continue
         [[ -n ${named[${second[$p]}]:-} ]] && continue
         named[${second[$p]}]=1
         out+=${out:+ }${second[$p]}

@@ -10,9 +10,10 @@
 #      counts as foreign: the run is disturbed.
 # (Other load on the machine can only add foreign CPU, so the checks are
 # on our share, and on foreign CPU being at least the stranger's.)
-#   3. the cgroup is gone after cpu_group_leave;
-#   4. foreign_load names a process that keeps running (by its command
-#      name), but not one whose PID it is given as ours.
+#   3. foreign_load names a process that keeps running (by its command
+#      name), but not one whose PID it is given as ours nor one in our
+#      cgroup;
+#   4. the cgroup is gone after cpu_group_leave.
 # SKIP when no CPU accounting cgroup can be made (not root, no cgroups).
 #
 # srm-test-timeout: 60
@@ -77,6 +78,27 @@ else
     srm_fail "a foreign process was not told apart: ${OURS_CPU} s ours, ${FOREIGN_CPU} s foreign, disturbed=$DISTURBED"
 fi
 
+# 3. Three spinners, copies of bash under names of their own: one given
+# as ours, one in our cgroup (started here), one a stranger (moved out).
+for n in ours cgrp them; do cp "$(command -v bash)" "$WORK/srm-spin-$n"; done
+"$WORK/srm-spin-ours" -c 'while :; do :; done' & ours=$!
+"$WORK/srm-spin-cgrp" -c 'while :; do :; done' & cgrp=$!
+( echo "$BASHPID" >"${CPU_GROUP%/*}/cgroup.procs"
+  exec "$WORK/srm-spin-them" -c 'while :; do :; done' ) & them=$!
+seen=
+for (( i = 0; i < 20; i++ )); do      # until the stranger has been seen
+    seen=$(foreign_load "$ours")
+    [[ " $seen " == *" srm-spin-them "* ]] && break
+done
+kill "$ours" "$cgrp" "$them"
+wait "$ours" "$cgrp" "$them" 2>/dev/null
+if [[ " $seen " == *" srm-spin-them "* && " $seen " != *" srm-spin-ours "* &&
+      " $seen " != *" srm-spin-cgrp "* ]]; then
+    srm_pass "foreign_load names a running stranger, not our PID nor our cgroup's: '$seen'"
+else
+    srm_fail "foreign_load: '$seen' (wanted srm-spin-them only)"
+fi
+
 group=$CPU_GROUP
 cpu_group_leave
 if [ -z "$CPU_GROUP" ] && [ ! -d "$group" ]; then
@@ -85,21 +107,4 @@ else
     srm_fail "$group is still there after cpu_group_leave"
 fi
 
-# 4. Two spinners, copies of bash under names of their own.
-cp "$(command -v bash)" "$WORK/srm-spin-ours"
-cp "$(command -v bash)" "$WORK/srm-spin-them"
-"$WORK/srm-spin-ours" -c 'while :; do :; done' & ours=$!
-"$WORK/srm-spin-them" -c 'while :; do :; done' & them=$!
-seen=
-for (( i = 0; i < 20; i++ )); do      # until both have been seen running
-    seen=$(foreign_load "$ours")
-    [[ " $seen " == *" srm-spin-them "* ]] && break
-done
-kill "$ours" "$them"
-wait "$ours" "$them" 2>/dev/null
-if [[ " $seen " == *" srm-spin-them "* && " $seen " != *" srm-spin-ours "* ]]; then
-    srm_pass "foreign_load names a running stranger and not our own PID: '$seen'"
-else
-    srm_fail "foreign_load: '$seen' (wanted srm-spin-them, not srm-spin-ours)"
-fi
 srm_done

@@ -81,6 +81,29 @@ static int srm_client_epoll_add(srm_agent_t *agent, int fd, uint32_t kind,
     return epoll_ctl(agent->epoll_fd, EPOLL_CTL_ADD, fd, &ev);
 }
 
+/* Until ATTACH names it: the peer's command name (what srmctl and other
+ * control clients are known by in the log), else "?". */
+static void srm_client_default_name(srm_client_t *client)
+{
+    char path[64];
+    size_t n = 0;
+    FILE *f;
+
+    snprintf(path, sizeof(path), "/proc/%d/comm", (int)client->pid);
+    f = fopen(path, "r");
+    if (f != NULL) {
+        n = fread(client->name, 1, sizeof(client->name) - 1, f);
+        fclose(f);
+    }
+    while ((n > 0) && (client->name[n - 1] == '\n')) {
+        --n;
+    }
+    if (n == 0) {
+        client->name[n++] = '?';
+    }
+    client->name[n] = '\0';
+}
+
 void srm_client_accept(srm_agent_t *agent)
 {
     struct ucred cred;
@@ -124,7 +147,7 @@ void srm_client_accept(srm_agent_t *agent)
     client->shm_fd      = -1;
     client->pid         = cred.pid;
     client->uid         = cred.uid;
-    snprintf(client->name, sizeof(client->name), "pid%d", (int)cred.pid);
+    srm_client_default_name(client);
 
     if (srm_client_epoll_add(agent, fd, SRM_EPOLL_SOCKET,
                              (client->port & SRM_PORT_SLOT_MASK) - 1) != 0) {
