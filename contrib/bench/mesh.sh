@@ -86,8 +86,8 @@ DESCRIPTION
       STEM-o2m.png     one-to-many MB/s vs message size
       STEM-rate.png    full-mesh message rate vs P
       STEM-lat.png     full-mesh p50, p99, p99.9 latency vs P
-    (the ping-pong is a table only).
-    with their data (STEM-*.dat) and script (STEM-plots.gp).
+    with their data (STEM-*.dat) and script (STEM-plots.gp); the ping-pong
+    is a table only.
 
     The report is printed (and written) only when every job succeeded.
     A job fails when netns-mpirun exits non-zero (any rank failed, data
