@@ -124,10 +124,7 @@ uct_srm_ep_reserve(uct_srm_ep_t *ep, uct_srm_iface_t *iface, uint8_t am_id,
         return UCS_ERR_NO_RESOURCE;
     }
     if (ucs_unlikely(iface->fenced)) {
-        if (iface->rma_outstanding > 0) {
-            return UCS_ERR_NO_RESOURCE; /* behind the fence */
-        }
-        iface->fenced = 0;
+        return UCS_ERR_NO_RESOURCE; /* behind the fence */
     }
 
     status = srm_ring_reserve(&ep->tx->ring, srm_frame_record_size(length),

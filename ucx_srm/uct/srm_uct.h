@@ -104,7 +104,8 @@ typedef struct uct_srm_iface {
         unsigned         rx_max_poll;
     } config;
     unsigned             rma_outstanding; /* RMA frames not yet answered */
-    int                  fenced;        /* sends wait for that count's 0 */
+    int                  fenced;        /* set only while that count > 0;
+                                           sends wait until it is 0 */
     unsigned             num_flushes;
     uct_completion_t     *flushes[UCT_SRM_MAX_FLUSHES]; /* wait for RMA */
     uint32_t             num_nodes;     /* node table entries in use */
