@@ -305,8 +305,7 @@ ELAPSED=$(( SECONDS - T_START ))
 # dat_rows FILE: the data lines of a .dat file (no comments, no blanks).
 dat_rows() { awk '!/^#/ && NF > 0' "$1"; }
 
-# ratio A B: A / B with 2 decimals ("inf" when B is 0).
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "inf" }'; }
+# ratio A B (lib.sh): A / B with 2 decimals, "inf" when B is 0.
 # at_least X MIN: X >= MIN (numbers; "inf" counts as large).
 at_least() { awk -v x="$1" -v m="$2" 'BEGIN { exit !(x == "inf" || x + 0 >= m) }'; }
 

@@ -420,6 +420,9 @@ seconds_between() { awk -v a="$1" -v b="$2" -v f="$3" 'BEGIN { printf f, b - a }
 
 # ---------------------------------------------------------------- report --
 
+# ratio A B: A / B with 2 decimals ("inf" when B is 0).
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "inf" }'; }
+
 # stats VALUES... -> "median min max"
 stats() {
     printf '%s\n' "$@" | sort -g | awk '{ v[NR] = $1 }

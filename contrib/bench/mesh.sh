@@ -418,7 +418,7 @@ plot_run "$PLOT_DIR" "$PLOT_STEM-plots.gp" "${PNGS[@]}"
 
 # pingpong_section: the ping-pong table and issue 3's latency targets.
 pingpong_section() {
-    local y how want ratio
+    local y how want srm_over_tcp
     printf '\n## Ping-pong between two hosts: busy-polling and yielding ranks\n\n'
     printf 'One rank on %s and one on %s: 8 B there, an 8 B answer back, then the next (srm_mesh -p one-to-many -s 8 -W 1 -a 1). Latency: half the round trip, p50 and p99 over the measured window. mpi_yield_when_idle 0: the ranks busy-poll; 1: Open MPI yields the CPU (sched_yield) while a rank waits, so the agents and the other ranks can run. Issue 3'"'"'s targets: srm p50 within 2x of tcp'"'"'s with busy-polling ranks, within 1.5x with yielding ranks.\n\n' \
         "${HOSTS[0]}" "${HOSTS[1]}"
@@ -431,10 +431,9 @@ pingpong_section() {
     printf '\n'
     for y in "${PP_YIELDS[@]}"; do
         if (( y == 0 )); then how="busy-polling" want=2; else how="yielding" want=1.5; fi
-        ratio=$(awk -v a="$(median_of "srm/pp-y$y-p50")" -v b="$(median_of "tcp/pp-y$y-p50")" \
-                    'BEGIN { if (b > 0) printf "%.2f", a / b; else print "inf" }')
-        printf -- '- **Target** (%s ranks, srm p50 within %sx of tcp): srm/tcp %sx, ' "$how" "$want" "$ratio"
-        if awk -v r="$ratio" -v w="$want" 'BEGIN { exit !(r != "inf" && r + 0 <= w) }'; then
+        srm_over_tcp=$(ratio "$(median_of "srm/pp-y$y-p50")" "$(median_of "tcp/pp-y$y-p50")")
+        printf -- '- **Target** (%s ranks, srm p50 within %sx of tcp): srm/tcp %sx, ' "$how" "$want" "$srm_over_tcp"
+        if awk -v r="$srm_over_tcp" -v w="$want" 'BEGIN { exit !(r != "inf" && r + 0 <= w) }'; then
             printf '**met**\n'
         else
             printf '**not met**\n'
