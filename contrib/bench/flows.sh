@@ -242,14 +242,6 @@ cleanup() {
 set_traps
 cpu_group_join srm-flows
 
-alive() {               # PID runs (a zombie does not count)
-    local line st
-    { read -r line <"/proc/$1/stat"; } 2>/dev/null || return 1
-    st=${line##*) }
-    st=${st%% *}
-    [[ -n $st && $st != Z && $st != X ]]
-}
-
 ctl() {                 # CONFIG HOST SRMCTL-ARGS...: srmctl of CONFIG's agent in HOST
     local c=$1 h=$2
     shift 2
@@ -285,7 +277,7 @@ done
 for key in "${!AGENT[@]}"; do
     c=${key%%/*} h=${key#*/}
     for (( i = 0; i < 50; i++ )); do
-        alive "${AGENT[$key]}" || {
+        pid_alive "${AGENT[$key]}" || {
             cat "$WORK/srmd.$c.$h.out" "$WORK/srmd.$c.$h.log" >&2 2>/dev/null || true
             die "srmd ($c) in $h exited at start (log above)"; }
         ctl "$c" "$h" ping >/dev/null 2>&1 && break
@@ -297,7 +289,7 @@ info "agents up: ${#AGENT[@]} srmd (2 per host)"
 
 agents_alive() {
     local p
-    for p in "${AGENT[@]}"; do alive "$p" || return 1; done
+    for p in "${AGENT[@]}"; do pid_alive "$p" || return 1; done
 }
 
 # ------------------------------------------------------------------ runs --

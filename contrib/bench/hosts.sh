@@ -372,14 +372,6 @@ cleanup() {
 set_traps
 cpu_group_join srm-hosts
 
-alive() {               # PID runs (a zombie does not count); no subprocess
-    local line st
-    { read -r line <"/proc/$1/stat"; } 2>/dev/null || return 1
-    st=${line##*) }
-    st=${st%% *}
-    [[ -n $st && $st != Z && $st != X ]]
-}
-
 ctl() {                 # HOST SRMCTL-ARGS...: srmctl inside HOST
     local h=$1; shift
     timeout -k 2 10 "$NC" exec "$h" "$SRMCTL" -s "$SOCK" -t 3 "$@"
@@ -420,7 +412,7 @@ for h in "${HOSTS[@]}"; do
 done
 for h in "${HOSTS[@]}"; do
     for (( i = 0; i < 50; i++ )); do
-        alive "${AGENT[$h]}" || {
+        pid_alive "${AGENT[$h]}" || {
             cat "$WORK/srmd.$h.out" "$WORK/srmd.$h.log" >&2 2>/dev/null || true
             die "srmd in $h exited at start (log above)"; }
         ctl "$h" ping >/dev/null 2>&1 && break
@@ -435,13 +427,6 @@ done
 AGENT_POLICY=$(ctl "$H1" status 2>/dev/null | status_field policy:)
 AGENT_NICE=$(ps -o ni= -p "${AGENT[$H1]}" | tr -d ' ')
 info "srmd pid ${AGENT[$H1]} in $H1, pid ${AGENT[$H2]} in $H2 on @$SOCK ($AGENT_POLICY, nice $AGENT_NICE)"
-
-agents_alive() {
-    local h
-    for h in "${HOSTS[@]}"; do
-        alive "${AGENT[$h]}" || return 1
-    done
-}
 
 # --------------------------------------------------------- disturbances --
 
@@ -473,7 +458,7 @@ show_failure() {        # DIR: commands and logs of a failed run, agent logs
             tail -n 25 "$f" || true
         done
         for h in "${HOSTS[@]}"; do
-            alive "${AGENT[$h]}" || printf -- '--- srmd in %s (pid %s) is NOT running ---\n' "$h" "${AGENT[$h]}"
+            pid_alive "${AGENT[$h]}" || printf -- '--- srmd in %s (pid %s) is NOT running ---\n' "$h" "${AGENT[$h]}"
             for f in "$WORK/srmd.$h.log" "$WORK/srmd.$h.out"; do
                 [[ -s $f ]] || continue
                 printf -- '--- %s (last 25 lines) ---\n' "$f"
@@ -525,7 +510,7 @@ run_group() {
             listening_in_h1 "${ports[k]}" || break
         done
         (( k == pairs )) && break
-        alive "${srv[k]}" || break
+        pid_alive "${srv[k]}" || break
         nap 0.025
     done
     if (( k < pairs )); then
@@ -578,8 +563,8 @@ run_group() {
     # The servers end right after their clients; 20 s grace.
     local deadline=$(( SECONDS + 20 ))
     for (( k = 0; k < pairs; k++ )); do
-        while alive "${srv[k]}" && (( SECONDS < deadline )); do nap 0.05; done
-        if alive "${srv[k]}"; then
+        while pid_alive "${srv[k]}" && (( SECONDS < deadline )); do nap 0.05; done
+        if pid_alive "${srv[k]}"; then
             kill_pids "${srv[@]}"
             for i in "${srv[@]}"; do forget_pid "$i"; done
             show_failure "$d"
