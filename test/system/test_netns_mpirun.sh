@@ -5,7 +5,9 @@
 #   1. a job whose rank fails: mpirun's non-zero status is passed through;
 #   2. a job past --timeout 2: exit 124, and none of its processes is left
 #      in the hosts (found by their NETNS_MPIRUN_JOB);
-#   3. netns-mpirun sent TERM mid-job: exit 143, nothing of the job left;
+#   3. netns-mpirun sent TERM as soon as a process of the job shows (often
+#      netns-mpirun itself, still launching mpirun and its watchdog): exit
+#      143, nothing of the job left;
 #   4. a job that succeeds: exit 0, and its watchdog is gone with it.
 # 2 and 3 run "sleep" as the ranks, each with an argument of its own, so
 # that leftovers (ranks, orted, mpirun, the wrappers: every command line
