@@ -280,8 +280,9 @@ T_START=$SECONDS
 # One after the other: the experiments measure, so nothing else of ours
 # may run beside them.  --smoke measures nothing: experiments 1-5 run at
 # the same time (each on its own simulated hosts and agent sockets; their
-# busy-polling runs take turns, see turn_take in lib.sh), and the model,
-# which reads the costs of 4, as soon as 4 is done.
+# busy-polling runs take turns, see turn_take in lib.sh, and an MPI job
+# starts up before its turn and waits at a gate, see gate_shut), and the
+# model, which reads the costs of 4, as soon as 4 is done.
 if [[ $MODE == smoke ]]; then
     export SRM_BENCH_TURNS=$OUTDIR/logs/turns.lock
     : >"$SRM_BENCH_TURNS"

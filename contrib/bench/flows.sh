@@ -302,10 +302,20 @@ TOTAL_RUNS=$(( REPS * ${#LOADS[@]} * ${#CONFIGS[@]} ))
 KEYS=(flows short long short_p50_us short_p99_us short_mean_us long_p50_us
       long_p99_us long_mean_us offered_load achieved_load)
 
-# flowgen_field LINE KEY: the value of KEY=VALUE in a "flowgen:" line.
-flowgen_field() {
-    awk -v k="$2" '{ for (i = 2; i <= NF; i++) { split($i, a, "=")
-                     if (a[1] == k) { print a[2]; exit } } }' <<<"$1"
+# flowgen_line LOG: the last "flowgen: " line of LOG into FLOW_LINE and
+# its KEY=VALUE words into FLOW[KEY]; builtins only (it runs after every
+# job).
+declare -A FLOW=()
+flowgen_line() {
+    local line w words
+    FLOW_LINE='' FLOW=()
+    while IFS= read -r line || [[ -n $line ]]; do
+        [[ $line != 'flowgen: '* ]] || FLOW_LINE=$line
+    done <"$1" || :
+    read -r -a words <<<"${FLOW_LINE#flowgen: }"
+    for w in "${words[@]}"; do
+        [[ $w != *=* ]] || FLOW[${w%%=*}]=${w#*=}
+    done
 }
 
 # show_failure LOG: the command and the end of the logs of a failed run.
@@ -325,7 +335,7 @@ show_failure() {
 
 # run_flows CONFIG LOAD REP: one srm_flowgen job; dies unless it succeeded.
 run_flows() {
-    local c=$1 load=$2 rep=$3 log line k v rc=0 job seed
+    local c=$1 load=$2 rep=$3 log k v rc=0 job seed pid
     local envs=(env -u LD_PRELOAD -u UCX_TLS -u UCX_NET_DEVICES -u UCX_SRM_SOCKET
                 -u UCX_SRM_AGENT -u UCX_SRM_LARGE_THRESH UCX_WARN_UNUSED_ENV_VARS=n)
     local xs=(-x UCX_TLS -x UCX_WARN_UNUSED_ENV_VARS)
@@ -341,32 +351,36 @@ run_flows() {
         envs+=(UCX_TLS=tcp UCX_NET_DEVICES=eth0)
         xs+=(-x UCX_NET_DEVICES) ;;
     esac
+    log=$WORK/run.$RUN_NO.$c.$load.r$rep.log
+    gate_shut "$log.gate"
+    (( ${#GATE_ENV[@]} == 0 )) || { envs+=("${GATE_ENV[@]}"); xs+=(-x SRM_BENCH_GATE); }
     job=("${envs[@]}" "$MPIRUN" --prefix "$PFX" --ppn "$PPN" --timeout "$RUN_LIMIT"
          "${xs[@]}" -- "$FLOWGEN" --load "$load" --link-rate "$LINK_RATE"
          --duration "$DURATION" --drain "$DRAIN" --seed "$seed")
     (( REMOTE_ONLY == 0 )) || job+=(--remote-only)
     RUN_CMD=$(quote "${job[@]}")
     record_cmd "# run $RUN_NO: $c, load $load, rep $rep" '' "${job[@]}"
-    log=$WORK/run.$RUN_NO.$c.$load.r$rep.log
 
     agents_alive || { show_failure /dev/null; die "an srmd is gone before run $RUN_NO"; }
-    turn_take
-    mark_start "${AGENT[@]}"
     "${job[@]}" >"$log" 2>&1 </dev/null &
-    PIDS+=("$!")
-    wait "$!" || rc=$?
-    forget_pid "$!"
+    pid=$!
+    PIDS+=("$pid")
+    gate_open "$pid" $(( NHOSTS * PPN )) "$log.gate" "$GATE_FD"
+    mark_start "${AGENT[@]}"
+    turn_give_at "$pid" "$log" 'flowgen: '
+    wait "$pid" || rc=$?
+    forget_pid "$pid"
     mark_end "${AGENT[@]}"
     turn_give
     judge_run "$(foreign_load "${AGENT[@]}")"
 
-    line=$(grep -a '^flowgen: ' "$log" | tail -n 1 || true)
-    if (( rc != 0 )) || [[ -z $line ]]; then
+    flowgen_line "$log"
+    if (( rc != 0 )) || [[ -z $FLOW_LINE ]]; then
         show_failure "$log"
-        die "run $RUN_NO ($c, load $load, rep $rep) failed: exit $rc${line:+; $line}"
+        die "run $RUN_NO ($c, load $load, rep $rep) failed: exit $rc${FLOW_LINE:+; $FLOW_LINE}"
     fi
     for k in errors short long; do
-        v=$(flowgen_field "$line" "$k")
+        v=${FLOW[$k]:-}
         is_uint "$v" || { show_failure "$log"; die "run $RUN_NO: no $k= in its flowgen line"; }
         case $k in
         errors) (( v == 0 )) || { show_failure "$log"; die "run $RUN_NO ($c, load $load): $v errors"; } ;;
@@ -375,7 +389,7 @@ run_flows() {
     done
     agents_alive || { show_failure "$log"; die "an srmd died during run $RUN_NO"; }
     for k in "${KEYS[@]}"; do
-        v=$(flowgen_field "$line" "$k")
+        v=${FLOW[$k]:-}
         is_number "$v" || { show_failure "$log"; die "run $RUN_NO: $k='$v' is not a number"; }
         VALUES[$c/$load/$k]+="$v "
     done
@@ -383,7 +397,7 @@ run_flows() {
         tally_disturbed
         DISTURBED_IN[$c/$load]=1
     fi
-    info "[$RUN_NO/$TOTAL_RUNS] $c load $load rep $rep: $(flowgen_field "$line" flows) flows, short p99 $(flowgen_field "$line" short_p99_us) us, long p99 $(flowgen_field "$line" long_p99_us) us, achieved load $(flowgen_field "$line" achieved_load)$( (( DISTURBED )) && printf ' (disturbed)')"
+    info "[$RUN_NO/$TOTAL_RUNS] $c load $load rep $rep: ${FLOW[flows]} flows, short p99 ${FLOW[short_p99_us]} us, long p99 ${FLOW[long_p99_us]} us, achieved load ${FLOW[achieved_load]}$( (( DISTURBED )) && printf ' (disturbed)')"
 }
 
 info "$TOTAL_RUNS runs of ${DURATION} s: ${#CONFIGS[@]} configurations x ${#LOADS[@]} loads x $REPS reps, $NHOSTS hosts x $PPN processes"
@@ -403,7 +417,9 @@ ELAPSED=$(seconds_between "$T_START" "$EPOCHREALTIME" %.0f)
 # med CONFIG LOAD KEY: the median of the repetitions.
 med() {
     # shellcheck disable=SC2086  # a list of numbers
-    stats ${VALUES[$1/$2/$3]} | awk '{ print $1 }'
+    local m
+    read -r m _ < <(stats ${VALUES[$1/$2/$3]})
+    printf '%s' "$m"
 }
 
 # cell CONFIG LOAD KEY KIND: "median [min, max]" (KIND: lat in us, load, n).
@@ -412,8 +428,8 @@ cell() {
     # shellcheck disable=SC2086  # a list of numbers
     read -r m lo hi < <(stats ${VALUES[$1/$2/$3]})
     case $4 in
-    load) out=$(printf '%.2f' "$m"); (( REPS == 1 )) || out+=" [$(printf '%.2f' "$lo"), $(printf '%.2f' "$hi")]" ;;
-    n)    out=$(printf '%.0f' "$m"); (( REPS == 1 )) || out+=" [$(printf '%.0f' "$lo"), $(printf '%.0f' "$hi")]" ;;
+    load) printf -v out '%.2f' "$m"; (( REPS == 1 )) || printf -v out '%s [%.2f, %.2f]' "$out" "$lo" "$hi" ;;
+    n)    printf -v out '%.0f' "$m"; (( REPS == 1 )) || printf -v out '%s [%.0f, %.0f]' "$out" "$lo" "$hi" ;;
     *)    out=$(fmt lat "$m"); (( REPS == 1 )) || out+=" [$(fmt lat "$lo"), $(fmt lat "$hi")]" ;;
     esac
     printf '%s' "$out"

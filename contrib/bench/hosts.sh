@@ -450,8 +450,10 @@ listening_in_h1() { port_in_state "$1" 0A "/proc/${AGENT[$H1]}/net/tcp"; }
 show_failure() {        # DIR: commands and logs of a failed run, agent logs
     local d=$1 f h
     {
-        printf '\n--- failed run: commands (%s/cmd) ---\n' "$d"
-        cat "$d/cmd"
+        if [[ -e $d/cmd ]]; then
+            printf '\n--- failed run: commands (%s/cmd) ---\n' "$d"
+            cat "$d/cmd" || true
+        fi
         for f in "$d"/*.log; do
             [[ -e $f ]] || continue
             printf -- '--- %s (last 25 lines) ---\n' "$f"
@@ -690,7 +692,16 @@ done
 # --------------------------------------------- node channels, agent state --
 
 for h in "${HOSTS[@]}"; do
-    ctl "$h" ping >/dev/null 2>&1 || { show_failure "$WORK"; die "srmd in $h no longer answers after the runs"; }
+    # Three tries: on a loaded machine one srmctl may miss its 3 s.
+    for try in 1 2 3; do
+        rc=0
+        out=$(ctl "$h" ping 2>&1) || rc=$?
+        (( rc != 0 )) && pid_alive "${AGENT[$h]}" || break
+    done
+    (( rc == 0 )) || {
+        show_failure "$WORK"
+        pid_alive "${AGENT[$h]}" || die "srmd in $h (pid ${AGENT[$h]}) exited during the runs"
+        die "srmd in $h runs but does not answer after the runs (exit $rc, 3 tries): ${out:-no output}"; }
 done
 declare -A CONNS=() CONN_LIST=()
 for h in "${HOSTS[@]}"; do

@@ -423,11 +423,18 @@ seconds_between() { awk -v a="$1" -v b="$2" -v f="$3" 'BEGIN { printf f, b - a }
 # ratio A B: A / B with 2 decimals ("inf" when B is 0).
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "inf" }'; }
 
-# stats VALUES... -> "median min max"
+# stats VALUES... -> "median min max".  One awk, which sorts them itself:
+# the reports call this for every cell.
 stats() {
-    printf '%s\n' "$@" | sort -g | awk '{ v[NR] = $1 }
-        END { m = (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2
-              printf "%.6f %.6f %.6f\n", m, v[1], v[NR] }'
+    awk -v list="$*" 'BEGIN {
+        n = split(list, v, " ")
+        for (i = 2; i <= n; i++) {
+            x = v[i] + 0
+            for (j = i - 1; j >= 1 && v[j] + 0 > x; j--) v[j + 1] = v[j]
+            v[j + 1] = x
+        }
+        m = (n % 2) ? v[(n + 1) / 2] : (v[n / 2] + v[n / 2 + 1]) / 2
+        printf "%.6f %.6f %.6f\n", m, v[1], v[n] }'
 }
 
 # median_of KEY: the median of VALUES[KEY] (the caller's array).
@@ -503,7 +510,7 @@ print_inherited_ucx() {
 # NC (netns-cluster), PFX (cluster prefix), SOCK (the agents' socket),
 # SRMD, SRMCTL, SRM_MODULE (find_srm_build), WORK, CMDS, TIMEOUT; these
 # functions set HOSTS, CLUSTER_UP, AGENT[host] (declare -A AGENT first),
-# JOB_DIR, JOB_OUT, MESH_RESULT.
+# JOB_DIR, JOB_OUT, MESH_RESULT, MESH.
 # shellcheck disable=SC2004  # AGENT is the caller's associative array
 
 # pid_alive PID: PID runs (a zombie does not count); no subprocess.
@@ -532,6 +539,46 @@ turn_take() {
 }
 turn_give() {
     [[ -z $TURN_FD ]] || flock -u "$TURN_FD" || :
+}
+
+# turn_give_at PID FILE PREFIX: with turns, give the turn as soon as FILE
+# (the output of job PID) has a line starting with PREFIX, its result, or
+# PID has ended: what is left, MPI_Finalize and the job's end, hardly
+# polls and need not hold the next job back.
+turn_give_at() {
+    [[ -n $TURN_FD ]] || return 0
+    while pid_alive "$1" && ! has_line "$2" "$3"; do nap 0.02; done
+    turn_give
+}
+
+# gate_shut FILE / gate_open PID RANKS FILE FD: an MPI job need not wait
+# for its turn to start: mpirun, the orted daemons and MPI_Init take most
+# of a second and do not busy-poll.  With turns, gate_shut locks FILE and
+# sets GATE_FD to the lock's descriptor and GATE_ENV to SRM_BENCH_GATE=FILE
+# for the job's environment (-x SRM_BENCH_GATE); without, both are empty.
+# Right after MPI_Init each rank appends a byte to FILE and sleeps on the
+# lock (bench_gate.h).  gate_open, called once the job (PID) is started,
+# waits until RANKS bytes are there (or PID has ended), takes the turn,
+# then unlocks and closes FD (empty FD: it only takes the turn).
+GATE_FD=
+GATE_ENV=()
+gate_shut() {
+    GATE_FD='' GATE_ENV=()
+    [[ -n ${SRM_BENCH_TURNS:-} ]] || return 0
+    { : >"$1" && exec {GATE_FD}<"$1" && flock "$GATE_FD"; } || die "cannot lock the gate $1"
+    GATE_ENV=(SRM_BENCH_GATE="$1")
+}
+gate_open() {
+    local pid=$1 ranks=$2 file=$3 fd=$4 arrived=
+    while [[ -n $fd ]] && pid_alive "$pid"; do
+        { read -r arrived <"$file"; } 2>/dev/null || :
+        (( ${#arrived} < ranks )) || break
+        nap 0.02
+    done
+    turn_take
+    [[ -n $fd ]] || return 0
+    flock -u "$fd" || :
+    exec {fd}<&-
 }
 
 # has_line FILE PREFIX: does a line of FILE start with PREFIX?  Builtins
@@ -663,33 +710,53 @@ tl_env() {
     esac
 }
 
-# mpi_job_start LABEL TL PPN PROGRAM [ARGS...]: start PROGRAM on every
+# mpi_job_launch LABEL TL PPN PROGRAM [ARGS...]: start PROGRAM on every
 # host of JOB_HOSTS (comma separated; empty: all of HOSTS), PPN ranks
 # each, through netns-mpirun (--timeout TIMEOUT, --yield JOB_YIELD, empty:
-# auto) in the background; sets JOB_PID, JOB_DIR (runs/LABEL), JOB_OUT.
+# auto) in the background, behind a shut gate when turns are taken; sets
+# JOB_PID, JOB_DIR (runs/LABEL), JOB_OUT, JOB_RANKS, JOB_GATE, JOB_GATE_FD.
+# mpi_job_go: returns once that job has the turn, its gate opened.
+# mpi_job_start: both.  job_save VAR / job_load VAR keep the JOB_ values
+# of one launched job while another is launched.
 JOB_HOSTS='' JOB_YIELD=''
-mpi_job_start() {
-    local label=$1 tl=$2 ppn=$3 w xs=() cmd
+mpi_job_launch() {
+    local label=$1 tl=$2 ppn=$3 w xs=() cmd hosts=${JOB_HOSTS:-$(IFS=,; echo "${HOSTS[*]}")} host_list
     shift 3
+    IFS=, read -r -a host_list <<<"$hosts"
     tl_env "$tl"
     for w in "${TL_ENV[@]}"; do xs+=(-x "${w%%=*}"); done
     [[ $tl != srm ]] || xs+=(-x LD_PRELOAD="$SRM_MODULE")
     JOB_DIR=$WORK/runs/$label
     JOB_OUT=$JOB_DIR/job.log
+    JOB_RANKS=$(( ppn * ${#host_list[@]} ))
+    JOB_GATE=$JOB_DIR/gate
     mkdir -p "$JOB_DIR"
+    gate_shut "$JOB_GATE"
+    JOB_GATE_FD=$GATE_FD
+    (( ${#GATE_ENV[@]} == 0 )) || xs+=(-x SRM_BENCH_GATE)
     cmd=(env -u LD_PRELOAD -u UCX_TLS -u UCX_NET_DEVICES -u UCX_SRM_SOCKET -u UCX_SRM_AGENT
-         LC_ALL=C UCX_WARN_UNUSED_ENV_VARS=n "${TL_ENV[@]}"
-         "$SRCDIR/contrib/netns-mpirun" --hosts "${JOB_HOSTS:-$(IFS=,; echo "${HOSTS[*]}")}"
+         LC_ALL=C UCX_WARN_UNUSED_ENV_VARS=n "${TL_ENV[@]}" "${GATE_ENV[@]}"
+         "$SRCDIR/contrib/netns-mpirun" --hosts "$hosts"
          --ppn "$ppn" --timeout "$TIMEOUT" --yield "${JOB_YIELD:-auto}"
          -x UCX_WARN_UNUSED_ENV_VARS "${xs[@]}" -- "$@")
     printf '# %s\n%s\n' "$label" "$(quote "${cmd[@]}")" >"$JOB_DIR/cmd"
     cat "$JOB_DIR/cmd" >>"$CMDS"
     printf '\n' >>"$CMDS"
     : >"$JOB_OUT"
-    turn_take
     "${cmd[@]}" >"$JOB_OUT" 2>&1 &
     JOB_PID=$!
     PIDS+=("$JOB_PID")
+}
+mpi_job_go() {
+    gate_open "$JOB_PID" "$JOB_RANKS" "$JOB_GATE" "$JOB_GATE_FD"
+    JOB_GATE_FD=
+}
+mpi_job_start() { mpi_job_launch "$@"; mpi_job_go; }
+job_save() {
+    printf -v "$1" '%s|%s|%s|%s|%s|%s' "$JOB_PID" "$JOB_DIR" "$JOB_OUT" "$JOB_RANKS" "$JOB_GATE" "$JOB_GATE_FD"
+}
+job_load() {
+    IFS='|' read -r JOB_PID JOB_DIR JOB_OUT JOB_RANKS JOB_GATE JOB_GATE_FD <<<"${!1}"
 }
 
 # job_failure MESSAGE: show the command and log of the job in JOB_DIR and
@@ -721,21 +788,26 @@ mpi_job_wait() {
     job_failure "job $JOB_DIR exited with status $rc"
 }
 
-# mesh_result: the "srm_mesh: result" line of JOB_OUT into MESH_RESULT;
-# dies unless there is exactly one, with errors=0 and msgs > 0.
+# mesh_result: the "srm_mesh: result" line of JOB_OUT into MESH_RESULT
+# and its KEY=VALUE words into MESH[KEY] (builtins only: it runs after
+# every job); dies unless there is exactly one, with errors=0 and msgs > 0.
+declare -A MESH=()
 mesh_result() {
-    local n
-    n=$(grep -ac '^srm_mesh: result ' "$JOB_OUT" || true)
-    [[ $n == 1 ]] || job_failure "job $JOB_DIR printed $n result lines, want 1"
-    MESH_RESULT=$(grep -a '^srm_mesh: result ' "$JOB_OUT")
-    [[ $(mesh_field errors) == 0 ]] || job_failure "job $JOB_DIR: $(mesh_field errors) data errors"
-    (( $(mesh_field msgs) > 0 )) || job_failure "job $JOB_DIR moved no messages"
-}
-
-# mesh_field KEY: the value of KEY=... in MESH_RESULT.
-mesh_field() {
-    awk -v k="$1" '{ for (i = 1; i <= NF; i++) if (index($i, k "=") == 1) { print substr($i, length(k) + 2); exit } }' \
-        <<<"$MESH_RESULT"
+    local line n=0 w words
+    MESH_RESULT=''
+    while IFS= read -r line || [[ -n $line ]]; do
+        [[ $line == 'srm_mesh: result '* ]] || continue
+        n=$(( n + 1 ))
+        MESH_RESULT=$line
+    done <"$JOB_OUT"
+    (( n == 1 )) || job_failure "job $JOB_DIR printed $n result lines, want 1"
+    MESH=()
+    read -r -a words <<<"${MESH_RESULT#srm_mesh: result }"
+    for w in "${words[@]}"; do
+        [[ $w != *=* ]] || MESH[${w%%=*}]=${w#*=}
+    done
+    [[ ${MESH[errors]:-} == 0 ]] || job_failure "job $JOB_DIR: ${MESH[errors]:-no} data errors"
+    [[ ${MESH[msgs]:-} =~ ^[0-9]+$ ]] && (( MESH[msgs] > 0 )) || job_failure "job $JOB_DIR moved no messages"
 }
 
 # build_mesh OUT: put srm_mesh at OUT: a copy of BUILD's srm_mesh (made by
@@ -744,7 +816,8 @@ mesh_field() {
 # CMDS.
 build_mesh() {
     local src=$SRCDIR/contrib/bench/srm_mesh.c
-    if [[ -x $BUILD/srm_mesh && $BUILD/srm_mesh -nt $src ]]; then
+    if [[ -x $BUILD/srm_mesh && $BUILD/srm_mesh -nt $src &&
+          $BUILD/srm_mesh -nt $SRCDIR/contrib/bench/bench_gate.h ]]; then
         cp -- "$BUILD/srm_mesh" "$1" || die "cannot copy $BUILD/srm_mesh to $1"
         record_cmd '# the program (built by make from contrib/bench/srm_mesh.c)' '' cp "$BUILD/srm_mesh" "$1"
         return 0

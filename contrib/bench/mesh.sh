@@ -294,40 +294,64 @@ note() {
     (( DISTURBED == 0 )) || DISTURBED_IN[$tl/$2]=$(( ${DISTURBED_IN[$tl/$2]:-0} + 1 ))
 }
 
-info "$TOTAL_RUNS jobs: ${#JOBS[@]} x ${#TRANSPORTS[@]} transports x $REPS rep(s), $SECS s measured each, timeout $TIMEOUT s"
+# Every job in order: "rep|tl|job spec".
+RUNS=()
 for (( rep = 1; rep <= REPS; rep++ )); do
     for spec in "${JOBS[@]}"; do
-        IFS='|' read -r id pattern ppn args JOB_YIELD JOB_HOSTS <<<"$spec"
-        for tl in "${TRANSPORTS[@]}"; do
-            agents_alive || die "an srmd is gone before job $id ($tl, rep $rep)"
-            # shellcheck disable=SC2086  # args are words
-            read -r -a argv <<<"$args"
-            turn_take               # before the mark: waiting is not the run
-            mark_start "${AGENT[@]}"
-            mpi_job_start "$id-$tl-r$rep" "$tl" "$ppn" "$MESH_BIN" "${argv[@]}" -t "$SECS"
-            mpi_job_wait
-            mark_end "${AGENT[@]}"
-            judge_run "$(foreign_load "${AGENT[@]}")"
-            agents_alive || job_failure "an srmd died during job $JOB_DIR"
-            mesh_result
-            if (( DISTURBED )); then tally_disturbed; fi
-            case $pattern in
-            one-to-many)
-                note "$(mesh_field msg_rate)" "$id-mr"
-                note "$(mesh_field mb_rate)" "$id-mb" ;;
-            mesh)
-                note "$(mesh_field msg_rate)" "$id-mr"
-                note "$(mesh_field lat_p50_us)" "$id-p50"
-                note "$(mesh_field lat_p99_us)" "$id-p99"
-                note "$(mesh_field lat_p999_us)" "$id-p999" ;;
-            pingpong)
-                note "$(mesh_field lat_p50_us)" "$id-p50"
-                note "$(mesh_field lat_p99_us)" "$id-p99" ;;
-            esac
-            DONE_RUNS=$(( DONE_RUNS + 1 ))
-            info "[$DONE_RUNS/$TOTAL_RUNS] $tl $id rep $rep: $(mesh_field msg_rate) msg/s, $(mesh_field mb_rate) MB/s, p50/p99/p99.9 $(mesh_field lat_p50_us)/$(mesh_field lat_p99_us)/$(mesh_field lat_p999_us) us$( (( DISTURBED )) && printf ' DISTURBED (foreign CPU %s s%s)' "$FOREIGN_CPU" "${FOREIGN_SEEN:+, running: $FOREIGN_SEEN}")"
-        done
+        for tl in "${TRANSPORTS[@]}"; do RUNS+=("$rep|$tl|$spec"); done
     done
+done
+
+# launch_run I: start the job of RUNS[I] (mpi_job_launch; its ranks wait
+# at its gate when turns are taken).
+launch_run() {
+    local rep tl id pattern ppn args argv JOB_YIELD JOB_HOSTS
+    IFS='|' read -r rep tl id pattern ppn args JOB_YIELD JOB_HOSTS <<<"${RUNS[$1]}"
+    read -r -a argv <<<"$args"
+    mpi_job_launch "$id-$tl-r$rep" "$tl" "$ppn" "$MESH_BIN" "${argv[@]}" -t "$SECS"
+}
+
+info "$TOTAL_RUNS jobs: ${#JOBS[@]} x ${#TRANSPORTS[@]} transports x $REPS rep(s), $SECS s measured each, timeout $TIMEOUT s"
+NEXT_JOB=
+for (( i = 0; i < ${#RUNS[@]}; i++ )); do
+    IFS='|' read -r rep tl id pattern _ <<<"${RUNS[$i]}"
+    agents_alive || die "an srmd is gone before job $id ($tl, rep $rep)"
+    if [[ -n $NEXT_JOB ]]; then job_load NEXT_JOB; NEXT_JOB=; else launch_run "$i"; fi
+    mpi_job_go
+    mark_start "${AGENT[@]}"    # after the turn: waiting is not the run
+    # With turns (eval.sh --smoke), the next job starts up while this one
+    # runs and waits at its gate; a measured run has the machine alone.
+    if [[ -n ${SRM_BENCH_TURNS:-} ]] && (( i + 1 < ${#RUNS[@]} )); then
+        job_save THIS_JOB
+        launch_run $(( i + 1 ))
+        job_save NEXT_JOB
+        job_load THIS_JOB
+    fi
+    turn_give_at "$JOB_PID" "$JOB_OUT" 'srm_mesh: result '
+    mpi_job_wait
+    mark_end "${AGENT[@]}"
+    judge_run "$(foreign_load "${AGENT[@]}")"
+    agents_alive || job_failure "an srmd died during job $JOB_DIR"
+    mesh_result
+    if (( DISTURBED )); then tally_disturbed; fi
+    case $pattern in
+    one-to-many)
+        note "${MESH[msg_rate]}" "$id-mr"
+        note "${MESH[mb_rate]}" "$id-mb" ;;
+    mesh)
+        note "${MESH[msg_rate]}" "$id-mr"
+        note "${MESH[lat_p50_us]}" "$id-p50"
+        note "${MESH[lat_p99_us]}" "$id-p99"
+        note "${MESH[lat_p999_us]}" "$id-p999" ;;
+    pingpong)
+        note "${MESH[lat_p50_us]}" "$id-p50"
+        note "${MESH[lat_p99_us]}" "$id-p99" ;;
+    esac
+    DONE_RUNS=$(( DONE_RUNS + 1 ))
+    line="[$DONE_RUNS/$TOTAL_RUNS] $tl $id rep $rep: ${MESH[msg_rate]} msg/s, ${MESH[mb_rate]} MB/s,"
+    line+=" p50/p99/p99.9 ${MESH[lat_p50_us]}/${MESH[lat_p99_us]}/${MESH[lat_p999_us]} us"
+    (( DISTURBED == 0 )) || line+=" DISTURBED (foreign CPU $FOREIGN_CPU s${FOREIGN_SEEN:+, running: $FOREIGN_SEEN})"
+    info "$line"
 done
 
 # srm's node channels after the runs.
