@@ -96,6 +96,19 @@ size_t count_of(const std::string &text, const std::string &what)
     return n;
 }
 
+/* The sum of every "NAME N" of a status text (one per channel line). */
+unsigned long long sum_of(const std::string &text, const std::string &name)
+{
+    const std::string what = " " + name + " ";
+    unsigned long long sum = 0;
+
+    for (size_t pos = text.find(what); pos != std::string::npos;
+         pos = text.find(what, pos + 1)) {
+        sum += std::strtoull(text.c_str() + pos + what.size(), nullptr, 10);
+    }
+    return sum;
+}
+
 /* Both channels failed over once; on an emulated machine (time scale > 1)
  * a handshake may also time out under load, so there at least once. */
 void expect_one_failover_per_channel(const std::string &status)
@@ -693,7 +706,10 @@ TEST(wire, a_connection_its_receiver_does_not_read_still_sends_heartbeats)
 {
     /* B stops reading A's connection (b's ring and the backlog are full).
      * Nothing else goes from B to A there, so only B's heartbeats tell A
-     * the connection lives: without them A fails it over, again and again. */
+     * the connection lives: without them A fails it over, again and again.
+     * What counts is the wait: on rxe, about 1 run in 8 has the bulk
+     * channel fail over while it is set up, before B stalls (nothing is
+     * lost); that is printed, not failed here. */
     const std::string failover = "UCX_SRM_FAILOVER_TIMEOUT=" + scaled_ms(200);
     agent node_a({kWireDevices, failover});
     agent node_b({kWireDevices, failover, "UCX_SRM_PORT_BACKLOG=64"});
@@ -702,9 +718,16 @@ TEST(wire, a_connection_its_receiver_does_not_read_still_sends_heartbeats)
     uint32_t sent = send_until_stalled(a, b);
     ASSERT_GT(sent, 16u) << node_b.status();
 
+    std::string before = node_a.status();
     usleep(static_cast<useconds_t>(1000000 * kTimeScale)); /* 5 timeouts */
     std::string status = node_a.status();
-    EXPECT_EQ(2u, count_of(status, " failovers 0 ")) << status;
+    EXPECT_EQ(sum_of(before, "failovers"), sum_of(status, "failovers"))
+        << "A's channels failed over while B did not read\nbefore the "
+        << "wait:\n" << before << "after it:\n" << status;
+    if (sum_of(before, "failovers") != 0) {
+        std::cout << "NOTE: " << sum_of(before, "failovers")
+                  << " failover(s) before B stopped reading:\n" << before;
+    }
 
     expect_all_once_in_order(node_a, b, sent);
 }
