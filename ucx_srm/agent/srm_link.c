@@ -198,6 +198,33 @@ void srm_link_close(srm_agent_t *agent, srm_link_t *link,
     free(link);
 }
 
+/*
+ * Has the peer's connection of (kind, path) been accepted here, with its
+ * handshake not yet done (a queue pair or a secret: waiting for AUTH)?
+ * Its initiator holds it ready already. A connection of ours now would be
+ * refused by the peer, whose own is ready, while this side, at AUTH, would
+ * drop the accepted one for ours if it has the lower node id: both would
+ * close, and the channel fail over for nothing (seen on rxe). A pending
+ * link lasts at most FAILOVER_TIMEOUT.
+ */
+static int srm_link_accept_pending(const srm_agent_t *agent,
+                                   const srm_node_t *node, int kind, int path)
+{
+    const srm_link_t *link;
+    unsigned i;
+
+    for (i = 0; i < agent->num_links; ++i) {
+        link = agent->links[i];
+        if ((link != NULL) && !link->initiator && link->accepted &&
+            (link->state == SRM_LINK_AUTH_WAIT) &&
+            (link->peer_id == node->node_id) && (link->kind == kind) &&
+            (link->path == path)) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
 void srm_link_connect(srm_agent_t *agent, srm_node_t *node, int kind,
                       int path)
 {
@@ -210,7 +237,8 @@ void srm_link_connect(srm_agent_t *agent, srm_node_t *node, int kind,
     int fd;
 
     now = srm_agent_now();
-    if ((chan->links[path] != NULL) || (now < chan->retry_at[path])) {
+    if ((chan->links[path] != NULL) || (now < chan->retry_at[path]) ||
+        srm_link_accept_pending(agent, node, kind, path)) {
         return;
     }
     chan->retry_at[path] = now + SRM_LINK_RETRY;
