@@ -302,21 +302,7 @@ TOTAL_RUNS=$(( REPS * ${#LOADS[@]} * ${#CONFIGS[@]} ))
 KEYS=(flows short long short_p50_us short_p99_us short_mean_us long_p50_us
       long_p99_us long_mean_us offered_load achieved_load)
 
-# flowgen_line LOG: the last "flowgen: " line of LOG into FLOW_LINE and
-# its KEY=VALUE words into FLOW[KEY]; builtins only (it runs after every
-# job).
-declare -A FLOW=()
-flowgen_line() {
-    local line w words
-    FLOW_LINE='' FLOW=()
-    while IFS= read -r line || [[ -n $line ]]; do
-        [[ $line != 'flowgen: '* ]] || FLOW_LINE=$line
-    done <"$1" || :
-    read -r -a words <<<"${FLOW_LINE#flowgen: }"
-    for w in "${words[@]}"; do
-        [[ $w != *=* ]] || FLOW[${w%%=*}]=${w#*=}
-    done
-}
+declare -A FLOW=()       # the KEY=VALUE words of a run's "flowgen:" line
 
 # show_failure LOG: the command and the end of the logs of a failed run.
 show_failure() {
@@ -371,13 +357,12 @@ run_flows() {
     wait "$pid" || rc=$?
     forget_pid "$pid"
     mark_end "${AGENT[@]}"
-    turn_give
     judge_run "$(foreign_load "${AGENT[@]}")"
 
-    flowgen_line "$log"
-    if (( rc != 0 )) || [[ -z $FLOW_LINE ]]; then
+    result_line "$log" 'flowgen: ' FLOW
+    if (( rc != 0 )) || [[ -z $RESULT_LINE ]]; then
         show_failure "$log"
-        die "run $RUN_NO ($c, load $load, rep $rep) failed: exit $rc${FLOW_LINE:+; $FLOW_LINE}"
+        die "run $RUN_NO ($c, load $load, rep $rep) failed: exit $rc${RESULT_LINE:+; $RESULT_LINE}"
     fi
     for k in errors short long; do
         v=${FLOW[$k]:-}

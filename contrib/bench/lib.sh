@@ -541,13 +541,19 @@ turn_give() {
     [[ -z $TURN_FD ]] || flock -u "$TURN_FD" || :
 }
 
+# wait_line PID FILE PREFIX: wait until FILE (the output of job PID) has a
+# line starting with PREFIX, or PID has ended.
+wait_line() {
+    while pid_alive "$1" && ! has_line "$2" "$3"; do nap 0.02; done
+}
+
 # turn_give_at PID FILE PREFIX: with turns, give the turn as soon as FILE
 # (the output of job PID) has a line starting with PREFIX, its result, or
 # PID has ended: what is left, MPI_Finalize and the job's end, hardly
 # polls and need not hold the next job back.
 turn_give_at() {
     [[ -n $TURN_FD ]] || return 0
-    while pid_alive "$1" && ! has_line "$2" "$3"; do nap 0.02; done
+    wait_line "$@"
     turn_give
 }
 
@@ -788,24 +794,33 @@ mpi_job_wait() {
     job_failure "job $JOB_DIR exited with status $rc"
 }
 
+# result_line FILE PREFIX ARRAY: the last line of FILE that starts with
+# PREFIX into RESULT_LINE (empty if none; a missing FILE has none), how
+# many there are into RESULT_LINES, and the KEY=VALUE words after PREFIX
+# into the associative ARRAY[KEY].  Builtins only: it runs after every job.
+result_line() {
+    local -n result_into=$3
+    local line w words
+    RESULT_LINE='' RESULT_LINES=0 result_into=()
+    while IFS= read -r line || [[ -n $line ]]; do
+        [[ $line == "$2"* ]] || continue
+        RESULT_LINES=$(( RESULT_LINES + 1 ))
+        RESULT_LINE=$line
+    done 2>/dev/null <"$1" || :
+    read -r -a words <<<"${RESULT_LINE#"$2"}"
+    for w in "${words[@]}"; do
+        [[ $w != *=* ]] || result_into[${w%%=*}]=${w#*=}
+    done
+}
+
 # mesh_result: the "srm_mesh: result" line of JOB_OUT into MESH_RESULT
-# and its KEY=VALUE words into MESH[KEY] (builtins only: it runs after
-# every job); dies unless there is exactly one, with errors=0 and msgs > 0.
+# and its KEY=VALUE words into MESH[KEY]; dies unless there is exactly
+# one, with errors=0 and msgs > 0.
 declare -A MESH=()
 mesh_result() {
-    local line n=0 w words
-    MESH_RESULT=''
-    while IFS= read -r line || [[ -n $line ]]; do
-        [[ $line == 'srm_mesh: result '* ]] || continue
-        n=$(( n + 1 ))
-        MESH_RESULT=$line
-    done <"$JOB_OUT"
-    (( n == 1 )) || job_failure "job $JOB_DIR printed $n result lines, want 1"
-    MESH=()
-    read -r -a words <<<"${MESH_RESULT#srm_mesh: result }"
-    for w in "${words[@]}"; do
-        [[ $w != *=* ]] || MESH[${w%%=*}]=${w#*=}
-    done
+    result_line "$JOB_OUT" 'srm_mesh: result ' MESH
+    MESH_RESULT=$RESULT_LINE
+    (( RESULT_LINES == 1 )) || job_failure "job $JOB_DIR printed $RESULT_LINES result lines, want 1"
     [[ ${MESH[errors]:-} == 0 ]] || job_failure "job $JOB_DIR: ${MESH[errors]:-no} data errors"
     [[ ${MESH[msgs]:-} =~ ^[0-9]+$ ]] && (( MESH[msgs] > 0 )) || job_failure "job $JOB_DIR moved no messages"
 }

@@ -261,7 +261,7 @@ for (( rep = 1; rep <= REPS; rep++ )); do
             fi
             mpi_job_start "P$p-$tl-r$rep" "$tl" "$p" "$MESH_BIN" -p mesh -s 8,65536 -t "$TRAFFIC_SECS" -w "$WARMUP_SECS" -H "$HOLD" -F "$WORK/runs/P$p-$tl-r$rep/release"
             # Wait for the hold (the job's end if it never holds).
-            while pid_alive "$JOB_PID" && ! has_line "$JOB_OUT" 'srm_mesh: holding'; do nap 0.05; done
+            wait_line "$JOB_PID" "$JOB_OUT" 'srm_mesh: holding'
             has_line "$JOB_OUT" 'srm_mesh: holding' || { mpi_job_wait; job_failure "job $JOB_DIR ended without holding"; }
             turn_give                   # holding ranks sleep: sampling needs no turn
             declare -A worst=()
