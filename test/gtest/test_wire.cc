@@ -10,6 +10,7 @@
  * And an agent that was not scheduled for a while keeps its connections.
  */
 #include "srm_test_agent.h"
+#include "srm_test_peer.h"
 
 #include <gtest/gtest.h>
 
@@ -35,6 +36,7 @@
 using srm_test::agent;
 using srm_test::frame;
 using srm_test::raw_client;
+using srm_test::raw_peer;
 
 namespace {
 
@@ -169,94 +171,6 @@ void connect_clients(raw_client &a, raw_client &b)
     ASSERT_NE(a.node_id(), b.node_id());
     a.name_node(1, b.node_id(), b.wire_ipv4(), b.wire_port());
 }
-
-/*
- * A made-up agent on the wire: it dials an agent, says HELLO as node id
- * (no cluster secret) and numbers its frames as it likes. It listens where
- * it says it does, and answers nothing there.
- */
-class raw_peer {
-public:
-    raw_peer(uint32_t ipv4, uint16_t port, uint64_t id)
-    {
-        sockaddr_in sin    = {};
-        socklen_t len      = sizeof(sin);
-        timeval timeout    = {5, 0};
-        sin.sin_family      = AF_INET;
-        sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-        listen_fd_          = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-        EXPECT_EQ(0, bind(listen_fd_, (sockaddr*)&sin, sizeof(sin)));
-        EXPECT_EQ(0, listen(listen_fd_, 16));
-        EXPECT_EQ(0, getsockname(listen_fd_, (sockaddr*)&sin, &len));
-
-        struct {
-            srm_frame_hdr_t hdr;
-            srm_hello_t     hello;
-        } msg = {};
-        srm_frame_hdr_init(&msg.hdr, SRM_FRAME_HELLO, sizeof(msg.hello));
-        msg.hello.node_id = id;
-        msg.hello.ipv4[0] = sin.sin_addr.s_addr;
-        msg.hello.port[0] = sin.sin_port;
-
-        sockaddr_in to     = {};
-        to.sin_family      = AF_INET;
-        to.sin_addr.s_addr = ipv4;
-        to.sin_port        = port;
-        fd_                = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-        setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof(timeout));
-        EXPECT_EQ(0, connect(fd_, (sockaddr*)&to, sizeof(to)));
-        EXPECT_EQ((ssize_t)sizeof(msg),
-                  ::send(fd_, &msg, sizeof(msg), MSG_NOSIGNAL));
-        EXPECT_EQ((ssize_t)sizeof(msg),
-                  recv(fd_, &msg, sizeof(msg), MSG_WAITALL));
-        EXPECT_EQ(SRM_FRAME_HELLO_ACK, msg.hdr.type);
-        EXPECT_EQ(1, msg.hello.accepted);
-    }
-
-    ~raw_peer()
-    {
-        close(fd_);
-        close(listen_fd_);
-    }
-
-    void send_am(uint32_t chan_seq, uint32_t seq, const raw_client &dst,
-                 const std::string &text)
-    {
-        std::vector<uint8_t> buf(sizeof(srm_frame_hdr_t) + text.size());
-        srm_frame_hdr_t hdr;
-        srm_frame_hdr_init(&hdr, SRM_FRAME_AM, text.size());
-        hdr.src_port = 1;
-        hdr.dst_port = dst.port();
-        hdr.dst_key  = dst.key();
-        hdr.chan_seq = chan_seq;
-        hdr.seq      = seq;
-        memcpy(buf.data(), &hdr, sizeof(hdr));
-        memcpy(buf.data() + sizeof(hdr), text.data(), text.size());
-        EXPECT_EQ((ssize_t)buf.size(),
-                  ::send(fd_, buf.data(), buf.size(), MSG_NOSIGNAL));
-    }
-
-    /* An ack of nothing: what keeps a connection heard. */
-    void heartbeat()
-    {
-        srm_frame_hdr_t hdr;
-        srm_frame_hdr_init(&hdr, SRM_FRAME_ACK, 0);
-        (void)::send(fd_, &hdr, sizeof(hdr), MSG_NOSIGNAL | MSG_DONTWAIT);
-    }
-
-    /* Whether the agent still keeps the connection (what it sent, read). */
-    bool connected()
-    {
-        char buf[4096];
-        ssize_t n;
-        while ((n = recv(fd_, buf, sizeof(buf), MSG_DONTWAIT)) > 0) {
-        }
-        return (n < 0) && ((errno == EAGAIN) || (errno == EWOULDBLOCK));
-    }
-
-private:
-    int fd_ = -1, listen_fd_ = -1;
-};
 
 /* Sends 64 KiB frames from a to b (which reads nothing) until a stalls. */
 uint32_t send_until_stalled(raw_client &a, raw_client &b)

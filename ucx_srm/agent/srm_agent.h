@@ -18,6 +18,7 @@
 
 #include <stdint.h>
 #include <sys/types.h>
+#include <sys/uio.h>
 
 #define SRM_MAX_PAUSED_NODES 32
 
@@ -102,6 +103,8 @@ typedef struct srm_client {
     struct srm_client   *notify_next;
 
     srm_client_stats_t  stats;
+    srm_link_t          *placing;       /* reading a frame into its RX ring
+                                           (srm_place.c), or NULL */
 
     /* Nodes told to PAUSE sending to this port (by agent node index). */
     uint16_t            paused_nodes[SRM_MAX_PAUSED_NODES];
@@ -207,6 +210,17 @@ void srm_deliver_mark_notify(srm_agent_t *agent, srm_client_t *client);
  */
 int srm_deliver_to_port(srm_agent_t *agent, srm_node_t *from,
                         const srm_frame_hdr_t *hdr, const void *payload);
+/*
+ * srm_deliver.c, for srm_place.c: holds the ring's reservation for a frame
+ * whose payload is yet to be written there, and returns its record (the
+ * header copied in), or NULL if the port cannot take it now: ring full,
+ * frames waiting in its backlog, or another placement under way. Until
+ * srm_deliver_commit publishes it, frames to the port wait in its backlog.
+ */
+srm_frame_hdr_t *srm_deliver_reserve(srm_agent_t *agent, srm_client_t *dst,
+                                     const srm_frame_hdr_t *hdr);
+void srm_deliver_commit(srm_agent_t *agent, srm_client_t *dst,
+                        const srm_frame_hdr_t *hdr);
 
 /* srm_channel.c: the numbered, acknowledged frame stream of a channel */
 int srm_channel_init(srm_agent_t *agent, srm_channel_t *chan);
@@ -222,6 +236,13 @@ int srm_channel_at_boundary(const srm_link_t *link);
 int srm_channel_ack_owed(const srm_channel_t *chan);
 int srm_channel_receive(srm_agent_t *agent, srm_link_t *link,
                         const srm_frame_hdr_t *hdr, const void *payload);
+/* Whether an AM is the next frame of its channel and of its source port,
+ * so that it would be delivered as soon as it is whole. */
+int srm_channel_is_next(srm_node_t *node, int kind,
+                        const srm_frame_hdr_t *hdr);
+/* Books such an AM that srm_place.c read into its port's ring. */
+void srm_channel_placed(srm_agent_t *agent, srm_link_t *link,
+                        const srm_frame_hdr_t *hdr);
 int srm_channel_on_ack(srm_agent_t *agent, srm_link_t *link, uint32_t ack);
 void srm_channel_link_ready(srm_agent_t *agent, srm_link_t *link);
 void srm_channel_link_lost(srm_agent_t *agent, srm_link_t *link);
@@ -265,6 +286,23 @@ void srm_node_cleanup(srm_agent_t *agent);
 void srm_node_format(srm_agent_t *agent, char *buf, size_t size,
                      size_t *len);
 const char *srm_node_kind_name(int kind);
+
+/* srm_place.c: large AMs read from the tcp wire straight into RX rings */
+/* Called with a ready link's last, partial frame: 1 if its payload is to
+ * be read into its port's ring, its have_len bytes so far copied there
+ * (the caller drops them from its input), 0 if it goes the usual way. */
+int srm_place_begin(srm_agent_t *agent, srm_link_t *link,
+                    const srm_frame_hdr_t *hdr, const uint8_t *have,
+                    size_t have_len);
+/* Where the link's next read goes first: 1 (*iov set) or 0 (nowhere). */
+int srm_place_iov(const srm_link_t *link, struct iovec *iov);
+/* Books got bytes read into that iov and on into the input buffer, and
+ * delivers the frame once whole; returns the bytes that went on. */
+size_t srm_place_fill(srm_agent_t *agent, srm_link_t *link, size_t got);
+/* The link closes: its placement is never published. */
+void srm_place_cancel(srm_link_t *link);
+/* The client leaves: a frame being placed for it goes back to its link. */
+void srm_place_abandon(srm_client_t *client);
 
 /* srm_rma.c: a client's SRM_FRAME_RMA, from its TX ring */
 srm_sched_result_t srm_rma_request(srm_agent_t *agent, srm_client_t *src,

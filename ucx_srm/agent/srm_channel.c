@@ -629,6 +629,16 @@ static int srm_order_hold(srm_node_t *node, srm_order_t *order, int kind,
     return 1;
 }
 
+/* The port's next frame was delivered: those held behind it may follow. */
+static void srm_order_advance(srm_agent_t *agent, srm_node_t *node,
+                              srm_order_t *order, int kind,
+                              const srm_frame_hdr_t *hdr)
+{
+    order->expected++;
+    srm_channel_count_rx(agent, node, kind, hdr);
+    srm_order_release(agent, node, order);
+}
+
 /* An AM in channel order: 1 consumed, 0 no room (retry later). */
 static int srm_channel_deliver(srm_agent_t *agent, srm_link_t *link,
                                const srm_frame_hdr_t *hdr,
@@ -652,9 +662,7 @@ static int srm_channel_deliver(srm_agent_t *agent, srm_link_t *link,
     if (srm_deliver_to_port(agent, node, hdr, payload) == 0) {
         return 0;
     }
-    order->expected++;
-    srm_channel_count_rx(agent, node, link->kind, hdr);
-    srm_order_release(agent, node, order);
+    srm_order_advance(agent, node, order, link->kind, hdr);
     return 1;
 }
 
@@ -665,6 +673,23 @@ static void srm_channel_owe_ack(srm_agent_t *agent, srm_channel_t *chan,
     chan->ack_due = due;
     if (agent->next_timer > due) {
         agent->next_timer = due;
+    }
+}
+
+/* The channel's next frame was taken: it counts for the next ack. */
+static void srm_channel_consumed(srm_agent_t *agent, srm_node_t *node,
+                                 srm_channel_t *chan,
+                                 const srm_frame_hdr_t *hdr)
+{
+    chan->rx_expected++;
+    node->dirty = 1;
+    if (!agent->config.failover) {
+        chan->rx_acked = chan->rx_expected; /* nobody waits for acks */
+        return;
+    }
+    chan->rx_unacked += sizeof(*hdr) + hdr->length;
+    if (chan->ack_due == 0) {
+        srm_channel_owe_ack(agent, chan, srm_agent_now() + SRM_ACK_DELAY);
     }
 }
 
@@ -697,15 +722,30 @@ int srm_channel_receive(srm_agent_t *agent, srm_link_t *link,
         srm_node_set_paused(node, hdr->dst_port, hdr->type == SRM_FRAME_PAUSE);
         node->dirty = 1; /* RESUME: blocked senders may go */
     }
-    chan->rx_expected++;
-    node->dirty = 1;
-    if (!agent->config.failover) {
-        chan->rx_acked = chan->rx_expected; /* nobody waits for acks */
-        return 1;
-    }
-    chan->rx_unacked += sizeof(*hdr) + hdr->length;
-    if (chan->ack_due == 0) {
-        srm_channel_owe_ack(agent, chan, srm_agent_now() + SRM_ACK_DELAY);
-    }
+    srm_channel_consumed(agent, node, chan, hdr);
     return 1;
+}
+
+int srm_channel_is_next(srm_node_t *node, int kind, const srm_frame_hdr_t *hdr)
+{
+    srm_order_t *order;
+
+    if (hdr->chan_seq != node->chan[kind].rx_expected) {
+        return 0;
+    }
+    order = srm_order_get(node, hdr->src_port);
+    return (order != NULL) && (hdr->seq == order->expected);
+}
+
+void srm_channel_placed(srm_agent_t *agent, srm_link_t *link,
+                        const srm_frame_hdr_t *hdr)
+{
+    srm_node_t *node    = link->node;
+    srm_channel_t *chan = &node->chan[link->kind];
+
+    chan->placed_frames++;
+    chan->placed_bytes += hdr->length;
+    srm_order_advance(agent, node, srm_order_get(node, hdr->src_port),
+                      link->kind, hdr);
+    srm_channel_consumed(agent, node, chan, hdr);
 }

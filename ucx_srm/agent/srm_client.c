@@ -512,6 +512,7 @@ void srm_client_drop(srm_agent_t *agent, srm_client_t *client,
     if (client->failed != NULL) {
         agent->num_failed--;
     }
+    srm_place_abandon(client); /* while its ring is still mapped */
 
     if (client->state == SRM_CLIENT_ATTACHED) {
         for (i = 0; i < client->layout.num_tx_rings; ++i) {

@@ -21,31 +21,53 @@ void srm_deliver_mark_notify(srm_agent_t *agent, srm_client_t *client)
     }
 }
 
-/* 1 if written, 0 if the ring is full, -1 if the client broke its ring. */
-static int srm_deliver_to_ring(srm_agent_t *agent, srm_client_t *dst,
-                               const srm_frame_hdr_t *hdr, const void *payload)
+/* Room for hdr's record in dst's RX ring: 1 (*slot_p is where), 0 none now,
+ * -1 if the client broke its ring. */
+static int srm_deliver_ring_reserve(srm_agent_t *agent, srm_client_t *dst,
+                                    const srm_frame_hdr_t *hdr,
+                                    srm_frame_hdr_t **slot_p)
 {
-    size_t record_size = srm_frame_record_size(hdr->length);
-    srm_frame_hdr_t *slot;
-
-    switch (srm_ring_reserve(&dst->rx, record_size, &slot)) {
+    if (dst->placing != NULL) {
+        return 0; /* the ring's one reservation is a placement's */
+    }
+    switch (srm_ring_reserve(&dst->rx, srm_frame_record_size(hdr->length),
+                             slot_p)) {
     case SRM_RING_OK:
-        break;
+        return 1;
     case SRM_RING_FULL:
-        srm_shm_flag_raise(&dst->ctl->rx_space_wanted);
         return 0;
     default:
         srm_client_fail(agent, dst, "corrupt RX ring index");
         return -1;
     }
+}
 
-    memcpy(slot, hdr, sizeof(*hdr));
-    memcpy(srm_frame_payload(slot), payload, hdr->length);
-    srm_ring_commit(&dst->rx, record_size);
-
+static void srm_deliver_ring_commit(srm_agent_t *agent, srm_client_t *dst,
+                                    const srm_frame_hdr_t *hdr)
+{
+    srm_ring_commit(&dst->rx, srm_frame_record_size(hdr->length));
     dst->stats.rx_frames++;
     dst->stats.rx_bytes += hdr->length;
     srm_deliver_mark_notify(agent, dst);
+}
+
+/* 1 if written, 0 if the ring is full, -1 if the client broke its ring. */
+static int srm_deliver_to_ring(srm_agent_t *agent, srm_client_t *dst,
+                               const srm_frame_hdr_t *hdr, const void *payload)
+{
+    srm_frame_hdr_t *slot;
+    int ret;
+
+    ret = srm_deliver_ring_reserve(agent, dst, hdr, &slot);
+    if (ret <= 0) {
+        if ((ret == 0) && (dst->placing == NULL)) {
+            srm_shm_flag_raise(&dst->ctl->rx_space_wanted);
+        }
+        return ret;
+    }
+    memcpy(slot, hdr, sizeof(*hdr));
+    memcpy(srm_frame_payload(slot), payload, hdr->length);
+    srm_deliver_ring_commit(agent, dst, hdr);
     return 1;
 }
 
@@ -143,10 +165,34 @@ int srm_deliver_to_port(srm_agent_t *agent, srm_node_t *from,
         }
     }
     if (!srm_deliver_to_backlog(agent, dst, from, hdr, payload)) {
-        srm_shm_flag_raise(&dst->ctl->rx_space_wanted);
+        if (dst->placing == NULL) {
+            srm_shm_flag_raise(&dst->ctl->rx_space_wanted);
+        }
         return 0;
     }
     return 1;
+}
+
+srm_frame_hdr_t *srm_deliver_reserve(srm_agent_t *agent, srm_client_t *dst,
+                                     const srm_frame_hdr_t *hdr)
+{
+    srm_frame_hdr_t *slot;
+
+    if ((dst->backlog_head != NULL) ||
+        (srm_deliver_ring_reserve(agent, dst, hdr, &slot) <= 0)) {
+        return NULL;
+    }
+    memcpy(slot, hdr, sizeof(*hdr));
+    return slot;
+}
+
+void srm_deliver_commit(srm_agent_t *agent, srm_client_t *dst,
+                        const srm_frame_hdr_t *hdr)
+{
+    srm_deliver_ring_commit(agent, dst, hdr);
+    if (dst->num_paused_nodes > 0) {
+        srm_deliver_resume(agent, dst); /* as srm_deliver_to_port does */
+    }
 }
 
 srm_sched_result_t srm_deliver_frame(void *arg, srm_sched_queue_t *queue,

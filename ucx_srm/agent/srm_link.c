@@ -182,6 +182,7 @@ void srm_link_close(srm_agent_t *agent, srm_link_t *link,
     /* Out of the table first: losing it may invalidate the node, which
      * closes the node's other links. */
     agent->links[link->index] = NULL;
+    srm_place_cancel(link);
     if (chan != NULL) {
         chan->retry_at[link->path] = srm_agent_now() + SRM_LINK_RETRY;
         if (link->state != SRM_LINK_READY) {
@@ -696,7 +697,15 @@ static int srm_link_parse(srm_agent_t *agent, srm_link_t *link)
             return -1;
         }
         if (size == 0) {
-            break; /* the rest of the frame is still on its way */
+            /* The rest of the frame is still on its way: maybe straight
+             * into its destination's ring. */
+            if ((link->in_len - offset >= sizeof(hdr)) &&
+                srm_place_begin(agent, link, &hdr,
+                                link->in_buf + offset + sizeof(hdr),
+                                link->in_len - offset - sizeof(hdr))) {
+                offset = link->in_len;
+            }
+            break;
         }
         payload = link->in_buf + offset + sizeof(hdr);
         if (link->state == SRM_LINK_READY) {
@@ -776,7 +785,9 @@ static void srm_link_read_control(srm_agent_t *agent, srm_link_t *link)
 
 static void srm_link_read(srm_agent_t *agent, srm_link_t *link)
 {
+    struct iovec iov[2];
     ssize_t got;
+    int iovcnt;
 
     if (srm_link_on_qp(link)) {
         srm_link_read_control(agent, link);
@@ -785,9 +796,16 @@ static void srm_link_read(srm_agent_t *agent, srm_link_t *link)
     if (link->in_blocked) {
         return;
     }
-    got = srm_wire_tcp_recv(link->fd, link->in_buf + link->in_len,
-                            SRM_LINK_IN_BUF - link->in_len);
+    /* A frame being placed first, then what comes after it. Reading only
+     * headers into in_buf, to place every large frame, measured slower:
+     * a system call per frame costs more here than the copy it saves. */
+    iovcnt               = srm_place_iov(link, &iov[0]);
+    iov[iovcnt].iov_base = link->in_buf + link->in_len;
+    iov[iovcnt].iov_len  = SRM_LINK_IN_BUF - link->in_len;
+    ++iovcnt;
+    got = srm_wire_tcp_recvv(link->fd, iov, iovcnt);
     if ((got > 0) && link->muted) {
+        srm_place_cancel(link);
         return; /* a dead path: what arrives is lost */
     }
     if (got < 0) {
@@ -801,7 +819,7 @@ static void srm_link_read(srm_agent_t *agent, srm_link_t *link)
     if (got > 0) {
         link->last_rx = srm_agent_now();
     }
-    link->in_len += (size_t)got;
+    link->in_len += srm_place_fill(agent, link, (size_t)got);
     srm_link_parse(agent, link);
 }
 

@@ -398,6 +398,18 @@ static int srm_node_format_qp(const srm_verbs_qp_t *qp, char *buf,
                     (unsigned long long)stats->recv_wrs);
 }
 
+/* How many of the channel's links are reading a frame into a ring. */
+static int srm_node_placing(const srm_channel_t *chan)
+{
+    int path, count = 0;
+
+    for (path = 0; path < SRM_WIRE_PATHS; ++path) {
+        count += (chan->links[path] != NULL) &&
+                 (chan->links[path]->place.dst != NULL);
+    }
+    return count;
+}
+
 void srm_node_format(srm_agent_t *agent, char *buf, size_t size,
                      size_t *len)
 {
@@ -428,7 +440,8 @@ void srm_node_format(srm_agent_t *agent, char *buf, size_t size,
                          "node %-3u 0x%016llx %-21s %-5s %-10s state %-9s "
                          "paths %s "
                          "queued %llu unacked %llu tx %llu/%llu "
-                         "rx %llu/%llu connects %llu failovers %llu "
+                         "rx %llu/%llu placed %llu/%llu placing %d "
+                         "connects %llu failovers %llu "
                          "resent %llu dups %llu held %zu reordered %llu "
                          "paused %u pauses %llu bad %llu dropped %llu\n",
                          node->index, (unsigned long long)node->node_id,
@@ -444,6 +457,9 @@ void srm_node_format(srm_agent_t *agent, char *buf, size_t size,
                          (unsigned long long)chan->tx_bytes,
                          (unsigned long long)chan->rx_frames,
                          (unsigned long long)chan->rx_bytes,
+                         (unsigned long long)chan->placed_frames,
+                         (unsigned long long)chan->placed_bytes,
+                         srm_node_placing(chan),
                          (unsigned long long)chan->connects,
                          (unsigned long long)chan->failovers,
                          (unsigned long long)chan->resent,

@@ -23,6 +23,15 @@
 typedef struct srm_node srm_node_t;
 typedef struct srm_verbs_qp srm_verbs_qp_t;
 
+/* A large AM read from a link's socket straight into its destination's RX
+ * ring (srm_place.c). */
+typedef struct srm_placement {
+    struct srm_client *dst;       /* NULL: none under way */
+    srm_frame_hdr_t   hdr;
+    uint8_t           *payload;   /* in dst's reserved ring record */
+    size_t            filled;     /* payload bytes read so far */
+} srm_placement_t;
+
 typedef enum {
     SRM_LINK_CONNECTING, /* our connect in progress */
     SRM_LINK_HELLO_SENT, /* initiator: we wait for HELLO_ACK */
@@ -47,6 +56,7 @@ typedef struct srm_link {
     uint8_t          *in_buf;
     size_t           in_len;
     int              in_blocked;  /* a received frame waits for room */
+    srm_placement_t  place;       /* the frame being read past in_buf */
     uint32_t         epoll_events; /* what the agent's epoll set asks of fd */
     int              muted;       /* fault injected: neither side hears */
     double           last_rx;     /* when bytes last arrived (or creation) */
@@ -94,6 +104,8 @@ typedef struct srm_channel {
     double     ack_due;           /* 0: no ack owed */
 
     uint64_t   tx_frames, tx_bytes, rx_frames, rx_bytes;
+    uint64_t   placed_frames;     /* of rx, read straight into a ring */
+    uint64_t   placed_bytes;
     uint64_t   connects;
     uint64_t   failovers;         /* times the active link was lost */
     uint64_t   resent;            /* frames written more than once */

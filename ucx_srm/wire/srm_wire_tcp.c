@@ -147,7 +147,15 @@ ssize_t srm_wire_tcp_sendv(int fd, const struct iovec *iov, int iovcnt)
 
 ssize_t srm_wire_tcp_recv(int fd, void *buf, size_t len)
 {
-    ssize_t ret = recv(fd, buf, len, MSG_DONTWAIT);
+    struct iovec iov = {.iov_base = buf, .iov_len = len};
+
+    return srm_wire_tcp_recvv(fd, &iov, 1);
+}
+
+ssize_t srm_wire_tcp_recvv(int fd, const struct iovec *iov, int iovcnt)
+{
+    struct msghdr msg = {.msg_iov = (struct iovec*)iov, .msg_iovlen = iovcnt};
+    ssize_t ret       = recvmsg(fd, &msg, MSG_DONTWAIT);
 
     if (ret > 0) {
         return ret;

@@ -31,6 +31,8 @@ int srm_wire_tcp_accept(int listen_fd);
 ssize_t srm_wire_tcp_send(int fd, const void *buf, size_t len);
 ssize_t srm_wire_tcp_recv(int fd, void *buf, size_t len);
 ssize_t srm_wire_tcp_sendv(int fd, const struct iovec *iov, int iovcnt);
+/* Fills the buffers in order, as one read. */
+ssize_t srm_wire_tcp_recvv(int fd, const struct iovec *iov, int iovcnt);
 
 /* "a.b.c.d:port" */
 const char *srm_wire_tcp_str(uint32_t ipv4, uint16_t port, char *buf,

@@ -1,0 +1,116 @@
+#include "srm_test_peer.h"
+
+#include <gtest/gtest.h>
+
+#include <arpa/inet.h>
+#include <cerrno>
+#include <cstring>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <unistd.h>
+
+namespace srm_test {
+
+raw_peer::raw_peer(uint32_t ipv4, uint16_t port, uint64_t id, uint8_t kind,
+                   uint8_t path)
+{
+    sockaddr_in sin    = {};
+    socklen_t len      = sizeof(sin);
+    timeval timeout    = {5, 0};
+    sin.sin_family      = AF_INET;
+    sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    listen_fd_          = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    EXPECT_EQ(0, bind(listen_fd_, (sockaddr*)&sin, sizeof(sin)));
+    EXPECT_EQ(0, listen(listen_fd_, 16));
+    EXPECT_EQ(0, getsockname(listen_fd_, (sockaddr*)&sin, &len));
+
+    struct {
+        srm_frame_hdr_t hdr;
+        srm_hello_t     hello;
+    } msg = {};
+    srm_frame_hdr_init(&msg.hdr, SRM_FRAME_HELLO, sizeof(msg.hello));
+    msg.hello.node_id = id;
+    msg.hello.ipv4[0] = sin.sin_addr.s_addr;
+    msg.hello.port[0] = sin.sin_port;
+    msg.hello.kind    = kind;
+    msg.hello.path    = path;
+
+    sockaddr_in to     = {};
+    to.sin_family      = AF_INET;
+    to.sin_addr.s_addr = ipv4;
+    to.sin_port        = port;
+    fd_                = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof(timeout));
+    EXPECT_EQ(0, connect(fd_, (sockaddr*)&to, sizeof(to)));
+    EXPECT_EQ((ssize_t)sizeof(msg),
+              ::send(fd_, &msg, sizeof(msg), MSG_NOSIGNAL));
+    EXPECT_EQ((ssize_t)sizeof(msg), recv(fd_, &msg, sizeof(msg), MSG_WAITALL));
+    EXPECT_EQ(SRM_FRAME_HELLO_ACK, msg.hdr.type);
+    EXPECT_EQ(1, msg.hello.accepted);
+}
+
+raw_peer::~raw_peer()
+{
+    if (fd_ >= 0) {
+        close(fd_);
+    }
+    close(listen_fd_);
+}
+
+std::vector<uint8_t> raw_peer::am(uint32_t chan_seq, uint32_t seq,
+                                  const raw_client &dst, const void *data,
+                                  size_t length, uint32_t src_port)
+{
+    std::vector<uint8_t> bytes(sizeof(srm_frame_hdr_t) + length);
+    srm_frame_hdr_t hdr;
+
+    srm_frame_hdr_init(&hdr, SRM_FRAME_AM, length);
+    hdr.src_port = src_port;
+    hdr.dst_port = dst.port();
+    hdr.dst_key  = dst.key();
+    hdr.chan_seq = chan_seq;
+    hdr.seq      = seq;
+    memcpy(bytes.data(), &hdr, sizeof(hdr));
+    memcpy(bytes.data() + sizeof(hdr), data, length);
+    return bytes;
+}
+
+void raw_peer::send_bytes(const void *data, size_t length)
+{
+    EXPECT_EQ((ssize_t)length, ::send(fd_, data, length, MSG_NOSIGNAL));
+}
+
+void raw_peer::send_am(uint32_t chan_seq, uint32_t seq, const raw_client &dst,
+                       const std::string &text)
+{
+    std::vector<uint8_t> bytes = am(chan_seq, seq, dst, text.data(),
+                                    text.size());
+    send_bytes(bytes.data(), bytes.size());
+}
+
+void raw_peer::heartbeat()
+{
+    srm_frame_hdr_t hdr;
+    srm_frame_hdr_init(&hdr, SRM_FRAME_ACK, 0);
+    (void)::send(fd_, &hdr, sizeof(hdr), MSG_NOSIGNAL | MSG_DONTWAIT);
+}
+
+bool raw_peer::connected()
+{
+    char buf[4096];
+    ssize_t n;
+    while ((n = recv(fd_, buf, sizeof(buf), MSG_DONTWAIT)) > 0) {
+    }
+    return (n < 0) && ((errno == EAGAIN) || (errno == EWOULDBLOCK));
+}
+
+void raw_peer::drop_connection()
+{
+    linger reset = {1, 0};
+    setsockopt(fd_, SOL_SOCKET, SO_LINGER, &reset, sizeof(reset));
+    close(fd_);
+    fd_ = -1;
+}
+
+} // namespace srm_test
