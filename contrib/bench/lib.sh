@@ -842,6 +842,18 @@ build_mesh() {
     record_cmd '# the program' '' mpicc -O2 -Wall -o "$1" "$src"
 }
 
+# build_hop_floor FILE: srm_hop_floor, from the build or compiled here.
+build_hop_floor() {
+    local src=$SRCDIR/contrib/bench/srm_hop_floor.c
+    if [[ -x $BUILD/srm_hop_floor && $BUILD/srm_hop_floor -nt $src ]]; then
+        cp -- "$BUILD/srm_hop_floor" "$1" || die "cannot copy $BUILD/srm_hop_floor to $1"
+        return 0
+    fi
+    cc -O2 -Wall -o "$1" "$src" >"$WORK/cc-hop-floor.log" 2>&1 || {
+        cat "$WORK/cc-hop-floor.log" >&2; die "cc contrib/bench/srm_hop_floor.c failed"; }
+    record_cmd '# the floor program' '' cc -O2 -Wall -o "$1" "$src"
+}
+
 # --------------------------------------------------------------- plots --
 
 # gp_str TEXT: TEXT as a gnuplot single-quoted string.

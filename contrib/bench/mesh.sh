@@ -68,7 +68,13 @@ DESCRIPTION
     busy-poll; 1, they yield the CPU (sched_yield) when they have nothing
     to do, which lets the agents run.  Reported: p50 and p99 of half the
     round trip, and srm / tcp against issue 3's targets (within 2x busy,
-    1.5x yielding).
+    1.5x yielding).  Next to it, in the same run, the floor under those
+    ratios on this machine: srm_hop_floor (contrib/bench/srm_hop_floor.c,
+    no srm, no UCX, on loopback) times the same ping-pong over a socket
+    between the two ranks, and through two agents that relay it and sleep
+    in epoll_wait when idle (at once, and after spinning 20 us as srmd
+    does by default), with ranks that busy-poll or yield as in the
+    ping-pong; --seconds x 20000 round trips each (500 to 50000).
 
     Every job first warms up (connections are made) for a tenth of
     --seconds (at least 0.2 s), then measures for --seconds.  Every message
@@ -354,6 +360,35 @@ for (( i = 0; i < ${#RUNS[@]}; i++ )); do
     info "$line"
 done
 
+# The floor under the ping-pong's ratios: the agent hop without srm, with
+# agents that sleep at once when idle and with srmd's default spin first.
+FLOOR_SPINS=(0 20)
+declare -A FLOOR=()
+if (( ${#PP_YIELDS[@]} > 0 )); then
+    FLOOR_BIN=$WORK/srm_hop_floor
+    build_hop_floor "$FLOOR_BIN"
+    FLOOR_ITERS=$(awk -v s="$SECS" 'BEGIN { n = int(s * 20000); print (n < 500) ? 500 : (n > 50000) ? 50000 : n }')
+    floor_modes=()
+    for y in "${PP_YIELDS[@]}"; do
+        if (( y == 0 )); then floor_modes+=(--mode direct-busy --mode agents-busy)
+        else floor_modes+=(--mode direct-yield --mode agents-yield); fi
+    done
+    turn_take
+    for spin in "${FLOOR_SPINS[@]}"; do
+        floor_args=(--iters "$FLOOR_ITERS" --spin-us "$spin" "${floor_modes[@]}")
+        record_cmd "# the floor: the agent hop without srm, agents spinning $spin us when idle" '' \
+            "$FLOOR_BIN" "${floor_args[@]}"
+        timeout -k 5 "$TIMEOUT" "$FLOOR_BIN" "${floor_args[@]}" >"$WORK/hop-floor-$spin.out" 2>&1 ||
+            { cat "$WORK/hop-floor-$spin.out" >&2; die "srm_hop_floor failed (output above)"; }
+        while read -r tag mode _ p50 _ p99 _; do
+            [[ $tag == hop_floor ]] || continue
+            FLOOR[$spin/$mode-p50]=$p50 FLOOR[$spin/$mode-p99]=$p99
+        done <"$WORK/hop-floor-$spin.out"
+    done
+    turn_give
+    info "floor (srm_hop_floor, $FLOOR_ITERS round trips per mode and spin) measured"
+fi
+
 # srm's node channels after the runs.
 declare -A CONNS=()
 for h in "${HOSTS[@]}"; do
@@ -462,6 +497,26 @@ pingpong_section() {
         else
             printf '**not met**\n'
         fi
+    done
+    floor_lines
+}
+
+# floor_lines: what srm_hop_floor measured in this run, per ping-pong.
+floor_lines() {
+    local y how ranks direct block spin best
+    printf '\nThe floor on this machine, measured in this run without srm or UCX (srm_hop_floor, %s round trips each, on loopback): the same 8 B ping-pong over one socket between the ranks (as UCX'"'"'s tcp does), and through two agents that relay it over a socket of their own, woken by an eventfd doorbell when they sleep (what srmd does, and nothing more). p50 (p99), us:\n\n' "$FLOOR_ITERS"
+    table_head ranks 'socket between the ranks' 'agents that sleep when idle' "agents that spin ${FLOOR_SPINS[1]} us, then sleep (srmd's default)" 'agents/socket, the better'
+    for y in "${PP_YIELDS[@]}"; do
+        if (( y == 0 )); then how="busy-polling" ranks=busy; else how="yielding" ranks=yield; fi
+        direct=${FLOOR[0/direct-$ranks-p50]:-}
+        block=${FLOOR[0/agents-$ranks-p50]:-}
+        spin=${FLOOR[${FLOOR_SPINS[1]}/agents-$ranks-p50]:-}
+        best=$(awk -v a="$block" -v b="$spin" 'BEGIN { print (b + 0 < a + 0) ? b : a }')
+        printf '| %s | %s (%s) | %s (%s) | %s (%s) | **%sx** |\n' "$how" \
+            "${direct:-?}" "${FLOOR[0/direct-$ranks-p99]:-?}" \
+            "${block:-?}" "${FLOOR[0/agents-$ranks-p99]:-?}" \
+            "${spin:-?}" "${FLOOR[${FLOOR_SPINS[1]}/agents-$ranks-p99]:-?}" \
+            "$(ratio "$best" "$direct")"
     done
 }
 

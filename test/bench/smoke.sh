@@ -4,7 +4,8 @@
 # --smoke: experiments 1-6 at their smallest sizes) so that it cannot rot.
 # Passes when eval.sh exits 0 and its results folder holds bench-report.md
 # with the Targets table, every experiment's section, the ping-pong's
-# (issue 3's yielding-ranks target), the cost file and (with gnuplot)
+# (issue 3's yielding-ranks target, and its floor measured without srm),
+# the cost file and (with gnuplot)
 # every experiment's plots. Fails when any experiment
 # fails. Skips (77) without root or the tools the experiments need.
 #
@@ -54,6 +55,7 @@ for n in 'Experiment 1:' 'Experiments 2 and 3:' 'Experiment 4:' 'Experiment 5:' 
 done
 check grep -q 'Ping-pong between two hosts' "$report"
 check grep -q -- '- \*\*Target\*\* (yielding ranks' "$report"
+check grep -Eq '^\| yielding( \| [0-9.]+ \([0-9.]+\)){3} \| \*\*[0-9.]+x\*\* \|$' "$report"
 check test -s "$out/resources-costs.txt"
 check test -s "$out/commands.sh"
 if command -v gnuplot >/dev/null 2>&1; then
