@@ -27,7 +27,8 @@ const size_t kFrameLength   = 65536;
 const size_t kFirstPiece    = 1000; /* of the payload, with the header */
 const std::vector<std::string> kEnv = {"UCX_SRM_DEVICES=lo",
                                        "UCX_SRM_FAILOVER_TIMEOUT=5s",
-                                       "UCX_SRM_PEER_TIMEOUT=20s"};
+                                       "UCX_SRM_PEER_TIMEOUT=20s",
+                                       "UCX_SRM_PLACE=y"};
 
 std::vector<uint8_t> pattern(size_t length, uint8_t salt)
 {
@@ -113,6 +114,23 @@ TEST(place, a_large_frame_is_read_straight_into_its_ports_ring)
     ASSERT_TRUE(b.recv_wait(&f, 5000)) << node.status();
     EXPECT_EQ(1u, f.hdr.seq);
     EXPECT_EQ(1u, node.counter("placed")) << node.status();
+}
+
+TEST(place, is_off_when_switched_off)
+{
+    std::vector<std::string> env = kEnv;
+    env.back() = "UCX_SRM_PLACE=n";
+    agent node(env);
+    raw_client b(node.socket());
+    raw_peer peer(b.wire_ipv4(), b.wire_port(), kPeerId);
+    split_frame big(0, 0, b, 6);
+
+    big.send_first(peer);
+    usleep(200000);
+    EXPECT_EQ(0u, node.counter("placing")) << node.status();
+    big.send_rest(peer);
+    expect_frame(b, big.data, 0, node);
+    EXPECT_EQ(0u, node.counter("placed")) << node.status();
 }
 
 TEST(place, frames_for_the_port_meanwhile_follow_the_placed_one)

@@ -33,7 +33,8 @@ int srm_place_begin(srm_agent_t *agent, srm_link_t *link,
     srm_frame_hdr_t *record;
     srm_client_t *dst;
 
-    if ((hdr->type != SRM_FRAME_AM) || (link->qp != NULL) || link->muted ||
+    if (!agent->config.place || (hdr->type != SRM_FRAME_AM) ||
+        (link->qp != NULL) || link->muted ||
         (link->state != SRM_LINK_READY) || (link->place.dst != NULL) ||
         (have_len >= hdr->length) ||
         ((hdr->length - have_len) < SRM_PLACE_MIN_REST) ||

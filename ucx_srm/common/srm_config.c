@@ -119,6 +119,14 @@ ucs_config_field_t srm_agent_config_table[] = {
      "everything on the small channel.",
      offsetof(srm_agent_config_t, large_thresh), UCS_CONFIG_TYPE_MEMUNITS},
 
+    {"PLACE", "y",
+     "Read the rest of a large message that arrives from another node in\n"
+     "pieces straight into the destination's receive ring, not through the\n"
+     "agent's input buffer: a copy less. The ring is reserved until the\n"
+     "message is whole, so smaller messages to that same process wait\n"
+     "behind it (never those to other processes).",
+     offsetof(srm_agent_config_t, place), UCS_CONFIG_TYPE_BOOL},
+
     {"FAILOVER", "y",
      "Keep every frame sent to another node until that node acknowledges it,\n"
      "and a standby connection per node channel: a connection that fails is\n"
