@@ -825,34 +825,32 @@ mesh_result() {
     [[ ${MESH[msgs]:-} =~ ^[0-9]+$ ]] && (( MESH[msgs] > 0 )) || job_failure "job $JOB_DIR moved no messages"
 }
 
-# build_mesh OUT: put srm_mesh at OUT: a copy of BUILD's srm_mesh (made by
-# "make" when configure found mpicc) if it is newer than
-# contrib/bench/srm_mesh.c, else compiled here with mpicc; records how in
-# CMDS.
-build_mesh() {
-    local src=$SRCDIR/contrib/bench/srm_mesh.c
-    if [[ -x $BUILD/srm_mesh && $BUILD/srm_mesh -nt $src &&
-          $BUILD/srm_mesh -nt $SRCDIR/contrib/bench/bench_gate.h ]]; then
-        cp -- "$BUILD/srm_mesh" "$1" || die "cannot copy $BUILD/srm_mesh to $1"
-        record_cmd '# the program (built by make from contrib/bench/srm_mesh.c)' '' cp "$BUILD/srm_mesh" "$1"
+# build_program OUT CC TITLE SRC [DEP...]: put the program of contrib/bench
+# SRC at OUT: a copy of BUILD's (made by "make"; for srm_mesh only when
+# configure found mpicc) if it is newer than SRC and every DEP, else
+# compiled here with CC; records how in CMDS under TITLE.
+build_program() {
+    local out=$1 cc=$2 title=$3 src=$SRCDIR/contrib/bench/$4 name=${4%.c} dep
+    local built=$BUILD/$name
+    shift 4
+    for dep in "$src" "${@/#/$SRCDIR/contrib/bench/}"; do
+        [[ -x $built && $built -nt $dep ]] || built=''
+    done
+    if [[ -n $built ]]; then
+        cp -- "$built" "$out" || die "cannot copy $built to $out"
+        record_cmd "$title (built by make from contrib/bench/$name.c)" '' cp "$built" "$out"
         return 0
     fi
-    mpicc -O2 -Wall -o "$1" "$src" >"$WORK/mpicc.log" 2>&1 || {
-        cat "$WORK/mpicc.log" >&2; die "mpicc contrib/bench/srm_mesh.c failed"; }
-    record_cmd '# the program' '' mpicc -O2 -Wall -o "$1" "$src"
+    "$cc" -O2 -Wall -o "$out" "$src" >"$WORK/$cc-$name.log" 2>&1 || {
+        cat "$WORK/$cc-$name.log" >&2; die "$cc contrib/bench/$name.c failed"; }
+    record_cmd "$title" '' "$cc" -O2 -Wall -o "$out" "$src"
 }
 
-# build_hop_floor FILE: srm_hop_floor, from the build or compiled here.
-build_hop_floor() {
-    local src=$SRCDIR/contrib/bench/srm_hop_floor.c
-    if [[ -x $BUILD/srm_hop_floor && $BUILD/srm_hop_floor -nt $src ]]; then
-        cp -- "$BUILD/srm_hop_floor" "$1" || die "cannot copy $BUILD/srm_hop_floor to $1"
-        return 0
-    fi
-    cc -O2 -Wall -o "$1" "$src" >"$WORK/cc-hop-floor.log" 2>&1 || {
-        cat "$WORK/cc-hop-floor.log" >&2; die "cc contrib/bench/srm_hop_floor.c failed"; }
-    record_cmd '# the floor program' '' cc -O2 -Wall -o "$1" "$src"
-}
+# build_mesh OUT: srm_mesh, the MPI traffic of mesh.sh and resources.sh.
+build_mesh() { build_program "$1" mpicc '# the program' srm_mesh.c bench_gate.h; }
+
+# build_hop_floor OUT: srm_hop_floor, the agent hop without srm (mesh.sh).
+build_hop_floor() { build_program "$1" cc '# the floor program' srm_hop_floor.c; }
 
 # --------------------------------------------------------------- plots --
 
