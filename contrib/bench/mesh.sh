@@ -74,7 +74,10 @@ DESCRIPTION
     between the two ranks, and through two agents that relay it and sleep
     in epoll_wait when idle (at once, and after spinning 20 us as srmd
     does by default), with ranks that busy-poll or yield as in the
-    ping-pong; --seconds x 20000 round trips each (500 to 50000).
+    ping-pong; --seconds x 20000 round trips each (500 to 50000).  And the
+    floor of a design srm does not have yet, where ranks write the shared
+    socket themselves and the agents only receive (srm_hop_floor's
+    writer modes).
 
     Every job first warms up (connections are made) for a tenth of
     --seconds (at least 0.2 s), then measures for --seconds.  Every message
@@ -368,14 +371,16 @@ if (( ${#PP_YIELDS[@]} > 0 )); then
     FLOOR_BIN=$WORK/srm_hop_floor
     build_hop_floor "$FLOOR_BIN"
     FLOOR_ITERS=$(awk -v s="$SECS" 'BEGIN { n = int(s * 20000); print (n < 500) ? 500 : (n > 50000) ? 50000 : n }')
-    floor_modes=()
+    floor_modes=() writer_modes=()
     for y in "${PP_YIELDS[@]}"; do
-        if (( y == 0 )); then floor_modes+=(--mode direct-busy --mode agents-busy)
-        else floor_modes+=(--mode direct-yield --mode agents-yield); fi
+        if (( y == 0 )); then floor_modes+=(--mode direct-busy --mode agents-busy) writer_modes+=(--mode writer-busy)
+        else floor_modes+=(--mode direct-yield --mode agents-yield) writer_modes+=(--mode writer-yield); fi
     done
     turn_take
     for spin in "${FLOOR_SPINS[@]}"; do
         floor_args=(--iters "$FLOOR_ITERS" --spin-us "$spin" "${floor_modes[@]}")
+        # Writers are reported with agents that sleep at once only.
+        (( spin != 0 )) || floor_args+=("${writer_modes[@]}")
         record_cmd "# the floor: the agent hop without srm, agents spinning $spin us when idle" '' \
             "$FLOOR_BIN" "${floor_args[@]}"
         timeout -k 5 "$TIMEOUT" "$FLOOR_BIN" "${floor_args[@]}" >"$WORK/hop-floor-$spin.out" 2>&1 ||
@@ -503,20 +508,22 @@ pingpong_section() {
 
 # floor_lines: what srm_hop_floor measured in this run, per ping-pong.
 floor_lines() {
-    local y how ranks direct block spin best
-    printf '\nThe floor on this machine, measured in this run without srm or UCX (srm_hop_floor, %s round trips each, on loopback): the same 8 B ping-pong over one socket between the ranks (as UCX'"'"'s tcp does), and through two agents that relay it over a socket of their own, woken by an eventfd doorbell when they sleep (what srmd does, and nothing more). p50 (p99), us:\n\n' "$FLOOR_ITERS"
-    table_head ranks 'socket between the ranks' 'agents that sleep when idle' "agents that spin ${FLOOR_SPINS[1]} us, then sleep (srmd's default)" 'agents/socket, the better'
+    local y how ranks direct block spin best writer
+    printf '\nThe floor on this machine, measured in this run without srm or UCX (srm_hop_floor, %s round trips each, on loopback): the same 8 B ping-pong over one socket between the ranks (as UCX'"'"'s tcp does), and through two agents that relay it over a socket of their own, woken by an eventfd doorbell when they sleep (what srmd does, and nothing more). Last, the floor of a design srm does not have yet: each rank writes the shared socket itself (under a lock in shared memory, after copying the message into a resend log) and the agents, sleeping when idle, only receive: one agent wakeup per message instead of two. p50 (p99), us:\n\n' "$FLOOR_ITERS"
+    table_head ranks 'socket between the ranks' 'agents that sleep when idle' "agents that spin ${FLOOR_SPINS[1]} us, then sleep (srmd's default)" 'agents/socket, the better' 'ranks write the shared socket' 'writers/socket'
     for y in "${PP_YIELDS[@]}"; do
         if (( y == 0 )); then how="busy-polling" ranks=busy; else how="yielding" ranks=yield; fi
         direct=${FLOOR[0/direct-$ranks-p50]:-}
         block=${FLOOR[0/agents-$ranks-p50]:-}
         spin=${FLOOR[${FLOOR_SPINS[1]}/agents-$ranks-p50]:-}
+        writer=${FLOOR[0/writer-$ranks-p50]:-}
         best=$(awk -v a="$block" -v b="$spin" 'BEGIN { print (b + 0 < a + 0) ? b : a }')
-        printf '| %s | %s (%s) | %s (%s) | %s (%s) | **%sx** |\n' "$how" \
+        printf '| %s | %s (%s) | %s (%s) | %s (%s) | **%sx** | %s (%s) | **%sx** |\n' "$how" \
             "${direct:-?}" "${FLOOR[0/direct-$ranks-p99]:-?}" \
             "${block:-?}" "${FLOOR[0/agents-$ranks-p99]:-?}" \
             "${spin:-?}" "${FLOOR[${FLOOR_SPINS[1]}/agents-$ranks-p99]:-?}" \
-            "$(ratio "$best" "$direct")"
+            "$(ratio "$best" "$direct")" \
+            "${writer:-?}" "${FLOOR[0/writer-$ranks-p99]:-?}" "$(ratio "$writer" "$direct")"
     done
 }
 

@@ -7,6 +7,11 @@
  * does on a full node). The ranks busy-poll, or yield the CPU while they
  * wait (mpi_yield_when_idle 1). The ratio of the two is the floor under
  * srm's latency here: srmd does this and more.
+ *
+ * A third path is the floor of a design srm does not have yet: each rank
+ * writes its node's shared socket itself (under a lock, after a copy into
+ * the resend log), and the agents only receive. It saves the sending
+ * agent's wakeup.
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
@@ -39,23 +44,36 @@ typedef struct {
     char              pad[HOP_CACHE_LINE - sizeof(uint64_t)];
 } hop_word_t;
 
+#define HOP_LOG_WORDS 64
+
 typedef struct {
     hop_word_t to_agent;       /* the rank's last message number */
     hop_word_t to_rank;        /* the last number the agent got back */
     hop_word_t agent_sleeping; /* 1: ring the doorbell */
+    hop_word_t socket_lock;    /* writers: held while writing the socket */
+    uint64_t   log_head;       /* writers: the resend log, under the lock */
+    uint64_t   log[HOP_LOG_WORDS];
 } hop_pair_t;
+
+typedef enum {
+    HOP_DIRECT,  /* one socket between the ranks */
+    HOP_AGENTS,  /* ranks hand messages to agents, which relay them */
+    HOP_WRITER,  /* ranks write the agents' socket, agents only receive */
+} hop_path_t;
 
 typedef struct {
     const char *name;
-    int        via_agents;
+    hop_path_t path;
     int        yield;
 } hop_mode_t;
 
 static const hop_mode_t hop_modes[] = {
-    {"direct-busy",  0, 0},
-    {"agents-busy",  1, 0},
-    {"direct-yield", 0, 1},
-    {"agents-yield", 1, 1},
+    {"direct-busy",  HOP_DIRECT, 0},
+    {"agents-busy",  HOP_AGENTS, 0},
+    {"writer-busy",  HOP_WRITER, 0},
+    {"direct-yield", HOP_DIRECT, 1},
+    {"agents-yield", HOP_AGENTS, 1},
+    {"writer-yield", HOP_WRITER, 1},
 };
 #define HOP_NUM_MODES (sizeof(hop_modes) / sizeof(hop_modes[0]))
 
@@ -74,7 +92,11 @@ static void usage(FILE *out)
             "                sleep in epoll_wait (an eventfd doorbell, rung\n"
             "                only when the agent said it sleeps); the ranks\n"
             "                busy-poll\n"
-            "  direct-yield, agents-yield\n"
+            "  writer-busy   as agents-busy, but each rank writes its\n"
+            "                message to its agent's socket itself (taking a\n"
+            "                lock in shared memory and copying it into a\n"
+            "                resend log first); the agents only receive\n"
+            "  direct-yield, agents-yield, writer-yield\n"
             "                the same, with ranks that sched_yield() while\n"
             "                they wait (Open MPI's mpi_yield_when_idle 1)\n"
             "\n"
@@ -185,6 +207,19 @@ static void hop_rank_post(hop_pair_t *pair, int doorbell, uint64_t seq)
     }
 }
 
+/* Writes a message to the node's socket itself, as a rank sharing its
+ * agent's connection would: under a lock in shared memory, with a copy into
+ * the resend log first. The agent only receives. */
+static void hop_rank_write(hop_pair_t *pair, int fd, uint64_t seq)
+{
+    while (__atomic_exchange_n(&pair->socket_lock.seq, 1, __ATOMIC_ACQUIRE)) {
+        sched_yield(); /* the holder may be off the CPU */
+    }
+    pair->log[pair->log_head++ % HOP_LOG_WORDS] = seq;
+    hop_send_word(fd, seq);
+    __atomic_store_n(&pair->socket_lock.seq, 0, __ATOMIC_RELEASE);
+}
+
 static void hop_rank_wait(hop_pair_t *pair, uint64_t seq, int yield)
 {
     while (__atomic_load_n(&pair->to_rank.seq, __ATOMIC_ACQUIRE) != seq) {
@@ -201,7 +236,7 @@ static void hop_rank(const hop_mode_t *mode, hop_pair_t *pair, int doorbell,
 
     for (seq = 1; seq <= (uint64_t)iters; ++seq) {
         start = hop_now();
-        if (!mode->via_agents) {
+        if (mode->path == HOP_DIRECT) {
             if (!first) {
                 hop_recv_word(fd, mode->yield);
             }
@@ -213,7 +248,11 @@ static void hop_rank(const hop_mode_t *mode, hop_pair_t *pair, int doorbell,
             if (!first) {
                 hop_rank_wait(pair, seq, mode->yield);
             }
-            hop_rank_post(pair, doorbell, seq);
+            if (mode->path == HOP_WRITER) {
+                hop_rank_write(pair, fd, seq);
+            } else {
+                hop_rank_post(pair, doorbell, seq);
+            }
             if (first) {
                 hop_rank_wait(pair, seq, mode->yield);
             }
@@ -226,7 +265,8 @@ static void hop_rank(const hop_mode_t *mode, hop_pair_t *pair, int doorbell,
 
 /* An agent: relays its rank's numbers to the socket and back; idle, it
  * spins for spin_s, then sleeps without losing a wakeup (flag, fence, look
- * again, then epoll_wait). */
+ * again, then epoll_wait). A writer rank hands it nothing: it only
+ * receives. */
 static void hop_agent(hop_pair_t *pair, int doorbell, int fd, double spin_s)
 {
     struct epoll_event ev = {.events = EPOLLIN}, events[2];
@@ -355,7 +395,7 @@ static int hop_run(const hop_mode_t *mode, int iters, double spin_s)
                 strerror(errno));
         return -1;
     }
-    if (mode->via_agents) {
+    if (mode->path != HOP_DIRECT) {
         for (i = 0; i < 2; ++i) {
             doorbells[i] = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
             if (doorbells[i] < 0) {
@@ -366,12 +406,15 @@ static int hop_run(const hop_mode_t *mode, int iters, double spin_s)
                                              doorbells, fds, total, spin_s);
         children[num_children++] = hop_spawn(mode, HOP_AGENT_1, pairs,
                                              doorbells, fds, total, spin_s);
-        /* The ranks talk to their agents only: the socket is theirs. */
-        children[num_children++] = hop_spawn(mode, HOP_RANK_1, pairs,
-                                             doorbells, no_fds, total, spin_s);
-        close(fds[0]);
+        /* Relaying agents own the socket; writers share it with theirs. */
+        children[num_children++] = hop_spawn(
+                mode, HOP_RANK_1, pairs, doorbells,
+                (mode->path == HOP_WRITER) ? fds : no_fds, total, spin_s);
         close(fds[1]);
-        fds[0] = -1;
+        if (mode->path == HOP_AGENTS) {
+            close(fds[0]);
+            fds[0] = -1;
+        }
     } else {
         children[num_children++] = hop_spawn(mode, HOP_RANK_1, pairs,
                                              doorbells, fds, total, spin_s);
@@ -384,13 +427,13 @@ static int hop_run(const hop_mode_t *mode, int iters, double spin_s)
     alarm(0);
     hop_close(fds[0]);
     for (i = 0; i < num_children; ++i) {
-        if (mode->via_agents && (i < 2)) {
+        if ((mode->path != HOP_DIRECT) && (i < 2)) {
             kill(children[i], SIGTERM); /* agents relay until stopped */
         }
     }
     for (i = 0; i < num_children; ++i) {
         if ((waitpid(children[i], &status, 0) < 0) ||
-            (!(mode->via_agents && (i < 2)) &&
+            (!((mode->path != HOP_DIRECT) && (i < 2)) &&
              (!WIFEXITED(status) || (WEXITSTATUS(status) != 0)))) {
             fprintf(stderr, "srm_hop_floor: %s: a process failed\n",
                     mode->name);

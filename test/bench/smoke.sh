@@ -55,7 +55,7 @@ for n in 'Experiment 1:' 'Experiments 2 and 3:' 'Experiment 4:' 'Experiment 5:' 
 done
 check grep -q 'Ping-pong between two hosts' "$report"
 check grep -q -- '- \*\*Target\*\* (yielding ranks' "$report"
-check grep -Eq '^\| yielding( \| [0-9.]+ \([0-9.]+\)){3} \| \*\*[0-9.]+x\*\* \|$' "$report"
+check grep -Eq '^\| yielding( \| [0-9.]+ \([0-9.]+\)){3} \| \*\*[0-9.]+x\*\* \| [0-9.]+ \([0-9.]+\) \| \*\*[0-9.]+x\*\* \|$' "$report"
 check test -s "$out/resources-costs.txt"
 check test -s "$out/commands.sh"
 if command -v gnuplot >/dev/null 2>&1; then

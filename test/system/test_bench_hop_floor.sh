@@ -7,7 +7,8 @@
 #      not rung, leaves a rank waiting: the mode then fails on its time
 #      limit instead);
 #   2. --mode runs only the modes named, with agents that never spin
-#      (--spin-us 0) too;
+#      (--spin-us 0) too, the writer modes (ranks that write the shared
+#      socket themselves) among them;
 #   3. bad arguments are refused with exit 2 and a message, and run nothing.
 #
 # srm-test-timeout: 120
@@ -22,10 +23,10 @@ trap 'rm -f "$out"' EXIT
 if "$floor" --iters 300 >"$out" 2>&1; then
     modes=$(awk '$1 == "hop_floor" && $3 == "p50" && $5 == "p99" && $7 == "iters" &&
                  $8 == 300 && $4 > 0 && $4 <= $6 { print $2 }' "$out" | sort | tr '\n' ' ')
-    if [ "$modes" = "agents-busy agents-yield direct-busy direct-yield " ]; then
-        srm_pass "all four modes, 300 round trips each: $(awk '{ printf "%s %s us; ", $2, $4 }' "$out")"
+    if [ "$modes" = "agents-busy agents-yield direct-busy direct-yield writer-busy writer-yield " ]; then
+        srm_pass "all six modes, 300 round trips each: $(awk '{ printf "%s %s us; ", $2, $4 }' "$out")"
     else
-        srm_fail "want a well-formed line for each of the 4 modes, got: $(cat "$out")"
+        srm_fail "want a well-formed line for each of the 6 modes, got: $(cat "$out")"
     fi
 else
     srm_fail "srm_hop_floor --iters 300 failed: $(cat "$out")"
@@ -36,6 +37,14 @@ if "$floor" --iters 100 --spin-us 0 --mode agents-yield >"$out" 2>&1 &&
     srm_pass "--spin-us 0 --mode agents-yield: that mode alone"
 else
     srm_fail "--spin-us 0 --mode agents-yield: $(cat "$out")"
+fi
+
+if "$floor" --iters 100 --mode writer-busy --mode writer-yield >"$out" 2>&1 &&
+   [ "$(awk '$1 == "hop_floor" && $2 ~ /^writer-(busy|yield)$/ && $4 > 0' "$out" | wc -l)" = 2 ] &&
+   [ "$(wc -l <"$out")" = 2 ]; then
+    srm_pass "--mode writer-busy --mode writer-yield: those two alone"
+else
+    srm_fail "--mode writer-busy --mode writer-yield: $(cat "$out")"
 fi
 
 for args in "--iters 5" "--iters x" "--spin-us -1" "--mode nosuch" "extra"; do
