@@ -14,6 +14,7 @@
 #include <ucs/sys/string.h>
 
 #include <errno.h>
+#include <sched.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -59,6 +60,14 @@ ucs_config_field_t uct_srm_iface_config_table[] = {
      "Most messages handled in one call to progress.",
      ucs_offsetof(uct_srm_iface_config_t, rx_max_poll), UCS_CONFIG_TYPE_UINT},
 
+    {"YIELD", "y",
+     "When a call to progress finds nothing and nothing was sent since the\n"
+     "last one, give up the CPU (sched_yield) before returning. What this\n"
+     "process waits for is done by the node agent, which may need this very\n"
+     "core; with a core to spare the call returns at once. n: poll without\n"
+     "yielding.",
+     ucs_offsetof(uct_srm_iface_config_t, yield), UCS_CONFIG_TYPE_BOOL},
+
     {NULL}
 };
 
@@ -66,6 +75,7 @@ void uct_srm_iface_ring_doorbell(uct_srm_iface_t *iface)
 {
     const uint64_t one = 1;
 
+    iface->sent_since_progress = 1;
     if (srm_shm_flag_take(&iface->ctl->agent_sleeping) &&
         (write(iface->agent.doorbell_fd, &one, sizeof(one)) < 0) &&
         (errno != EAGAIN)) {
@@ -319,6 +329,12 @@ static unsigned uct_srm_iface_progress(uct_iface_h tl_iface)
         uct_srm_iface_check_nodes(iface);
     }
     uct_srm_ep_dispatch_pending(iface);
+    /* A process that is sending is not waiting: yielding after every
+     * message would hand the agent one message per wakeup. */
+    if ((count == 0) && iface->config.yield && !iface->sent_since_progress) {
+        sched_yield();
+    }
+    iface->sent_since_progress = 0;
     return count;
 }
 
@@ -422,12 +438,14 @@ static UCS_CLASS_INIT_FUNC(uct_srm_iface_t, uct_md_h tl_md,
     self->config.max_short   = config->seg_size - sizeof(uint64_t);
     self->config.max_zcopy   = config->max_zcopy;
     self->config.rx_max_poll = config->rx_max_poll;
+    self->config.yield       = config->yield;
     /* PUT/GET only where the agent serves them for every peer (elsewhere
      * UCP emulates RMA over AM), and only with memory the md allocates. */
     self->config.rma_offered = md->mem_alloc &&
                                (self->agent.flags & SRM_ATTACH_FLAG_RMA);
     self->config.max_rma     = config->max_rma;
     self->rma_outstanding    = 0;
+    self->sent_since_progress = 0;
     self->fenced             = 0;
     self->num_flushes        = 0;
     self->num_nodes          = 1; /* entry 0 is this node */

@@ -65,6 +65,7 @@ typedef struct uct_srm_iface_config {
     size_t             tx_ring_size;
     size_t             rx_ring_size;
     unsigned           rx_max_poll;
+    int                yield;         /* sched_yield when progress is idle */
 } uct_srm_iface_config_t;
 
 /* What attaching to the agent gives an iface. */
@@ -102,6 +103,7 @@ typedef struct uct_srm_iface {
         size_t           max_rma;
         int              rma_offered;   /* PUT/GET zcopy in the attributes */
         unsigned         rx_max_poll;
+        int              yield;
     } config;
     unsigned             rma_outstanding; /* RMA frames not yet answered */
     int                  fenced;        /* set only while that count > 0;
@@ -111,6 +113,7 @@ typedef struct uct_srm_iface {
     uint32_t             num_nodes;     /* node table entries in use */
     struct uct_srm_ep    *dispatch_ep;  /* whose pending request runs */
     volatile int         agent_lost;    /* set by the async socket handler */
+    int                  sent_since_progress; /* see UCX_SRM_YIELD */
     int                  errors_reported;
 } uct_srm_iface_t;
 
