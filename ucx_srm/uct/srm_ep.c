@@ -161,6 +161,7 @@ uct_srm_ep_commit(uct_srm_ep_t *ep, uct_srm_iface_t *iface,
     hdr->length = (uint32_t)length;
     ++ep->seq;
     srm_ring_commit(&ep->tx->ring, srm_frame_record_size(length));
+    iface->sent_since_progress = 1;
     uct_srm_iface_ring_doorbell(iface);
 }
 

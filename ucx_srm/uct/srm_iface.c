@@ -75,7 +75,6 @@ void uct_srm_iface_ring_doorbell(uct_srm_iface_t *iface)
 {
     const uint64_t one = 1;
 
-    iface->sent_since_progress = 1;
     if (srm_shm_flag_take(&iface->ctl->agent_sleeping) &&
         (write(iface->agent.doorbell_fd, &one, sizeof(one)) < 0) &&
         (errno != EAGAIN)) {
