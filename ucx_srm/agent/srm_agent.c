@@ -160,6 +160,7 @@ static unsigned srm_agent_progress(srm_agent_t *agent)
     } while (failed != NULL);
 
     count += srm_node_progress(agent);
+    count += srm_lane_progress(agent);
     if (agent->rma_busy > 0) {
         count += srm_rma_progress(agent);
     }

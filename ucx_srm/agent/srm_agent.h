@@ -114,6 +114,9 @@ typedef struct srm_client {
     uint16_t            node_map[SRM_SHM_MAX_NODES];
     /* Next wire sequence number per destination node (client index). */
     uint32_t            node_seq[SRM_SHM_MAX_NODES];
+    /* 1: the client may write to that node directly, and node_seq lives in
+     * its segment (srm_lane.c). */
+    uint8_t             node_seq_shared[SRM_SHM_MAX_NODES];
 } srm_client_t;
 
 typedef struct srm_agent_stats {
@@ -247,6 +250,10 @@ int srm_channel_on_ack(srm_agent_t *agent, srm_link_t *link, uint32_t ack);
 void srm_channel_link_ready(srm_agent_t *agent, srm_link_t *link);
 void srm_channel_link_lost(srm_agent_t *agent, srm_link_t *link);
 void srm_channel_drop_all(srm_channel_t *chan);
+/* Takes frames clients wrote to the small channel's active link
+ * themselves into its stream: 0, -1 malformed, -2 out of memory. */
+int srm_channel_absorb(srm_agent_t *agent, srm_node_t *node,
+                       const uint8_t *frames, size_t len, size_t unwritten);
 unsigned srm_channel_release_held(srm_agent_t *agent, srm_node_t *node);
 void srm_channel_free_held(srm_node_t *node);
 size_t srm_channel_queued(const srm_channel_t *chan);
@@ -314,6 +321,16 @@ unsigned srm_rma_progress(srm_agent_t *agent);
 void srm_rma_link_lost(srm_agent_t *agent, srm_link_t *link);
 /* The agent stops: forget every operation, release their regions. */
 void srm_rma_cleanup(srm_agent_t *agent);
+
+/* srm_lane.c: clients that write the small channel's socket themselves */
+void srm_lane_enter(srm_agent_t *agent, srm_node_t *node);
+void srm_lane_leave(srm_agent_t *agent, srm_node_t *node);
+void srm_lane_link_lost(srm_node_t *node, srm_link_t *link);
+void srm_lane_destroy(srm_node_t *node);
+void srm_lane_answer(srm_agent_t *agent, const srm_client_t *requester,
+                     const srm_lane_req_t *req, srm_lane_rep_t *rep,
+                     int *fds, int *nfds);
+unsigned srm_lane_progress(srm_agent_t *agent);
 
 /* srm_status.c */
 size_t srm_status_format(srm_agent_t *agent, char *buf, size_t size);

@@ -202,14 +202,27 @@ srm_sched_result_t srm_channel_enqueue(srm_agent_t *agent, srm_client_t *src,
         return SRM_SCHED_BLOCKED;
     }
 
+    /* A client that may write directly numbers its frames in its segment,
+     * and so does the agent for it (under the lane's lock). */
+    srm_lane_enter(agent, node);
+    if (src->node_seq_shared[hdr->dst_node]) {
+        src->node_seq[hdr->dst_node] =
+                srm_load_relaxed(&src->ctl->node_seq[hdr->dst_node]);
+    }
     frame     = *hdr;
     frame.seq = src->node_seq[hdr->dst_node];
     if (srm_channel_put(agent, node, chan, &frame, payload) != 0) {
+        srm_lane_leave(agent, node);
         return SRM_SCHED_BLOCKED;
     }
     src->node_seq[hdr->dst_node]++;
+    if (src->node_seq_shared[hdr->dst_node]) {
+        srm_store_relaxed(&src->ctl->node_seq[hdr->dst_node],
+                          src->node_seq[hdr->dst_node]);
+    }
     chan->tx_frames++;
     chan->tx_bytes += hdr->length;
+    srm_lane_leave(agent, node);
     return SRM_SCHED_DELIVERED;
 }
 
@@ -218,6 +231,7 @@ void srm_channel_send_flow(srm_agent_t *agent, unsigned node_index,
 {
     srm_node_t *node = agent->nodes[node_index];
     srm_frame_hdr_t frame;
+    int ret;
 
     if (node->state == SRM_NODE_INVALID) {
         return; /* nobody to tell; its queue must stay empty */
@@ -225,8 +239,11 @@ void srm_channel_send_flow(srm_agent_t *agent, unsigned node_index,
     srm_frame_hdr_init(&frame, type, 0);
     frame.dst_port = port;
     /* Control frames ignore the depth limit: they are what lifts it. */
-    if (srm_channel_put(agent, node, &node->chan[SRM_CHANNEL_SMALL], &frame,
-                        NULL) != 0) {
+    srm_lane_enter(agent, node);
+    ret = srm_channel_put(agent, node, &node->chan[SRM_CHANNEL_SMALL], &frame,
+                          NULL);
+    srm_lane_leave(agent, node);
+    if (ret != 0) {
         srm_error("out of memory: %s for port %u to node %u not sent",
                   (type == SRM_FRAME_PAUSE) ? "PAUSE" : "RESUME", port,
                   node_index);
@@ -296,6 +313,43 @@ static void srm_channel_advance(srm_agent_t *agent, srm_channel_t *chan,
     if (!agent->config.failover) {
         chan->head = chan->frame_end; /* nothing is ever written again */
     }
+}
+
+int srm_channel_absorb(srm_agent_t *agent, srm_node_t *node,
+                       const uint8_t *frames, size_t len, size_t unwritten)
+{
+    srm_channel_t *chan = &node->chan[SRM_CHANNEL_SMALL];
+    int written         = (chan->sent == chan->tail);
+    uint64_t count = 0, bytes = 0;
+    srm_frame_hdr_t hdr;
+    size_t offset;
+    uint8_t *out;
+
+    for (offset = 0; offset < len; offset += sizeof(hdr) + hdr.length) {
+        if (len - offset < sizeof(hdr)) {
+            return -1;
+        }
+        memcpy(&hdr, frames + offset, sizeof(hdr));
+        if ((srm_frame_validate(&hdr, SRM_FRAME_MAX_PAYLOAD) != SRM_FRAME_OK) ||
+            (hdr.type != SRM_FRAME_AM) ||
+            (hdr.length > len - offset - sizeof(hdr))) {
+            return -1;
+        }
+        ++count;
+        bytes += hdr.length;
+    }
+    out = srm_channel_append(agent, node, chan, len);
+    if (out == NULL) {
+        return -2;
+    }
+    memcpy(out, frames, len);
+    chan->tx_frames    += count;
+    chan->tx_bytes     += bytes;
+    chan->direct_frames += count;
+    if (written) {
+        srm_channel_advance(agent, chan, len - unwritten);
+    }
+    return 0;
 }
 
 /*
@@ -387,7 +441,8 @@ static srm_link_t *srm_channel_ready_link(srm_channel_t *chan)
 }
 
 /* 1 if bytes went out. Acks owed go on any ready link of the channel. */
-int srm_channel_flush(srm_agent_t *agent, srm_node_t *node, int kind)
+static int srm_channel_flush_locked(srm_agent_t *agent, srm_node_t *node,
+                                    int kind)
 {
     srm_channel_t *chan = &node->chan[kind];
     srm_link_t *link    = chan->links[chan->active];
@@ -410,11 +465,43 @@ int srm_channel_flush(srm_agent_t *agent, srm_node_t *node, int kind)
     return srm_channel_write(agent, node, kind, link, ack) > 0;
 }
 
+/* The small channel's sending state is shared with its lane's writers. */
+static void srm_channel_enter(srm_agent_t *agent, srm_node_t *node, int kind)
+{
+    if (kind == SRM_CHANNEL_SMALL) {
+        srm_lane_enter(agent, node);
+    }
+}
+
+static void srm_channel_leave(srm_agent_t *agent, srm_node_t *node, int kind)
+{
+    if (kind == SRM_CHANNEL_SMALL) {
+        srm_lane_leave(agent, node);
+    }
+}
+
+int srm_channel_flush(srm_agent_t *agent, srm_node_t *node, int kind)
+{
+    int ret;
+
+    srm_channel_enter(agent, node, kind);
+    ret = srm_channel_flush_locked(agent, node, kind);
+    srm_channel_leave(agent, node, kind);
+    return ret;
+}
+
 /* More bytes for a ready link; with `ack`, an ack even if none is owed
  * (the heartbeat). 1 if bytes went out, -1 if the link died. */
 int srm_channel_write_link(srm_agent_t *agent, srm_link_t *link, int ack)
 {
-    return srm_channel_write(agent, link->node, link->kind, link, ack);
+    srm_node_t *node = link->node;
+    int kind         = link->kind;
+    int ret;
+
+    srm_channel_enter(agent, node, kind);
+    ret = srm_channel_write(agent, node, kind, link, ack);
+    srm_channel_leave(agent, node, kind);
+    return ret;
 }
 
 /* Whether a frame of our own may be written to link now. */
@@ -450,6 +537,7 @@ void srm_channel_link_ready(srm_agent_t *agent, srm_link_t *link)
     const srm_wire_addr_t *wire;
     char addr[32];
 
+    srm_channel_enter(agent, link->node, link->kind);
     if ((active == NULL) || (active->state != SRM_LINK_READY) ||
         (active == link)) {
         if (chan->sent > chan->head) {
@@ -469,9 +557,11 @@ void srm_channel_link_ready(srm_agent_t *agent, srm_link_t *link)
     }
     chan->failures[link->path] = 0;
     link->node->dirty          = 1;
+    srm_channel_leave(agent, link->node, link->kind);
 }
 
-void srm_channel_link_lost(srm_agent_t *agent, srm_link_t *link)
+/* The link is gone: its channel goes on on the other path if it can. */
+static void srm_channel_switch_path(srm_agent_t *agent, srm_link_t *link)
 {
     srm_node_t *node    = link->node;
     srm_channel_t *chan = &node->chan[link->kind];
@@ -503,10 +593,22 @@ void srm_channel_link_lost(srm_agent_t *agent, srm_link_t *link)
     }
 }
 
-int srm_channel_on_ack(srm_agent_t *agent, srm_link_t *link, uint32_t ack)
+void srm_channel_link_lost(srm_agent_t *agent, srm_link_t *link)
 {
-    srm_channel_t *chan = &link->node->chan[link->kind];
+    srm_node_t *node = link->node;
+    int kind         = link->kind;
 
+    srm_channel_enter(agent, node, kind);
+    if (kind == SRM_CHANNEL_SMALL) {
+        srm_lane_link_lost(node, link);
+    }
+    srm_channel_switch_path(agent, link);
+    srm_channel_leave(agent, node, kind);
+}
+
+static int srm_channel_take_ack(srm_channel_t *chan, srm_node_t *node,
+                                uint32_t ack)
+{
     if (!srm_seq_before(chan->acked_seq, ack)) {
         return 0; /* old news, or a heartbeat */
     }
@@ -515,8 +617,21 @@ int srm_channel_on_ack(srm_agent_t *agent, srm_link_t *link, uint32_t ack)
     }
     chan->acked_seq = ack;
     srm_channel_release(chan);
-    link->node->dirty = 1; /* space for blocked senders */
+    node->dirty = 1; /* space for blocked senders */
     return 0;
+}
+
+int srm_channel_on_ack(srm_agent_t *agent, srm_link_t *link, uint32_t ack)
+{
+    srm_node_t *node = link->node;
+    int kind         = link->kind;
+    int ret;
+
+    /* Frames written directly are acknowledged too: absorbed first. */
+    srm_channel_enter(agent, node, kind);
+    ret = srm_channel_take_ack(&node->chan[kind], node, ack);
+    srm_channel_leave(agent, node, kind);
+    return ret;
 }
 
 static srm_order_t *srm_order_get(srm_node_t *node, uint32_t src_port)

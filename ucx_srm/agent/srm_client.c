@@ -410,6 +410,22 @@ static void srm_client_mem_dereg(srm_agent_t *agent, srm_client_t *client,
     }
 }
 
+static void srm_client_lane(srm_agent_t *agent, srm_client_t *client,
+                            const srm_lane_req_t *req)
+{
+    int fds[SRM_PROTO_MAX_FDS];
+    srm_lane_rep_t rep;
+    int nfds;
+
+    memset(&rep, 0, sizeof(rep));
+    srm_msg_hdr_init(&rep.hdr, SRM_MSG_LANE_REP);
+    srm_lane_answer(agent, client, req, &rep, fds, &nfds);
+    if (srm_sock_send(client->sock_fd, &rep, sizeof(rep), fds, nfds) < 0) {
+        srm_debug("pid %d: could not answer a lane request: %m",
+                  (int)client->pid);
+    }
+}
+
 void srm_client_handle_socket(srm_agent_t *agent, srm_client_t *client)
 {
     union {
@@ -419,6 +435,7 @@ void srm_client_handle_socket(srm_agent_t *agent, srm_client_t *client)
         srm_fault_req_t     fault;
         srm_mem_reg_req_t   mem_reg;
         srm_mem_dereg_req_t mem_dereg;
+        srm_lane_req_t      lane;
     } msg;
     int fds[SRM_PROTO_MAX_FDS];
     int nfds = 1; /* a memfd with MEM_REG; any other fd is closed */
@@ -464,6 +481,9 @@ void srm_client_handle_socket(srm_agent_t *agent, srm_client_t *client)
                                  SRM_MSG_MEM_DEREG_REQ,
                                  sizeof(msg.mem_dereg)) == 0) {
         srm_client_mem_dereg(agent, client, &msg.mem_dereg);
+    } else if (srm_msg_hdr_check(&msg.hdr, (size_t)len, SRM_MSG_LANE_REQ,
+                                 sizeof(msg.lane)) == 0) {
+        srm_client_lane(agent, client, &msg.lane);
     } else if (errno == EPROTONOSUPPORT) {
         srm_client_drop(agent, client, "unsupported protocol version");
     } else {

@@ -190,6 +190,10 @@ void srm_link_close(srm_agent_t *agent, srm_link_t *link,
         }
         srm_channel_link_lost(agent, link);
     }
+    if (link->shared) {
+        /* Clients hold the socket too: end the connection itself. */
+        shutdown(link->fd, SHUT_RDWR);
+    }
     close(link->fd);
     if (link->qp != NULL) {
         srm_rma_link_lost(agent, link);
@@ -991,19 +995,25 @@ void srm_link_timers(srm_agent_t *agent, double now)
 void srm_link_say_bye(srm_agent_t *agent)
 {
     srm_frame_hdr_t bye;
+    srm_node_t *node;
     srm_link_t *link;
     unsigned i;
 
     srm_frame_hdr_init(&bye, SRM_FRAME_BYE, 0);
     for (i = 0; i < agent->num_links; ++i) {
         link = agent->links[i];
-        if ((link != NULL) && (link->state == SRM_LINK_READY) &&
-            (link->ctl_left == 0) && srm_channel_at_boundary(link) &&
+        if ((link == NULL) || (link->state != SRM_LINK_READY)) {
+            continue;
+        }
+        node = link->node;
+        srm_lane_enter(agent, node); /* no client writes in between */
+        if ((link->ctl_left == 0) && srm_channel_at_boundary(link) &&
             (srm_link_send_raw(link, &bye, sizeof(bye)) == 0) &&
             (link->qp != NULL)) {
             /* Closing a queue pair drops what it has not sent yet. */
             srm_verbs_qp_drain(link->qp, 0.1);
         }
+        srm_lane_leave(agent, node);
     }
 }
 
@@ -1032,7 +1042,9 @@ unsigned srm_link_inject_fault(srm_agent_t *agent, uint32_t node_index,
             if (how == SRM_FAULT_MUTE) {
                 srm_warn("fault injected: node %u %s channel path %d muted",
                          i, srm_node_kind_name(k), link->path);
-                link->muted = 1;
+                srm_lane_enter(agent, agent->nodes[i]);
+                link->muted = 1; /* for clients, too */
+                srm_lane_leave(agent, agent->nodes[i]);
                 if (link->want_write) {
                     /* It writes no more: room on it must not wake us. */
                     link->want_write = 0;

@@ -171,6 +171,7 @@ void srm_node_invalidate(srm_agent_t *agent, srm_node_t *node, int failed,
     if (node->state == SRM_NODE_INVALID) {
         return;
     }
+    srm_lane_enter(agent, node); /* what clients wrote is counted, too */
     srm_node_set_state(node, SRM_NODE_INVALID, srm_agent_now());
     node->why_invalid = failed ? why : NULL;
     for (i = 0; i < agent->num_links; ++i) {
@@ -194,6 +195,7 @@ void srm_node_invalidate(srm_agent_t *agent, srm_node_t *node, int failed,
     node->cap_orders   = 0;
     node->paused_ports = NULL;
     node->num_paused   = 0;
+    srm_lane_leave(agent, node); /* closed for good */
 
     srm_log(failed ? SRM_LOG_WARN : SRM_LOG_INFO,
             "node %u (0x%016llx) is invalid: %s; %llu queued messages "
@@ -374,6 +376,7 @@ void srm_node_cleanup(srm_agent_t *agent)
         }
         free(node->orders);
         free(node->paused_ports);
+        srm_lane_destroy(node);
         free(node);
     }
     free(agent->nodes);
@@ -440,7 +443,7 @@ void srm_node_format(srm_agent_t *agent, char *buf, size_t size,
                          "node %-3u 0x%016llx %-21s %-5s %-10s state %-9s "
                          "paths %s "
                          "queued %llu unacked %llu tx %llu/%llu "
-                         "rx %llu/%llu placed %llu/%llu placing %d "
+                         "direct %llu rx %llu/%llu placed %llu/%llu placing %d "
                          "connects %llu failovers %llu "
                          "resent %llu dups %llu held %zu reordered %llu "
                          "paused %u pauses %llu bad %llu dropped %llu\n",
@@ -455,6 +458,7 @@ void srm_node_format(srm_agent_t *agent, char *buf, size_t size,
                          (unsigned long long)(chan->sent - chan->head),
                          (unsigned long long)chan->tx_frames,
                          (unsigned long long)chan->tx_bytes,
+                         (unsigned long long)chan->direct_frames,
                          (unsigned long long)chan->rx_frames,
                          (unsigned long long)chan->rx_bytes,
                          (unsigned long long)chan->placed_frames,

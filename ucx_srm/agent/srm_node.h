@@ -22,6 +22,7 @@
 
 typedef struct srm_node srm_node_t;
 typedef struct srm_verbs_qp srm_verbs_qp_t;
+typedef struct srm_lane srm_lane_t;
 
 /* A large AM read from a link's socket straight into its destination's RX
  * ring (srm_place.c). */
@@ -71,6 +72,9 @@ typedef struct srm_link {
     uint64_t         peer_id;
     srm_wire_addr_t  peer_wire[SRM_WIRE_PATHS];
     int              accepted;    /* acceptor: it won the tie-break */
+    int              shared;      /* its socket was passed to clients (a
+                                     direct lane): closing it must end the
+                                     connection they hold too */
 } srm_link_t;
 
 /*
@@ -109,6 +113,7 @@ typedef struct srm_channel {
     uint64_t   connects;
     uint64_t   failovers;         /* times the active link was lost */
     uint64_t   resent;            /* frames written more than once */
+    uint64_t   direct_frames;     /* of tx, written by clients themselves */
     uint64_t   duplicates;        /* frames received twice and dropped */
     double     retry_at[SRM_WIRE_PATHS];
     unsigned   failures[SRM_WIRE_PATHS]; /* connects failed in a row */
@@ -157,6 +162,12 @@ struct srm_node {
     uint64_t         bad_frames;  /* malformed frames from this node */
     uint64_t         reordered;   /* frames held back for order */
     uint64_t         dropped;     /* frames for it dropped (node invalid) */
+    /* The small channel's direct lane (srm_lane.c), once a client asked. */
+    srm_lane_t       *lane;
+    int              lane_fd;
+    unsigned         lane_depth;  /* srm_lane_enter nesting */
+    srm_link_t       *lane_link;  /* the link whose socket the lane's
+                                     generation names, or NULL */
 };
 
 #endif

@@ -17,7 +17,7 @@
 #include <sys/un.h>
 
 #define SRM_PROTO_MAGIC     0x53524d43u /* "SRMC" */
-#define SRM_PROTO_VERSION   3u
+#define SRM_PROTO_VERSION   4u
 #define SRM_PROTO_NAME_MAX  64
 #define SRM_PROTO_ERROR_MAX 160
 #define SRM_PROTO_TEXT_MAX  (60 * 1024)
@@ -33,6 +33,8 @@ typedef enum {
     SRM_MSG_MEM_REG_REP,
     SRM_MSG_MEM_DEREG_REQ,
     SRM_MSG_MEM_DEREG_REP,
+    SRM_MSG_LANE_REQ,      /* on the md's connection */
+    SRM_MSG_LANE_REP,      /* with the lane's memfd, and its socket */
     SRM_MSG_LAST
 } srm_msg_type_t;
 
@@ -133,6 +135,27 @@ typedef struct srm_mem_dereg_rep {
     int32_t       status;      /* 0 or a positive errno */
     uint32_t      reserved;
 } srm_mem_dereg_rep_t;
+
+/* The direct lane to a node (srm_lane.h), for an attached port of the
+ * requesting process, named by the port's node table entry. */
+typedef struct srm_lane_req {
+    srm_msg_hdr_t hdr;
+    uint32_t      port;
+    uint32_t      key;
+    uint32_t      node;
+    uint32_t      reserved;
+} srm_lane_req_t;
+
+/* Followed by the lane's memfd and, if open, the channel's socket, of
+ * that generation. */
+typedef struct srm_lane_rep {
+    srm_msg_hdr_t hdr;
+    int32_t       status;      /* 0 or a positive errno */
+    uint32_t      open;
+    uint32_t      generation;
+    uint32_t      reserved;
+    char          error[SRM_PROTO_ERROR_MAX];
+} srm_lane_rep_t;
 
 void srm_msg_hdr_init(srm_msg_hdr_t *hdr, srm_msg_type_t type);
 

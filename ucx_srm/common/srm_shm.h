@@ -12,7 +12,7 @@
 #include <stdint.h>
 
 #define SRM_SHM_MAGIC        0x53524d53u /* "SRMS" */
-#define SRM_SHM_VERSION      2u
+#define SRM_SHM_VERSION      3u
 #define SRM_SHM_MAX_TX_RINGS 16u
 #define SRM_SHM_ALIGN        4096u
 #define SRM_SHM_MAX_NODES    1024u /* remote nodes one client can name */
@@ -65,6 +65,13 @@ typedef struct srm_shm_ctl {
      * the first frame that uses it; the agent reads it once and validates.
      */
     srm_shm_node_t    nodes[SRM_SHM_MAX_NODES];
+
+    /*
+     * Next per-port seq to each node of the table, for a client granted
+     * that node's direct lane: the client and the agent both number its
+     * frames, each under the lane's lock (srm_lane.h).
+     */
+    uint32_t          node_seq[SRM_SHM_MAX_NODES];
 } srm_shm_ctl_t;
 
 typedef struct srm_shm_layout {

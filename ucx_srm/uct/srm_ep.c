@@ -105,17 +105,13 @@ UCS_CLASS_DEFINE_NEW_FUNC(uct_srm_ep_t, uct_ep_t, const uct_ep_params_t*);
 UCS_CLASS_DEFINE_DELETE_FUNC(uct_srm_ep_t, uct_ep_t);
 
 /*
- * Room for one frame of up to `length` payload bytes, or why not. Sends of
- * an ep with queued pending requests must wait behind them (order), except
- * the ones the pending dispatch itself makes.
+ * Whether the ep may send now. Sends of an ep with queued pending requests
+ * must wait behind them (order), except the ones the pending dispatch
+ * itself makes.
  */
 static UCS_F_ALWAYS_INLINE ucs_status_t
-uct_srm_ep_reserve(uct_srm_ep_t *ep, uct_srm_iface_t *iface, uint8_t am_id,
-                   size_t length, srm_frame_hdr_t **hdr_p)
+uct_srm_ep_may_send(uct_srm_ep_t *ep, uct_srm_iface_t *iface)
 {
-    srm_ring_status_t status;
-    srm_frame_hdr_t *hdr;
-
     if (ucs_unlikely(ep->failed || iface->agent_lost)) {
         return UCS_ERR_ENDPOINT_TIMEOUT;
     }
@@ -125,6 +121,22 @@ uct_srm_ep_reserve(uct_srm_ep_t *ep, uct_srm_iface_t *iface, uint8_t am_id,
     }
     if (ucs_unlikely(iface->fenced)) {
         return UCS_ERR_NO_RESOURCE; /* behind the fence */
+    }
+    return UCS_OK;
+}
+
+/* Room in the ring for one frame of up to `length` payload bytes. */
+static UCS_F_ALWAYS_INLINE ucs_status_t
+uct_srm_ep_reserve(uct_srm_ep_t *ep, uct_srm_iface_t *iface, uint8_t am_id,
+                   size_t length, srm_frame_hdr_t **hdr_p)
+{
+    srm_ring_status_t status;
+    srm_frame_hdr_t *hdr;
+    ucs_status_t may;
+
+    may = uct_srm_ep_may_send(ep, iface);
+    if (ucs_unlikely(may != UCS_OK)) {
+        return may;
     }
 
     status = srm_ring_reserve(&ep->tx->ring, srm_frame_record_size(length),
@@ -162,7 +174,47 @@ uct_srm_ep_commit(uct_srm_ep_t *ep, uct_srm_iface_t *iface,
     ++ep->seq;
     srm_ring_commit(&ep->tx->ring, srm_frame_record_size(length));
     iface->sent_since_progress = 1;
+    iface->received_since_send = 0;
     uct_srm_iface_ring_doorbell(iface);
+}
+
+/*
+ * Tries the node's direct lane (srm_direct.c) for an AM the ep may send:
+ * its length, or -1 if the AM must go to the ring.
+ */
+static UCS_F_ALWAYS_INLINE ssize_t
+uct_srm_ep_send_direct(uct_srm_ep_t *ep, uct_srm_iface_t *iface,
+                       uint8_t am_id, uct_pack_callback_t pack, void *arg,
+                       size_t max_length)
+{
+    ssize_t length;
+
+    if (!uct_srm_direct_wanted(iface) ||
+        (uct_srm_ep_may_send(ep, iface) != UCS_OK)) {
+        return -1;
+    }
+    length = uct_srm_direct_send(iface, ep, am_id, pack, arg, max_length);
+    if (length >= 0) {
+        iface->sent_since_progress = 1;
+        iface->received_since_send = 0;
+    }
+    return length;
+}
+
+typedef struct {
+    uint64_t   header;
+    const void *payload;
+    unsigned   length;
+} uct_srm_short_args_t;
+
+static size_t uct_srm_ep_pack_short(void *dest, void *arg)
+{
+    const uct_srm_short_args_t *args = arg;
+
+    memcpy(dest, &args->header, sizeof(args->header));
+    memcpy(UCS_PTR_BYTE_OFFSET(dest, sizeof(args->header)), args->payload,
+           args->length);
+    return sizeof(args->header) + args->length;
 }
 
 ucs_status_t uct_srm_ep_am_short(uct_ep_h tl_ep, uint8_t id, uint64_t header,
@@ -175,9 +227,16 @@ ucs_status_t uct_srm_ep_am_short(uct_ep_h tl_ep, uint8_t id, uint64_t header,
     ucs_status_t status;
     uint8_t *data;
 
+    uct_srm_short_args_t args = {header, payload, length};
+
     UCT_CHECK_AM_ID(id);
     UCT_CHECK_LENGTH(total, 0, iface->config.max_bcopy, "am_short");
 
+    if (uct_srm_ep_send_direct(ep, iface, id, uct_srm_ep_pack_short, &args,
+                               total) >= 0) {
+        UCT_TL_EP_STAT_OP(&ep->super, AM, SHORT, total);
+        return UCS_OK;
+    }
     status = uct_srm_ep_reserve(ep, iface, id, total, &hdr);
     if (ucs_unlikely(status != UCS_OK)) {
         return status;
@@ -225,10 +284,17 @@ ssize_t uct_srm_ep_am_bcopy(uct_ep_h tl_ep, uint8_t id,
     uct_srm_iface_t *iface = ucs_derived_of(tl_ep->iface, uct_srm_iface_t);
     srm_frame_hdr_t *hdr;
     ucs_status_t status;
+    ssize_t direct;
     size_t length;
 
     UCT_CHECK_AM_ID(id);
 
+    direct = uct_srm_ep_send_direct(ep, iface, id, pack_cb, arg,
+                                    iface->config.max_bcopy);
+    if (direct >= 0) {
+        UCT_TL_EP_STAT_OP(&ep->super, AM, BCOPY, direct);
+        return direct;
+    }
     status = uct_srm_ep_reserve(ep, iface, id, iface->config.max_bcopy, &hdr);
     if (ucs_unlikely(status != UCS_OK)) {
         return status;

@@ -29,14 +29,19 @@
 /* One request, one reply, on the md's connection; reconnects once if the
  * agent went away (an idle agent may have exited and a new one started),
  * unless may_connect is 0: a region of an agent that is gone is gone. */
-static ucs_status_t uct_srm_mem_call(uct_srm_md_t *md, const void *req,
-                                     size_t req_len, int fd, void *rep,
-                                     size_t rep_len, srm_msg_type_t rep_type,
-                                     int may_connect)
+ucs_status_t uct_srm_md_call(uct_srm_md_t *md, const void *req,
+                             size_t req_len, int fd, void *rep,
+                             size_t rep_len, srm_msg_type_t rep_type,
+                             int may_connect, int *fds, int *nfds)
 {
+    int max_fds = (fds != NULL) ? *nfds : 0;
     ucs_status_t status;
-    int attempt, nfds;
+    int attempt, got, i;
     ssize_t len;
+
+    if (fds != NULL) {
+        *nfds = 0;
+    }
 
     for (attempt = 0; attempt < 2; ++attempt) {
         if ((md->mem_sock < 0) && !may_connect) {
@@ -48,19 +53,24 @@ static ucs_status_t uct_srm_mem_call(uct_srm_md_t *md, const void *req,
                 return status;
             }
         }
-        nfds = 0;
+        got = max_fds;
         if ((srm_sock_send(md->mem_sock, req, req_len, &fd,
                            (fd >= 0) ? 1 : 0) >= 0) &&
-            ((len = srm_sock_recv(md->mem_sock, rep, rep_len, NULL,
-                                  &nfds)) > 0)) {
+            ((len = srm_sock_recv(md->mem_sock, rep, rep_len, fds,
+                                  &got)) > 0)) {
             if (srm_msg_hdr_check(rep, (size_t)len, rep_type, rep_len) != 0) {
-                ucs_error("srm: bad memory reply from @%s: %m",
-                          md->socket_name);
+                ucs_error("srm: bad reply from @%s: %m", md->socket_name);
+                for (i = 0; i < got; ++i) {
+                    close(fds[i]);
+                }
                 return UCS_ERR_IO_ERROR;
+            }
+            if (fds != NULL) {
+                *nfds = got;
             }
             return UCS_OK;
         }
-        ucs_debug("srm: memory request to @%s failed: %m", md->socket_name);
+        ucs_debug("srm: request to @%s failed: %m", md->socket_name);
         close(md->mem_sock);
         md->mem_sock = -1;
     }
@@ -108,8 +118,8 @@ ucs_status_t uct_srm_mem_alloc(uct_md_h tl_md, size_t *length_p,
     req.address = (uintptr_t)addr;
     req.length  = length;
     pthread_mutex_lock(&md->mem_lock);
-    status = uct_srm_mem_call(md, &req, sizeof(req), fd, &rep, sizeof(rep),
-                              SRM_MSG_MEM_REG_REP, 1);
+    status = uct_srm_md_call(md, &req, sizeof(req), fd, &rep, sizeof(rep),
+                             SRM_MSG_MEM_REG_REP, 1, NULL, NULL);
     pthread_mutex_unlock(&md->mem_lock);
     close(fd); /* both mappings keep the memory */
     fd = -1;
@@ -170,8 +180,8 @@ ucs_status_t uct_srm_mem_free(uct_md_h tl_md, uct_mem_h tl_memh)
     req.generation = memh->key.generation;
     pthread_mutex_lock(&md->mem_lock);
     /* The agent forgets the region before we unmap it. */
-    status = uct_srm_mem_call(md, &req, sizeof(req), -1, &rep, sizeof(rep),
-                              SRM_MSG_MEM_DEREG_REP, 0);
+    status = uct_srm_md_call(md, &req, sizeof(req), -1, &rep, sizeof(rep),
+                             SRM_MSG_MEM_DEREG_REP, 0, NULL, NULL);
     pthread_mutex_unlock(&md->mem_lock);
     if ((status == UCS_OK) && (rep.status != 0)) {
         /* A new agent never knew it; the old one released it on exit. */

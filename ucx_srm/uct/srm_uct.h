@@ -56,6 +56,17 @@ typedef struct uct_srm_memh {
     srm_rkey_t key;                /* what mkey_pack packs */
 } uct_srm_memh_t;
 
+/* UCX_SRM_DIRECT: which sends a process writes to a node's channel
+ * socket itself (srm_direct.c). */
+typedef enum {
+    UCT_SRM_DIRECT_NO,
+    UCT_SRM_DIRECT_AUTO,   /* a send that follows a receive */
+    UCT_SRM_DIRECT_ALWAYS, /* every send the lane can take */
+    UCT_SRM_DIRECT_LAST
+} uct_srm_direct_mode_t;
+
+typedef struct uct_srm_lane uct_srm_lane_t;
+
 typedef struct uct_srm_iface_config {
     uct_iface_config_t super;
     size_t             seg_size;      /* AM bcopy/short limit */
@@ -66,6 +77,7 @@ typedef struct uct_srm_iface_config {
     size_t             rx_ring_size;
     unsigned           rx_max_poll;
     int                yield;         /* sched_yield when progress is idle */
+    int                direct;        /* uct_srm_direct_mode_t */
 } uct_srm_iface_config_t;
 
 /* What attaching to the agent gives an iface. */
@@ -104,6 +116,7 @@ typedef struct uct_srm_iface {
         int              rma_offered;   /* PUT/GET zcopy in the attributes */
         unsigned         rx_max_poll;
         int              yield;
+        int              direct;        /* uct_srm_direct_mode_t */
     } config;
     unsigned             rma_outstanding; /* RMA frames not yet answered */
     int                  fenced;        /* set only while that count > 0;
@@ -114,6 +127,8 @@ typedef struct uct_srm_iface {
     struct uct_srm_ep    *dispatch_ep;  /* whose pending request runs */
     volatile int         agent_lost;    /* set by the async socket handler */
     int                  sent_since_progress; /* see UCX_SRM_YIELD */
+    int                  received_since_send; /* see UCX_SRM_DIRECT */
+    uct_srm_lane_t       *lanes;        /* by node table entry, or NULL */
     int                  errors_reported;
 } uct_srm_iface_t;
 
@@ -138,6 +153,12 @@ ucs_status_t uct_srm_agent_attach(const uct_srm_md_t *md,
 void uct_srm_agent_detach(uct_srm_attachment_t *att);
 
 /* srm_mem.c */
+/* One request and its reply on the md's connection (hold md->mem_lock);
+ * fds received with the reply go to fds[0..*nfds) when fds is given. */
+ucs_status_t uct_srm_md_call(uct_srm_md_t *md, const void *req,
+                             size_t req_len, int fd, void *rep,
+                             size_t rep_len, srm_msg_type_t rep_type,
+                             int may_connect, int *fds, int *nfds);
 ucs_status_t uct_srm_mem_alloc(uct_md_h tl_md, size_t *length_p,
                                void **address_p, ucs_memory_type_t mem_type,
                                unsigned flags, const char *alloc_name,
@@ -156,6 +177,21 @@ ucs_status_t uct_srm_rkey_release(uct_component_t *component, uct_rkey_t rkey,
 void uct_srm_iface_ring_doorbell(uct_srm_iface_t *iface);
 void uct_srm_iface_report_errors(uct_srm_iface_t *iface);
 void uct_srm_iface_check_nodes(uct_srm_iface_t *iface);
+
+/* srm_direct.c */
+/* Writes an AM of at most max_length payload bytes (packed by pack) to
+ * the ep's node directly: its length, or -1 if it must go to the ring. */
+ssize_t uct_srm_direct_send(uct_srm_iface_t *iface, uct_srm_ep_t *ep,
+                            uint8_t am_id, uct_pack_callback_t pack,
+                            void *arg, size_t max_length);
+void uct_srm_direct_cleanup(uct_srm_iface_t *iface);
+
+static inline int uct_srm_direct_wanted(const uct_srm_iface_t *iface)
+{
+    return (iface->config.direct == UCT_SRM_DIRECT_ALWAYS) ||
+           ((iface->config.direct == UCT_SRM_DIRECT_AUTO) &&
+            iface->received_since_send);
+}
 
 /* srm_ep.c */
 UCS_CLASS_DECLARE_NEW_FUNC(uct_srm_ep_t, uct_ep_t, const uct_ep_params_t*);

@@ -1,0 +1,282 @@
+/*
+ * Direct lanes (srm_lane.h): a process writes small AMs to another node's
+ * channel socket itself. Two private agents on loopback, an iface on each,
+ * eps both ways. The tests count what the sending agent says was written
+ * directly ("direct" in its status) and check that every AM arrives once,
+ * in order, also when the channel's connection is reset under the writers
+ * and when a writer dies holding the lane's lock.
+ */
+#include "srm_test_agent.h"
+#include "srm_test_uct.h"
+
+extern "C" {
+#include <ucx_srm/common/srm_lane.h>
+#include <uct/api/uct.h>
+}
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <fstream>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <vector>
+
+using srm_test::agent;
+
+namespace {
+
+const std::vector<std::string> kAgentEnv = {
+        "UCX_SRM_DEVICES=lo", "UCX_SRM_FAILOVER_TIMEOUT=300ms",
+        "UCX_SRM_PEER_TIMEOUT=10s"};
+
+class uct_direct_test : public srm_test::two_port_test {
+protected:
+    using clock = std::chrono::steady_clock;
+
+    void TearDown() override
+    {
+        if (back_ep_ != nullptr) {
+            uct_ep_destroy(back_ep_);
+        }
+        two_port_test::TearDown();
+        unsetenv("UCX_SRM_DIRECT");
+    }
+
+    static ucs_status_t on_am(void *arg, void *data, size_t length,
+                              unsigned flags)
+    {
+        auto *self = static_cast<uct_direct_test*>(arg);
+        uint64_t seq;
+        memcpy(&seq, data, sizeof(seq));
+        if (seq != self->received_) {
+            self->out_of_order_++;
+        }
+        self->received_++;
+        return UCS_OK;
+    }
+
+    static ucs_status_t on_reply(void *arg, void *data, size_t length,
+                                 unsigned flags)
+    {
+        static_cast<uct_direct_test*>(arg)->replies_++;
+        return UCS_OK;
+    }
+
+    void open(int i, const std::string &socket)
+    {
+        create_worker();
+        ASSERT_EQ(UCS_OK, srm_test::open_srm_md(
+                                  {{"SOCKET", socket}, {"AGENT", "never"}},
+                                  &md_[i]));
+        ASSERT_EQ(UCS_OK, srm_test::open_srm_iface(md_[i], worker_,
+                                                   &iface_[i]));
+    }
+
+    /* Agents, ifaces with UCX_SRM_DIRECT=mode, ep_ 0 -> 1, back_ep_ 1 -> 0. */
+    void start(const char *mode)
+    {
+        setenv("UCX_SRM_DIRECT", mode, 1);
+        node_a_.reset(new agent(kAgentEnv));
+        node_b_.reset(new agent(kAgentEnv));
+        ASSERT_NO_FATAL_FAILURE(open(0, node_a_->socket()));
+        ASSERT_NO_FATAL_FAILURE(open(1, node_b_->socket()));
+        ASSERT_NO_FATAL_FAILURE(create_ep(on_am, this));
+
+        uct_iface_attr_t attr;
+        ASSERT_EQ(UCS_OK, uct_iface_query(iface_[0], &attr));
+        std::vector<char> dev(attr.device_addr_len), addr(attr.iface_addr_len);
+        ASSERT_EQ(UCS_OK, uct_iface_get_device_address(
+                                  iface_[0], (uct_device_addr_t*)dev.data()));
+        ASSERT_EQ(UCS_OK, uct_iface_get_address(
+                                  iface_[0], (uct_iface_addr_t*)addr.data()));
+        ASSERT_EQ(UCS_OK, uct_iface_set_am_handler(iface_[0], 10, on_reply,
+                                                   this, 0));
+        uct_ep_params_t params = {};
+        params.field_mask = UCT_EP_PARAM_FIELD_IFACE |
+                            UCT_EP_PARAM_FIELD_DEV_ADDR |
+                            UCT_EP_PARAM_FIELD_IFACE_ADDR;
+        params.iface      = iface_[1];
+        params.dev_addr   = (const uct_device_addr_t*)dev.data();
+        params.iface_addr = (const uct_iface_addr_t*)addr.data();
+        ASSERT_EQ(UCS_OK, uct_ep_create(&params, &back_ep_));
+    }
+
+    template <typename F> bool progress_until(F cond, double seconds)
+    {
+        auto end = clock::now() + std::chrono::duration<double>(seconds);
+        while (!cond()) {
+            if (clock::now() > end) {
+                return false;
+            }
+            uct_worker_progress(worker_);
+        }
+        return true;
+    }
+
+    /* Sends AMs numbered sent_.. until count went, progressing between. */
+    void stream(uint64_t count, double seconds = 30)
+    {
+        uint64_t end = sent_ + count;
+        ASSERT_TRUE(progress_until([&] {
+            if ((sent_ < end) &&
+                (uct_ep_am_short(ep_, 9, sent_, "payload", 7) == UCS_OK)) {
+                ++sent_;
+            }
+            return sent_ == end;
+        }, seconds)) << "sent " << sent_ << " of " << end;
+    }
+
+    /* Sends count AMs, each once the one before it arrived: the ring is
+     * empty and the agent idle at every send. */
+    void paced(unsigned count)
+    {
+        for (unsigned i = 0; i < count; ++i) {
+            ASSERT_NO_FATAL_FAILURE(stream(1, 10));
+            ASSERT_TRUE(progress_until([&] { return received_ >= sent_; },
+                                       10))
+                    << "received " << received_ << " of " << sent_;
+        }
+    }
+
+    void expect_all_arrive()
+    {
+        EXPECT_TRUE(progress_until([&] { return received_ >= sent_; }, 30))
+                << "received " << received_ << " of " << sent_ << "\n"
+                << node_a_->status();
+        progress_until([] { return false; }, 0.05); /* nothing more */
+        EXPECT_EQ(sent_, received_);
+        EXPECT_EQ(0u, out_of_order_);
+    }
+
+    /* One request, and its reply from port 1, count times. */
+    void ping_pong(unsigned count)
+    {
+        for (unsigned i = 0; i < count; ++i) {
+            ASSERT_TRUE(progress_until([&] {
+                return uct_ep_am_short(ep_, 9, sent_, "ping", 4) == UCS_OK;
+            }, 10));
+            ++sent_;
+            ASSERT_TRUE(progress_until([&] { return received_ >= sent_; },
+                                       10));
+            unsigned replies = replies_ + 1;
+            ASSERT_TRUE(progress_until([&] {
+                return uct_ep_am_short(back_ep_, 10, 0, "pong", 4) == UCS_OK;
+            }, 10));
+            ASSERT_TRUE(progress_until([&] { return replies_ == replies; },
+                                       10));
+        }
+    }
+
+    unsigned long long direct() const { return node_a_->counter("direct"); }
+
+    std::unique_ptr<agent> node_a_, node_b_;
+    uct_ep_h back_ep_   = nullptr;
+    uint64_t sent_      = 0;
+    uint64_t received_  = 0;
+    unsigned replies_   = 0;
+    unsigned out_of_order_ = 0;
+};
+
+/* The lane this process mapped, found by its memfd's name. */
+srm_lane_t *mapped_lane()
+{
+    std::ifstream maps("/proc/self/maps");
+    std::string line;
+    while (std::getline(maps, line)) {
+        if (line.find("memfd:srm-lane-") != std::string::npos) {
+            return reinterpret_cast<srm_lane_t*>(
+                    std::strtoull(line.c_str(), nullptr, 16));
+        }
+    }
+    return nullptr;
+}
+
+} // namespace
+
+TEST_F(uct_direct_test, always_writes_messages_itself_and_all_arrive_in_order)
+{
+    ASSERT_NO_FATAL_FAILURE(start("always"));
+    ASSERT_NO_FATAL_FAILURE(paced(300));
+    /* Nearly all: the lane closes only while the agent writes itself
+     * (an ack, a heartbeat) or before the channel is connected. */
+    EXPECT_GE(direct(), 240u) << node_a_->status();
+    EXPECT_LE(direct(), 300u) << node_a_->status();
+    /* A stream mixes both ways, whenever the ring is not yet empty. */
+    ASSERT_NO_FATAL_FAILURE(stream(5000));
+    expect_all_arrive();
+}
+
+TEST_F(uct_direct_test, no_leaves_every_message_to_the_agent)
+{
+    ASSERT_NO_FATAL_FAILURE(start("no"));
+    ASSERT_NO_FATAL_FAILURE(paced(100));
+    ASSERT_NO_FATAL_FAILURE(ping_pong(50));
+    ASSERT_NO_FATAL_FAILURE(stream(2000));
+    expect_all_arrive();
+    EXPECT_EQ(0u, direct()) << node_a_->status();
+    EXPECT_EQ(nullptr, mapped_lane());
+}
+
+TEST_F(uct_direct_test, auto_writes_replies_but_leaves_streams_to_the_agent)
+{
+    ASSERT_NO_FATAL_FAILURE(start("auto"));
+    ASSERT_NO_FATAL_FAILURE(ping_pong(200));
+    unsigned long long after_ping_pong = direct();
+    /* Every request follows a reply: nearly all go directly. */
+    EXPECT_GE(after_ping_pong, 150u) << node_a_->status();
+    ASSERT_NO_FATAL_FAILURE(stream(3000));
+    expect_all_arrive();
+    /* A stream follows no receive: at most its first message. */
+    EXPECT_LE(direct() - after_ping_pong, 1u) << node_a_->status();
+}
+
+TEST_F(uct_direct_test, a_reset_connection_loses_nothing_written_directly)
+{
+    ASSERT_NO_FATAL_FAILURE(start("always"));
+    ASSERT_NO_FATAL_FAILURE(paced(200));
+    unsigned long long before = direct();
+    ASSERT_GE(before, 150u) << node_a_->status();
+    for (int i = 0; i < 3; ++i) {
+        /* Resets the active connections, with direct frames in flight. */
+        ASSERT_NO_FATAL_FAILURE(stream(1000));
+        node_a_->fault(false);
+        ASSERT_NO_FATAL_FAILURE(stream(1000));
+        ASSERT_NO_FATAL_FAILURE(paced(100));
+    }
+    expect_all_arrive();
+    EXPECT_GE(node_a_->counter("failovers"), 3u) << node_a_->status();
+    /* The writers went on directly on the new connections. */
+    EXPECT_GE(direct(), before + 200u) << node_a_->status();
+}
+
+TEST_F(uct_direct_test, a_writer_that_dies_holding_the_lock_stops_nothing)
+{
+    ASSERT_NO_FATAL_FAILURE(start("always"));
+    ASSERT_NO_FATAL_FAILURE(paced(100));
+    srm_lane_t *lane = mapped_lane();
+    ASSERT_NE(nullptr, lane);
+
+    pid_t pid = fork();
+    if (pid == 0) {
+        pthread_mutex_lock(&lane->lock);
+        _exit(0); /* the robust lock remembers who held it */
+    }
+    ASSERT_GT(pid, 0);
+    int wstatus;
+    ASSERT_EQ(pid, waitpid(pid, &wstatus, 0));
+
+    unsigned long long before = direct();
+    ASSERT_NO_FATAL_FAILURE(stream(1000));
+    ASSERT_NO_FATAL_FAILURE(paced(300));
+    expect_all_arrive();
+    /* The agent mended the lane (a new connection) and writers went on. */
+    EXPECT_GE(node_a_->counter("failovers"), 1u) << node_a_->status();
+    EXPECT_GE(direct(), before + 200u) << node_a_->status();
+    EXPECT_EQ(0, pthread_mutex_trylock(&lane->lock));
+    pthread_mutex_unlock(&lane->lock);
+}

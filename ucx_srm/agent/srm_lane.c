@@ -1,0 +1,227 @@
+/*
+ * The agent's side of the direct lanes (srm_lane.h): one per remote node
+ * for its small channel, on the tcp wire, made when a client first asks.
+ *
+ * Every change the agent makes to the small channel's sending state, and
+ * every write to its socket, happens between srm_lane_enter and
+ * srm_lane_leave. Enter takes the lane's lock and absorbs what clients
+ * wrote directly, so the channel's stream is whole again; leave decides
+ * whether clients may write (the lane is open) and lets go. They nest:
+ * closing a link inside a write closes it inside the same lock.
+ */
+#define _GNU_SOURCE
+#include "srm_agent.h"
+
+#include <ucx_srm/common/srm_lane.h>
+#include <ucx_srm/common/srm_log.h>
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+static void srm_lane_absorb(srm_agent_t *agent, srm_node_t *node)
+{
+    srm_lane_t *lane    = node->lane;
+    srm_channel_t *chan = &node->chan[SRM_CHANNEL_SMALL];
+    uint32_t len        = lane->log_len;
+    uint32_t unwritten  = lane->unwritten;
+    srm_link_t *link    = chan->links[chan->active];
+    const char *why     = NULL;
+
+    srm_store_relaxed(&lane->kick, 0);
+    if (lane->owner_died) {
+        why = "a process died writing to it directly";
+    } else if ((len > sizeof(lane->log)) || (unwritten > len)) {
+        why = "a process left a corrupt lane log";
+        len = 0;
+    }
+    if (len > 0) {
+        switch (srm_channel_absorb(agent, node, lane->log, len, unwritten)) {
+        case 0:
+            lane->direct_bytes += len;
+            break;
+        case -1:
+            why = "a process wrote a malformed frame to it directly";
+            break;
+        default:
+            why = "no memory to keep the frames written to it directly";
+            break;
+        }
+    }
+    chan->next_seq   = lane->next_chan_seq;
+    lane->log_len    = 0;
+    lane->unwritten  = 0;
+    lane->owner_died = 0;
+    if ((why != NULL) && (link != NULL)) {
+        /* What the socket holds is no longer known to be whole frames: a
+         * new link starts again from the oldest unacknowledged one. */
+        srm_link_close(agent, link, SRM_LOG_WARN, "%s", why);
+    }
+}
+
+void srm_lane_enter(srm_agent_t *agent, srm_node_t *node)
+{
+    if ((node->lane == NULL) || (node->lane_depth++ > 0)) {
+        return;
+    }
+    if (srm_lane_lock(node->lane, 0) < 0) {
+        srm_error("node %u: cannot lock its direct lane: %m", node->index);
+    }
+    srm_lane_absorb(agent, node);
+}
+
+/* Whether clients may write the small channel's socket now. */
+static srm_link_t *srm_lane_writable_link(const srm_agent_t *agent,
+                                          const srm_node_t *node)
+{
+    const srm_channel_t *chan = &node->chan[SRM_CHANNEL_SMALL];
+    srm_link_t *link          = chan->links[chan->active];
+
+    if ((link == NULL) || (link->state != SRM_LINK_READY) ||
+        (link->qp != NULL) || link->muted || (link->ctl_left > 0) ||
+        (chan->sent != chan->tail) || (node->state == SRM_NODE_INVALID) ||
+        (node->num_paused > 0)) {
+        return NULL;
+    }
+    return link;
+}
+
+void srm_lane_leave(srm_agent_t *agent, srm_node_t *node)
+{
+    srm_lane_t *lane = node->lane;
+    srm_link_t *link;
+
+    if ((lane == NULL) || (--node->lane_depth > 0)) {
+        return;
+    }
+    link = srm_lane_writable_link(agent, node);
+    if ((link != NULL) && (link != node->lane_link)) {
+        node->lane_link = link;
+        lane->generation++;
+    }
+    lane->next_chan_seq = node->chan[SRM_CHANNEL_SMALL].next_seq;
+    srm_store_release(&lane->open, (uint32_t)(link != NULL));
+    srm_lane_unlock(lane);
+}
+
+void srm_lane_link_lost(srm_node_t *node, srm_link_t *link)
+{
+    if ((node->lane != NULL) && (node->lane_link == link)) {
+        node->lane_link = NULL;
+        srm_store_relaxed(&node->lane->open, 0);
+        node->lane->generation++;
+    }
+}
+
+void srm_lane_destroy(srm_node_t *node)
+{
+    if (node->lane != NULL) {
+        srm_lane_unmap(node->lane);
+        close(node->lane_fd);
+        node->lane = NULL;
+    }
+}
+
+/* The node's lane, made on first use; NULL with a reason. */
+static srm_lane_t *srm_lane_get(srm_agent_t *agent, srm_node_t *node,
+                                const char **why)
+{
+    srm_lane_t *lane;
+    char name[32];
+
+    if (node->lane != NULL) {
+        return node->lane;
+    }
+    snprintf(name, sizeof(name), "srm-lane-%u", node->index);
+    if (srm_lane_create(name, &node->lane_fd, &lane) != 0) {
+        *why = "cannot create its shared memory";
+        srm_warn("node %u: cannot create a direct lane: %m", node->index);
+        return NULL;
+    }
+    lane->max_payload = (agent->config.large_thresh < SRM_LANE_LOG_SIZE / 4) ?
+                                (uint32_t)agent->config.large_thresh :
+                                SRM_LANE_LOG_SIZE / 4;
+    /* Numbering goes on from the channel's; no client knows the lane yet,
+     * so the first enter finds nothing to absorb. */
+    lane->next_chan_seq = node->chan[SRM_CHANNEL_SMALL].next_seq;
+    node->lane          = lane;
+    node->lane_depth    = 0;
+    node->lane_link     = NULL;
+    srm_lane_enter(agent, node);
+    srm_lane_leave(agent, node);
+    return lane;
+}
+
+/*
+ * A LANE request from the md connection `requester` for the port it
+ * names. Fills the reply and the fds to pass: the lane's memfd, and the
+ * socket while the lane is open.
+ */
+void srm_lane_answer(srm_agent_t *agent, const srm_client_t *requester,
+                     const srm_lane_req_t *req, srm_lane_rep_t *rep,
+                     int *fds, int *nfds)
+{
+    srm_client_t *client = srm_client_lookup(agent, req->port);
+    const char *why      = NULL;
+    srm_node_t *node     = NULL;
+    srm_lane_t *lane;
+
+    *nfds = 0;
+    if ((client == NULL) || (client->key != req->key) ||
+        (client->state != SRM_CLIENT_ATTACHED) ||
+        (client->pid != requester->pid)) {
+        why = "no such port of this process";
+    } else if (agent->any_user) {
+        why = "the agent serves every user (--any-user): no process may "
+              "write its channels";
+    } else if ((node = srm_node_resolve(agent, client, req->node)) == NULL) {
+        why = "no route to that node";
+    } else if (agent->verbs[0] != NULL) {
+        why = "the channels run on verbs";
+    }
+    lane = (why == NULL) ? srm_lane_get(agent, node, &why) : NULL;
+    if (lane == NULL) {
+        rep->status = EPERM;
+        snprintf(rep->error, sizeof(rep->error), "%s", why);
+        srm_debug("port %u: no direct lane to node entry %u: %s", req->port,
+                  req->node, why);
+        return;
+    }
+
+    srm_lane_enter(agent, node);
+    if (!client->node_seq_shared[req->node]) {
+        srm_store_relaxed(&client->ctl->node_seq[req->node],
+                          client->node_seq[req->node]);
+        client->node_seq_shared[req->node] = 1;
+    }
+    rep->status     = 0;
+    rep->open       = lane->open;
+    rep->generation = lane->generation;
+    fds[(*nfds)++]  = node->lane_fd;
+    if (lane->open) {
+        node->lane_link->shared = 1;
+        fds[(*nfds)++]          = node->lane_link->fd;
+    }
+    srm_lane_leave(agent, node);
+}
+
+/* Absorbs and sends on for every lane a client kicked; work done. */
+unsigned srm_lane_progress(srm_agent_t *agent)
+{
+    unsigned count = 0, i;
+    srm_node_t *node;
+
+    for (i = 0; i < agent->num_nodes; ++i) {
+        node = agent->nodes[i];
+        if ((node->lane == NULL) || !srm_load_relaxed(&node->lane->kick)) {
+            continue;
+        }
+        srm_lane_enter(agent, node);
+        srm_channel_flush(agent, node, SRM_CHANNEL_SMALL);
+        srm_lane_leave(agent, node);
+        ++count;
+    }
+    return count;
+}

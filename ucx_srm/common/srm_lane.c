@@ -1,0 +1,116 @@
+/*
+ * The direct lane's shared memory and its lock (srm_lane.h).
+ */
+#define _GNU_SOURCE
+#include "srm_lane.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static int srm_lane_init_lock(srm_lane_t *lane)
+{
+    pthread_mutexattr_t attr;
+    int ret;
+
+    ret = pthread_mutexattr_init(&attr);
+    if (ret != 0) {
+        return ret;
+    }
+    ret = pthread_mutexattr_setpshared(&attr, PTHREAD_PROCESS_SHARED);
+    if (ret == 0) {
+        ret = pthread_mutexattr_setrobust(&attr, PTHREAD_MUTEX_ROBUST);
+    }
+    if (ret == 0) {
+        ret = pthread_mutex_init(&lane->lock, &attr);
+    }
+    pthread_mutexattr_destroy(&attr);
+    return ret;
+}
+
+int srm_lane_create(const char *name, int *fd_p, srm_lane_t **lane_p)
+{
+    const int seals = F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL;
+    srm_lane_t *lane;
+    int fd, ret;
+
+    fd = memfd_create(name, MFD_CLOEXEC | MFD_ALLOW_SEALING);
+    if (fd < 0) {
+        return -1;
+    }
+    if ((ftruncate(fd, sizeof(*lane)) != 0) ||
+        (fcntl(fd, F_ADD_SEALS, seals) != 0)) {
+        goto err_close;
+    }
+    lane = mmap(NULL, sizeof(*lane), PROT_READ | PROT_WRITE, MAP_SHARED, fd,
+                0);
+    if (lane == MAP_FAILED) {
+        goto err_close;
+    }
+    ret = srm_lane_init_lock(lane);
+    if (ret != 0) {
+        munmap(lane, sizeof(*lane));
+        errno = ret;
+        goto err_close;
+    }
+    lane->version = SRM_LANE_VERSION;
+    srm_store_release(&lane->magic, SRM_LANE_MAGIC);
+    *fd_p   = fd;
+    *lane_p = lane;
+    return 0;
+
+err_close:
+    ret = errno;
+    close(fd);
+    errno = ret;
+    return -1;
+}
+
+int srm_lane_map(int fd, srm_lane_t **lane_p)
+{
+    srm_lane_t *lane;
+    struct stat st;
+
+    if ((fstat(fd, &st) != 0) || ((size_t)st.st_size != sizeof(*lane))) {
+        errno = EINVAL;
+        return -1;
+    }
+    lane = mmap(NULL, sizeof(*lane), PROT_READ | PROT_WRITE, MAP_SHARED, fd,
+                0);
+    if (lane == MAP_FAILED) {
+        return -1;
+    }
+    if ((srm_load_acquire(&lane->magic) != SRM_LANE_MAGIC) ||
+        (lane->version != SRM_LANE_VERSION)) {
+        munmap(lane, sizeof(*lane));
+        errno = EPROTO;
+        return -1;
+    }
+    *lane_p = lane;
+    return 0;
+}
+
+void srm_lane_unmap(srm_lane_t *lane)
+{
+    munmap(lane, sizeof(*lane));
+}
+
+int srm_lane_lock(srm_lane_t *lane, int nowait)
+{
+    int ret = nowait ? pthread_mutex_trylock(&lane->lock) :
+                    pthread_mutex_lock(&lane->lock);
+
+    if (ret == 0) {
+        return 0;
+    } else if (ret == EOWNERDEAD) {
+        pthread_mutex_consistent(&lane->lock);
+        srm_store_relaxed(&lane->open, 0);
+        lane->owner_died = 1;
+        return 1;
+    }
+    errno = ret;
+    return -1;
+}

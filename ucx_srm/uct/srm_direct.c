@@ -1,0 +1,255 @@
+/*
+ * Sends that skip the agent: a small active message to another node is
+ * written by this process to its node's channel socket, through the
+ * node's direct lane (srm_lane.h), when the lane is open and nothing of
+ * this port to that node is still in its ring. Everything else, and every
+ * send the lane cannot take at once, goes through the ring as before.
+ *
+ * UCX_SRM_DIRECT=auto writes directly only a send that follows a
+ * receive (request-reply traffic, where the agent's wakeup is the cost);
+ * a stream of sends stays in the ring, where the agent coalesces it.
+ */
+#ifdef HAVE_CONFIG_H
+#  include "config.h"
+#endif
+
+#include "srm_uct.h"
+
+#include <ucx_srm/common/srm_lane.h>
+
+#include <ucs/debug/log.h>
+#include <ucs/debug/memtrack.h>
+
+#include <errno.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+typedef enum {
+    UCT_SRM_LANE_UNASKED = 0,
+    UCT_SRM_LANE_NONE,     /* the agent said no: never ask again */
+    UCT_SRM_LANE_MAPPED
+} uct_srm_lane_state_t;
+
+/* This process's view of one node's lane. */
+struct uct_srm_lane {
+    uct_srm_lane_state_t state;
+    srm_lane_t           *shm;
+    int                  fd;         /* the channel's socket, or -1 */
+    uint32_t             generation; /* of fd */
+    uint32_t             asked;      /* the generation last asked for */
+};
+
+/* Asks the agent for the lane, or for its current socket. */
+static void uct_srm_direct_ask(uct_srm_iface_t *iface, uint32_t node,
+                               uct_srm_lane_t *lane)
+{
+    uct_srm_md_t *md = ucs_derived_of(iface->super.md, uct_srm_md_t);
+    int fds[SRM_PROTO_MAX_FDS];
+    srm_lane_req_t req;
+    srm_lane_rep_t rep;
+    ucs_status_t status;
+    int nfds = 2, i;
+
+    memset(&req, 0, sizeof(req));
+    srm_msg_hdr_init(&req.hdr, SRM_MSG_LANE_REQ);
+    req.port = iface->agent.port;
+    req.key  = iface->agent.key;
+    req.node = node;
+    pthread_mutex_lock(&md->mem_lock);
+    status = uct_srm_md_call(md, &req, sizeof(req), -1, &rep, sizeof(rep),
+                             SRM_MSG_LANE_REP, 1, fds, &nfds);
+    pthread_mutex_unlock(&md->mem_lock);
+    if ((status != UCS_OK) || (rep.status != 0)) {
+        if (status == UCS_OK) {
+            rep.error[sizeof(rep.error) - 1] = '\0';
+        }
+        ucs_diag("srm: port %u: sends to node entry %u go through the "
+                 "agent: %s", iface->agent.port, node,
+                 (status != UCS_OK) ? ucs_status_string(status) : rep.error);
+        for (i = 0; i < nfds; ++i) {
+            close(fds[i]);
+        }
+        if (lane->state == UCT_SRM_LANE_UNASKED) {
+            lane->state = UCT_SRM_LANE_NONE;
+        }
+        return;
+    }
+
+    if ((lane->state == UCT_SRM_LANE_UNASKED) && (nfds > 0)) {
+        if (srm_lane_map(fds[0], &lane->shm) != 0) {
+            ucs_diag("srm: port %u: cannot map the lane to node entry %u: "
+                     "%m", iface->agent.port, node);
+            lane->state = UCT_SRM_LANE_NONE;
+        } else {
+            lane->state = UCT_SRM_LANE_MAPPED;
+        }
+    }
+    if (nfds > 0) {
+        close(fds[0]);
+    }
+    lane->asked = rep.generation;
+    if (nfds > 1) {
+        if (lane->fd >= 0) {
+            close(lane->fd);
+        }
+        lane->fd         = fds[1];
+        lane->generation = rep.generation;
+    }
+    ucs_debug("srm: port %u: lane to node entry %u generation %u%s",
+              iface->agent.port, node, rep.generation,
+              (nfds > 1) ? " open" : "");
+}
+
+/* The lane to the ep's node with a socket of the current generation. */
+static uct_srm_lane_t *uct_srm_direct_lane(uct_srm_iface_t *iface,
+                                           uint32_t node)
+{
+    uct_srm_lane_t *lane;
+    uint32_t generation;
+    unsigned i;
+
+    if (node == 0) {
+        return NULL; /* this node: rings only */
+    }
+    if (iface->lanes == NULL) {
+        iface->lanes = ucs_calloc(SRM_SHM_MAX_NODES, sizeof(*iface->lanes),
+                                  "srm_lanes");
+        if (iface->lanes == NULL) {
+            iface->config.direct = UCT_SRM_DIRECT_NO;
+            return NULL;
+        }
+        for (i = 0; i < SRM_SHM_MAX_NODES; ++i) {
+            iface->lanes[i].fd = -1;
+        }
+    }
+    lane = &iface->lanes[node];
+    if (lane->state == UCT_SRM_LANE_UNASKED) {
+        uct_srm_direct_ask(iface, node, lane);
+    }
+    if (lane->state != UCT_SRM_LANE_MAPPED) {
+        return NULL;
+    }
+    if (!srm_load_acquire(&lane->shm->open)) {
+        return NULL;
+    }
+    generation = srm_load_relaxed(&lane->shm->generation);
+    if ((lane->fd < 0) || (generation != lane->generation)) {
+        if (generation == lane->asked) {
+            return NULL; /* asked already; it had no socket to give */
+        }
+        uct_srm_direct_ask(iface, node, lane);
+        if (lane->generation != generation) {
+            return NULL;
+        }
+    }
+    return lane;
+}
+
+/* Whether every frame this port put in the ring has reached a channel. */
+static int uct_srm_direct_ring_idle(const uct_srm_ep_t *ep)
+{
+    const srm_ring_t *ring = &ep->tx->ring;
+
+    return srm_load_acquire(&ring->shared->tail) == ring->local;
+}
+
+/* The agent wakes for the lane: to absorb a full log, or write the rest. */
+static void uct_srm_direct_kick(uct_srm_iface_t *iface, srm_lane_t *shm)
+{
+    srm_store_relaxed(&shm->kick, 1);
+    uct_srm_iface_ring_doorbell(iface); /* fences before it looks */
+}
+
+ssize_t uct_srm_direct_send(uct_srm_iface_t *iface, uct_srm_ep_t *ep,
+                            uint8_t am_id, uct_pack_callback_t pack,
+                            void *arg, size_t max_length)
+{
+    size_t record = sizeof(srm_frame_hdr_t) + max_length;
+    uct_srm_lane_t *lane;
+    srm_frame_hdr_t hdr;
+    srm_lane_t *shm;
+    uint8_t *frame;
+    size_t length, size;
+    ssize_t sent;
+    int kick, ret;
+
+    lane = uct_srm_direct_lane(iface, ep->dst_node);
+    if ((lane == NULL) || !uct_srm_direct_ring_idle(ep)) {
+        return -1;
+    }
+    shm = lane->shm;
+    if (max_length > srm_load_relaxed(&shm->max_payload)) {
+        return -1;
+    }
+    ret = srm_lane_lock(shm, 1);
+    if (ret != 0) {
+        if (ret > 0) {
+            srm_lane_unlock(shm); /* a writer died: the agent mends it */
+            uct_srm_direct_kick(iface, shm);
+        }
+        return -1;
+    }
+    if (!shm->open || (shm->generation != lane->generation) ||
+        (shm->log_len > sizeof(shm->log) - record)) {
+        kick = shm->open && (shm->log_len > sizeof(shm->log) - record);
+        srm_lane_unlock(shm);
+        if (kick) {
+            uct_srm_direct_kick(iface, shm);
+        }
+        return -1;
+    }
+
+    /* Into the log first: should this process die in the write, the
+     * agent still has the whole frame to resend. */
+    frame  = shm->log + shm->log_len;
+    length = pack(frame + sizeof(hdr), arg);
+    ucs_assertv(length <= max_length, "length=%zu", length);
+    srm_frame_hdr_init(&hdr, SRM_FRAME_AM, (uint32_t)length);
+    hdr.src_port = iface->agent.port;
+    hdr.dst_port = ep->dst_port;
+    hdr.dst_key  = ep->dst_key;
+    hdr.chan_seq = shm->next_chan_seq++;
+    hdr.am_id    = am_id;
+    hdr.seq      = iface->ctl->node_seq[ep->dst_node]++;
+    memcpy(frame, &hdr, sizeof(hdr));
+    size           = sizeof(hdr) + length;
+    shm->unwritten = (uint32_t)size;
+    shm->log_len  += (uint32_t)size;
+
+    sent = send(lane->fd, frame, size, MSG_DONTWAIT | MSG_NOSIGNAL);
+    if (sent < 0) {
+        sent = 0; /* the agent sees the error on its side, or room later */
+    }
+    shm->unwritten = (uint32_t)(size - (size_t)sent);
+    kick           = (shm->unwritten > 0) ||
+                     (shm->log_len > sizeof(shm->log) / 2);
+    if (shm->unwritten > 0) {
+        shm->open = 0; /* mid-frame: only the agent may go on */
+    }
+    srm_lane_unlock(shm);
+    if (kick) {
+        uct_srm_direct_kick(iface, shm);
+    }
+    ++ep->seq;
+    return (ssize_t)length;
+}
+
+void uct_srm_direct_cleanup(uct_srm_iface_t *iface)
+{
+    unsigned i;
+
+    if (iface->lanes == NULL) {
+        return;
+    }
+    for (i = 0; i < SRM_SHM_MAX_NODES; ++i) {
+        if (iface->lanes[i].fd >= 0) {
+            close(iface->lanes[i].fd);
+        }
+        if (iface->lanes[i].state == UCT_SRM_LANE_MAPPED) {
+            srm_lane_unmap(iface->lanes[i].shm);
+        }
+    }
+    ucs_free(iface->lanes);
+    iface->lanes = NULL;
+}
