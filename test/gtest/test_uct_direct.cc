@@ -77,12 +77,16 @@ protected:
                                                    &iface_[i]));
     }
 
-    /* Agents, ifaces with UCX_SRM_DIRECT=mode, ep_ 0 -> 1, back_ep_ 1 -> 0. */
-    void start(const char *mode)
+    /* Agents (with agent_env too), ifaces with UCX_SRM_DIRECT=mode, ep_
+     * 0 -> 1, back_ep_ 1 -> 0. */
+    void start(const char *mode,
+               const std::vector<std::string> &agent_env = {})
     {
+        std::vector<std::string> env = kAgentEnv;
+        env.insert(env.end(), agent_env.begin(), agent_env.end());
         setenv("UCX_SRM_DIRECT", mode, 1);
-        node_a_.reset(new agent(kAgentEnv));
-        node_b_.reset(new agent(kAgentEnv));
+        node_a_.reset(new agent(env));
+        node_b_.reset(new agent(env));
         ASSERT_NO_FATAL_FAILURE(open(0, node_a_->socket()));
         ASSERT_NO_FATAL_FAILURE(open(1, node_b_->socket()));
         ASSERT_NO_FATAL_FAILURE(create_ep(on_am, this));
@@ -224,7 +228,9 @@ TEST_F(uct_direct_test, no_leaves_every_message_to_the_agent)
 
 TEST_F(uct_direct_test, auto_writes_replies_but_leaves_streams_to_the_agent)
 {
-    ASSERT_NO_FATAL_FAILURE(start("auto"));
+    /* auto writes only what would wake a sleeping agent: agents that
+     * never spin sleep at every request. */
+    ASSERT_NO_FATAL_FAILURE(start("auto", {"UCX_SRM_POLL=block"}));
     ASSERT_NO_FATAL_FAILURE(ping_pong(200));
     unsigned long long after_ping_pong = direct();
     /* Every request follows a reply: nearly all go directly. */
@@ -233,6 +239,16 @@ TEST_F(uct_direct_test, auto_writes_replies_but_leaves_streams_to_the_agent)
     expect_all_arrive();
     /* A stream follows no receive: at most its first message. */
     EXPECT_LE(direct() - after_ping_pong, 1u) << node_a_->status();
+}
+
+TEST_F(uct_direct_test, auto_leaves_a_message_to_an_agent_that_is_awake)
+{
+    /* Agents that spin without end never sleep: writing directly would
+     * spare no wakeup. */
+    ASSERT_NO_FATAL_FAILURE(start("auto", {"UCX_SRM_POLL=spin"}));
+    ASSERT_NO_FATAL_FAILURE(ping_pong(100));
+    expect_all_arrive();
+    EXPECT_EQ(0u, direct()) << node_a_->status();
 }
 
 TEST_F(uct_direct_test, a_reset_connection_loses_nothing_written_directly)

@@ -834,7 +834,10 @@ int srm_channel_receive(srm_agent_t *agent, srm_link_t *link,
             return 0;
         }
     } else {
+        /* Direct writers must see a pause before their next frame. */
+        srm_lane_enter(agent, node);
         srm_node_set_paused(node, hdr->dst_port, hdr->type == SRM_FRAME_PAUSE);
+        srm_lane_leave(agent, node);
         node->dirty = 1; /* RESUME: blocked senders may go */
     }
     srm_channel_consumed(agent, node, chan, hdr);

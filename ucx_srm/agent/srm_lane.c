@@ -196,15 +196,18 @@ void srm_lane_answer(srm_agent_t *agent, const srm_client_t *requester,
                           client->node_seq[req->node]);
         client->node_seq_shared[req->node] = 1;
     }
+    srm_lane_leave(agent, node); /* open and generation as of now */
+
+    /* The socket of the generation, even while the lane is shut for a
+     * moment (the agent writing): clients look at open before writing. */
     rep->status     = 0;
-    rep->open       = lane->open;
+    rep->open       = srm_load_relaxed(&lane->open);
     rep->generation = lane->generation;
     fds[(*nfds)++]  = node->lane_fd;
-    if (lane->open) {
+    if (node->lane_link != NULL) {
         node->lane_link->shared = 1;
         fds[(*nfds)++]          = node->lane_link->fd;
     }
-    srm_lane_leave(agent, node);
 }
 
 /* Absorbs and sends on for every lane a client kicked; work done. */

@@ -96,9 +96,9 @@ static void uct_srm_direct_ask(uct_srm_iface_t *iface, uint32_t node,
         lane->fd         = fds[1];
         lane->generation = rep.generation;
     }
-    ucs_debug("srm: port %u: lane to node entry %u generation %u%s",
+    ucs_debug("srm: port %u: lane to node entry %u generation %u%s%s",
               iface->agent.port, node, rep.generation,
-              (nfds > 1) ? " open" : "");
+              (nfds > 1) ? ", socket passed" : "", rep.open ? ", open" : "");
 }
 
 /* The lane to the ep's node with a socket of the current generation. */

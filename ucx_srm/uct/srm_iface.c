@@ -81,9 +81,9 @@ ucs_config_field_t uct_srm_iface_config_table[] = {
      "(the agent keeps them for resending, as it does its own). Off by\n"
      "default: with UCX_SRM_YIELD=y it measured slower here (README).\n"
      " no     - none: every message goes through the agent.\n"
-     " auto   - a message sent after one was received (request and reply,\n"
-     "          where the wakeup is the cost); a stream of sends stays with\n"
-     "          the agent, which coalesces it.\n"
+     " auto   - a message sent after one was received, while the agent\n"
+     "          sleeps (request and reply, where its wakeup is the cost); a\n"
+     "          stream of sends stays with the agent, which coalesces it.\n"
      " always - every one the channel can take at once.\n"
      "Only on the tcp wire, and never while earlier messages of this process\n"
      "to that node are still with the agent.",

@@ -186,11 +186,13 @@ ssize_t uct_srm_direct_send(uct_srm_iface_t *iface, uct_srm_ep_t *ep,
                             void *arg, size_t max_length);
 void uct_srm_direct_cleanup(uct_srm_iface_t *iface);
 
+/* auto: only when it spares a wakeup, with the agent asleep. */
 static inline int uct_srm_direct_wanted(const uct_srm_iface_t *iface)
 {
     return (iface->config.direct == UCT_SRM_DIRECT_ALWAYS) ||
            ((iface->config.direct == UCT_SRM_DIRECT_AUTO) &&
-            iface->received_since_send);
+            iface->received_since_send &&
+            srm_load_relaxed(&iface->ctl->agent_sleeping.value));
 }
 
 /* srm_ep.c */
