@@ -87,7 +87,7 @@ OPTIONS
         message-rate runs use 10*N.  Warm-up (-w) is N/10.  Default 10000
         (1000 with --quick).
     --policy POLICY
-        Poll policy of the benchmark's srmd: auto, spin, block or hybrid
+        Poll policy of the benchmark's srmd: local, hybrid, block, auto or spin
         (sets UCX_SRM_POLL for srmd).  Default: what srmd would use anyway,
         i.e. its built-in default or an inherited UCX_SRM_POLL.
     --out FILE
@@ -181,7 +181,7 @@ if ! is_uint "$WAIT_IDLE"; then
     bad "--wait-idle must be a number of seconds, not '$WAIT_IDLE'"
 fi
 check_timeout
-case $POLICY in ''|auto|spin|block|hybrid) ;; *) bad "--policy must be auto, spin, block or hybrid, not '$POLICY'" ;; esac
+case $POLICY in ''|auto|spin|block|hybrid|local) ;; *) bad "--policy must be auto, spin, block, hybrid or local, not '$POLICY'" ;; esac
 if [[ -z $PORT_BASE ]]; then
     PORT_BASE=$(( 10000 + RANDOM % 18000 ))
 fi

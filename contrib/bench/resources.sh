@@ -224,6 +224,7 @@ sample() {
             peer = $4; sub(/:[0-9]+$/, "", peer)
             owner = "?"
             if (match($0, /users:\(\("[^"]*"/)) owner = substr($0, RSTART + 9, RLENGTH - 10)
+            if ($0 ~ /\("srmd",pid=/) owner = "srmd"  # a direct lane: still the channel
             k = (owner == "srmd") ? 1 : (owner == "srm_mesh") ? 2 : (owner ~ /^(orted|mpirun|orterun|prted|prterun)$/) ? 3 : 4
             if (peer ~ /^10\.77\.0\.[0-9]+$/ && peer != me) r[k]++; else l[k]++
         } END { printf "%d %d %d %d %d %d", r[1], r[2], r[3], r[4], l[1], l[2] }')

@@ -10,7 +10,8 @@
 # keeps doing so for HOLD seconds). While it holds, established TCP
 # connections inside each host's namespace to the other hosts
 # (10.77.0.x, x != own) are counted by owner (ss -tnpH):
-#     srmd       the agent's node channels
+#     srmd       the agent's node channels (ranks may hold them too: the
+#                socket of a direct lane, UCX_SRM_DIRECT, is the channel's)
 #     ranks      the MPI processes (UCX transports)
 #     runtime    Open MPI's own (orted/mpirun oob), not counted for either
 #     other      anything else
@@ -55,6 +56,8 @@ count() {
             owner = "?"
             if (match($0, /users:\(\("[^"]*"/))
                 owner = substr($0, RSTART + 9, RLENGTH - 10)
+            if ($0 ~ /\("srmd",pid=/)
+                owner = "srmd"  # shared with ranks: still one channel
             if (owner == "srmd") s++
             else if (owner ~ /^srm_alltoall/) r++
             else if (owner ~ /^(orted|mpirun|orterun|prted|prterun)$/) o++

@@ -263,6 +263,8 @@ static int srm_agent_should_spin(srm_agent_t *agent, double idle_for,
         return 0;
     case SRM_POLL_HYBRID:
         return idle_for < agent->config.spin_time;
+    case SRM_POLL_LOCAL:
+        return agent->moved_locally && (idle_for < agent->config.spin_time);
     default:
         if ((now - *load_time) > SRM_AGENT_LOAD_PERIOD) {
             agent->spinning = srm_agent_core_idle();
@@ -318,6 +320,7 @@ static void srm_agent_sleep(srm_agent_t *agent, double now)
         srm_agent_poll_events(agent, timeout_ms);
     }
     srm_agent_set_sleeping(agent, 0);
+    agent->moved_locally = 0;
 }
 
 unsigned srm_agent_step(srm_agent_t *agent, int timeout_ms)

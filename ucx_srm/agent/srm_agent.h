@@ -171,6 +171,8 @@ typedef struct srm_agent {
     double             next_timer;      /* when channel timers are due */
     srm_client_t       *notify_list;
     int                spinning;        /* auto policy's current choice */
+    int                moved_locally;   /* a frame went between two ports of
+                                           this node since the last sleep */
     unsigned           num_failed;      /* clients waiting for srm_client_reap */
     srm_agent_stats_t  stats;
 } srm_agent_t;

@@ -227,6 +227,8 @@ srm_sched_result_t srm_deliver_frame(void *arg, srm_sched_queue_t *queue,
             return SRM_SCHED_BLOCKED;
         } else if (delivered < 0) {
             src->stats.bad_dest++;
+        } else {
+            agent->moved_locally = 1;
         }
     }
 

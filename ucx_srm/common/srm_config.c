@@ -13,6 +13,7 @@ const char *srm_poll_policy_names[] = {
     [SRM_POLL_SPIN]   = "spin",
     [SRM_POLL_BLOCK]  = "block",
     [SRM_POLL_HYBRID] = "hybrid",
+    [SRM_POLL_LOCAL]  = "local",
     [SRM_POLL_LAST]   = NULL
 };
 
@@ -49,8 +50,14 @@ ucs_config_field_t srm_node_config_table[] = {
 };
 
 ucs_config_field_t srm_agent_config_table[] = {
-    {"POLL", "hybrid",
+    {"POLL", "local",
      "How the node agent waits for work (read by srmd):\n"
+     " local  - after it moved a message between two processes of this node,\n"
+     "          like hybrid: the answer usually comes within the spin; after\n"
+     "          any other work, like block: an answer from another node takes\n"
+     "          longer than a spin, which would only take a core from the\n"
+     "          ranks (and their direct sends, UCX_SRM_DIRECT, spare the\n"
+     "          wakeup of an agent that sleeps).\n"
      " hybrid - after work, spin for SPIN_TIME, then sleep: the next message\n"
      "          of a conversation usually finds it awake (best latency and\n"
      "          message rate when ranks busy-poll every core).\n"
@@ -62,7 +69,8 @@ ucs_config_field_t srm_agent_config_table[] = {
      UCS_CONFIG_TYPE_ENUM(srm_poll_policy_names)},
 
     {"SPIN_TIME", "20us",
-     "How long the agent spins on empty rings before it sleeps (hybrid, auto).\n"
+     "How long the agent spins on empty rings before it sleeps (hybrid, local,\n"
+     "auto).\n"
      "Keep it short: an agent spinning longer than a message's round trip\n"
      "takes a core from the ranks.",
      offsetof(srm_agent_config_t, spin_time), UCS_CONFIG_TYPE_TIME},

@@ -26,6 +26,8 @@ typedef enum {
     SRM_POLL_SPIN,   /* never sleep */
     SRM_POLL_BLOCK,  /* sleep as soon as there is no work */
     SRM_POLL_HYBRID, /* spin for SPIN_TIME, then sleep */
+    SRM_POLL_LOCAL,  /* hybrid after work between this node's processes,
+                        block after other work */
     SRM_POLL_LAST
 } srm_poll_policy_t;
 

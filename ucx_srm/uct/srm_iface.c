@@ -75,11 +75,10 @@ ucs_config_field_t uct_srm_iface_config_table[] = {
      "yielding.",
      ucs_offsetof(uct_srm_iface_config_t, yield), UCS_CONFIG_TYPE_BOOL},
 
-    {"DIRECT", "no",
+    {"DIRECT", "auto",
      "Which small active messages to another node this process writes to\n"
      "that node's channel socket itself, sparing the sending agent's wakeup\n"
-     "(the agent keeps them for resending, as it does its own). Off by\n"
-     "default: with UCX_SRM_YIELD=y it measured slower here (README).\n"
+     "(the agent keeps them for resending, as it does its own):\n"
      " no     - none: every message goes through the agent.\n"
      " auto   - a message sent after one was received, while the agent\n"
      "          sleeps (request and reply, where its wakeup is the cost); a\n"
