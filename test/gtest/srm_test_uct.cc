@@ -109,6 +109,9 @@ void two_port_test::TearDown()
     if (ep_ != nullptr) {
         uct_ep_destroy(ep_);
     }
+    if (back_ep_ != nullptr) {
+        uct_ep_destroy(back_ep_);
+    }
     for (int i = 0; i < 2; ++i) {
         if (iface_[i] != nullptr) {
             uct_iface_close(iface_[i]);
@@ -136,24 +139,45 @@ void two_port_test::create_worker()
                                         &worker_));
 }
 
-void two_port_test::create_ep(uct_am_callback_t on_am, void *arg)
+/* An ep from iface_[from] to iface_[to], whose AM am_id goes to on_am. */
+static void connect_ports(uct_iface_h from, uct_iface_h to, uint8_t am_id,
+                          uct_am_callback_t on_am, void *arg, uct_ep_h *ep_p)
 {
     uct_iface_attr_t attr;
-    ASSERT_EQ(UCS_OK, uct_iface_query(iface_[1], &attr));
+    ASSERT_EQ(UCS_OK, uct_iface_query(to, &attr));
     std::vector<char> dev(attr.device_addr_len), addr(attr.iface_addr_len);
     ASSERT_EQ(UCS_OK, uct_iface_get_device_address(
-                              iface_[1], (uct_device_addr_t*)dev.data()));
+                              to, (uct_device_addr_t*)dev.data()));
     ASSERT_EQ(UCS_OK, uct_iface_get_address(
-                              iface_[1], (uct_iface_addr_t*)addr.data()));
-    ASSERT_EQ(UCS_OK, uct_iface_set_am_handler(iface_[1], 9, on_am, arg, 0));
+                              to, (uct_iface_addr_t*)addr.data()));
+    ASSERT_EQ(UCS_OK, uct_iface_set_am_handler(to, am_id, on_am, arg, 0));
     uct_ep_params_t params = {};
     params.field_mask = UCT_EP_PARAM_FIELD_IFACE |
                         UCT_EP_PARAM_FIELD_DEV_ADDR |
                         UCT_EP_PARAM_FIELD_IFACE_ADDR;
-    params.iface      = iface_[0];
+    params.iface      = from;
     params.dev_addr   = (const uct_device_addr_t*)dev.data();
     params.iface_addr = (const uct_iface_addr_t*)addr.data();
-    ASSERT_EQ(UCS_OK, uct_ep_create(&params, &ep_));
+    ASSERT_EQ(UCS_OK, uct_ep_create(&params, ep_p));
+}
+
+void two_port_test::create_ep(uct_am_callback_t on_am, void *arg)
+{
+    connect_ports(iface_[0], iface_[1], 9, on_am, arg, &ep_);
+}
+
+void two_port_test::create_back_ep(uint8_t am_id, uct_am_callback_t on_am,
+                                   void *arg)
+{
+    connect_ports(iface_[1], iface_[0], am_id, on_am, arg, &back_ep_);
+}
+
+void two_port_test::open_port(int i, const std::string &socket)
+{
+    create_worker();
+    ASSERT_EQ(UCS_OK, open_srm_md({{"SOCKET", socket}, {"AGENT", "never"}},
+                                  &md_[i]));
+    ASSERT_EQ(UCS_OK, open_srm_iface(md_[i], worker_, &iface_[i]));
 }
 
 } // namespace srm_test

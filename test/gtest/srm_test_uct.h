@@ -51,11 +51,19 @@ protected:
     /* ep_ from port 0 to port 1, whose AM id 9 goes to on_am(arg). */
     void create_ep(uct_am_callback_t on_am, void *arg);
 
+    /* back_ep_ from port 1 to port 0, whose AM id am_id goes to
+     * on_am(arg). */
+    void create_back_ep(uint8_t am_id, uct_am_callback_t on_am, void *arg);
+
+    /* md_[i] and iface_[i] on the agent at socket (UCX_SRM_AGENT=never). */
+    void open_port(int i, const std::string &socket);
+
     ucs_async_context_t *async_   = nullptr;
     uct_worker_h         worker_  = nullptr;
     uct_md_h             md_[2]   = {nullptr, nullptr};
     uct_iface_h          iface_[2] = {nullptr, nullptr};
     uct_ep_h             ep_      = nullptr;
+    uct_ep_h             back_ep_ = nullptr;
 };
 
 } // namespace srm_test

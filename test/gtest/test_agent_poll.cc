@@ -30,9 +30,6 @@ protected:
 
     void TearDown() override
     {
-        if (back_ep_ != nullptr) {
-            uct_ep_destroy(back_ep_);
-        }
         two_port_test::TearDown();
         unsetenv("UCX_SRM_DIRECT");
     }
@@ -42,16 +39,6 @@ protected:
     {
         static_cast<agent_poll_test*>(arg)->received_++;
         return UCS_OK;
-    }
-
-    void open(int i, const std::string &socket)
-    {
-        create_worker();
-        ASSERT_EQ(UCS_OK, srm_test::open_srm_md(
-                                  {{"SOCKET", socket}, {"AGENT", "never"}},
-                                  &md_[i]));
-        ASSERT_EQ(UCS_OK, srm_test::open_srm_iface(md_[i], worker_,
-                                                   &iface_[i]));
     }
 
     /* Ports 0 and 1 on one agent (remote: one agent each) with POLL=policy;
@@ -65,28 +52,11 @@ protected:
         if (remote) {
             node_b_.reset(new agent(env));
         }
-        ASSERT_NO_FATAL_FAILURE(open(0, node_a_->socket()));
+        ASSERT_NO_FATAL_FAILURE(open_port(0, node_a_->socket()));
         ASSERT_NO_FATAL_FAILURE(
-                open(1, (remote ? node_b_ : node_a_)->socket()));
+                open_port(1, (remote ? node_b_ : node_a_)->socket()));
         ASSERT_NO_FATAL_FAILURE(create_ep(on_am, this));
-
-        uct_iface_attr_t attr;
-        ASSERT_EQ(UCS_OK, uct_iface_query(iface_[0], &attr));
-        std::vector<char> dev(attr.device_addr_len), addr(attr.iface_addr_len);
-        ASSERT_EQ(UCS_OK, uct_iface_get_device_address(
-                                  iface_[0], (uct_device_addr_t*)dev.data()));
-        ASSERT_EQ(UCS_OK, uct_iface_get_address(
-                                  iface_[0], (uct_iface_addr_t*)addr.data()));
-        ASSERT_EQ(UCS_OK, uct_iface_set_am_handler(iface_[0], 9, on_am, this,
-                                                   0));
-        uct_ep_params_t params = {};
-        params.field_mask = UCT_EP_PARAM_FIELD_IFACE |
-                            UCT_EP_PARAM_FIELD_DEV_ADDR |
-                            UCT_EP_PARAM_FIELD_IFACE_ADDR;
-        params.iface      = iface_[1];
-        params.dev_addr   = (const uct_device_addr_t*)dev.data();
-        params.iface_addr = (const uct_iface_addr_t*)addr.data();
-        ASSERT_EQ(UCS_OK, uct_ep_create(&params, &back_ep_));
+        ASSERT_NO_FATAL_FAILURE(create_back_ep(9, on_am, this));
     }
 
     void send_and_wait(uct_ep_h ep)
@@ -103,10 +73,17 @@ protected:
         }
     }
 
-    /* The sleeps of the first agent over count round trips. */
-    unsigned long long sleeps_over_ping_pongs(unsigned count)
+    /* The first agent's sleeps over count round trips (printed), with
+     * POLL=policy, the ports on one node or (remote) on two. */
+    unsigned long long sleeps(const std::string &policy, bool remote,
+                              unsigned count)
     {
-        for (unsigned i = 0; i < 20; ++i) { /* connect, warm up */
+        start(policy, remote);
+        if (HasFatalFailure()) {
+            return 0;
+        }
+        /* Connects and warms up first. */
+        for (unsigned i = 0; (i < 20) && !HasFatalFailure(); ++i) {
             send_and_wait(ep_);
             send_and_wait(back_ep_);
         }
@@ -115,11 +92,15 @@ protected:
             send_and_wait(ep_);
             send_and_wait(back_ep_);
         }
-        return node_a_->counter("sleeps") - before;
+        unsigned long long sleeps = node_a_->counter("sleeps") - before;
+        std::cout << "POLL=" << policy << ", " << (remote ? "two nodes" :
+                                                            "one node")
+                  << ": " << sleeps << " sleeps over " << count
+                  << " round trips\n";
+        return sleeps;
     }
 
     std::unique_ptr<agent> node_a_, node_b_;
-    uct_ep_h back_ep_  = nullptr;
     uint64_t received_ = 0;
 };
 
@@ -127,41 +108,25 @@ protected:
 
 TEST_F(agent_poll_test, local_spins_for_the_answer_between_local_ports)
 {
-    ASSERT_NO_FATAL_FAILURE(start("local", false));
-    unsigned long long sleeps = sleeps_over_ping_pongs(500);
-    std::cout << "POLL=local, one node: " << sleeps
-              << " sleeps over 500 round trips\n";
     /* 10-311 measured, as the scheduler lets the spin catch the answer;
      * an agent that never spins sleeps twice a round trip (block). */
-    EXPECT_LT(sleeps, 600u);
+    EXPECT_LT(sleeps("local", false, 500), 600u);
 }
 
 TEST_F(agent_poll_test, block_sleeps_after_every_local_message)
 {
-    ASSERT_NO_FATAL_FAILURE(start("block", false));
-    unsigned long long sleeps = sleeps_over_ping_pongs(500);
-    std::cout << "POLL=block, one node: " << sleeps
-              << " sleeps over 500 round trips\n";
-    EXPECT_GE(sleeps, 900u);
+    EXPECT_GE(sleeps("block", false, 500), 900u);
 }
 
 TEST_F(agent_poll_test, local_sleeps_at_once_after_traffic_between_nodes)
 {
-    ASSERT_NO_FATAL_FAILURE(start("local", true));
-    unsigned long long sleeps = sleeps_over_ping_pongs(300);
-    std::cout << "POLL=local, two nodes: " << sleeps
-              << " sleeps over 300 round trips\n";
     /* Once after sending the request, once after delivering the answer
      * (600 measured). */
-    EXPECT_GE(sleeps, 500u);
+    EXPECT_GE(sleeps("local", true, 300), 500u);
 }
 
 TEST_F(agent_poll_test, hybrid_spins_after_traffic_between_nodes)
 {
-    ASSERT_NO_FATAL_FAILURE(start("hybrid", true));
-    unsigned long long sleeps = sleeps_over_ping_pongs(300);
-    std::cout << "POLL=hybrid, two nodes: " << sleeps
-              << " sleeps over 300 round trips\n";
     /* Its spin often catches the answer on loopback (216 measured). */
-    EXPECT_LT(sleeps, 500u);
+    EXPECT_LT(sleeps("hybrid", true, 300), 500u);
 }

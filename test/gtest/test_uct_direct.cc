@@ -40,9 +40,6 @@ protected:
 
     void TearDown() override
     {
-        if (back_ep_ != nullptr) {
-            uct_ep_destroy(back_ep_);
-        }
         two_port_test::TearDown();
         unsetenv("UCX_SRM_DIRECT");
     }
@@ -67,16 +64,6 @@ protected:
         return UCS_OK;
     }
 
-    void open(int i, const std::string &socket)
-    {
-        create_worker();
-        ASSERT_EQ(UCS_OK, srm_test::open_srm_md(
-                                  {{"SOCKET", socket}, {"AGENT", "never"}},
-                                  &md_[i]));
-        ASSERT_EQ(UCS_OK, srm_test::open_srm_iface(md_[i], worker_,
-                                                   &iface_[i]));
-    }
-
     /* Agents (with agent_env too), ifaces with UCX_SRM_DIRECT=mode, ep_
      * 0 -> 1, back_ep_ 1 -> 0. */
     void start(const char *mode,
@@ -87,27 +74,10 @@ protected:
         setenv("UCX_SRM_DIRECT", mode, 1);
         node_a_.reset(new agent(env));
         node_b_.reset(new agent(env));
-        ASSERT_NO_FATAL_FAILURE(open(0, node_a_->socket()));
-        ASSERT_NO_FATAL_FAILURE(open(1, node_b_->socket()));
+        ASSERT_NO_FATAL_FAILURE(open_port(0, node_a_->socket()));
+        ASSERT_NO_FATAL_FAILURE(open_port(1, node_b_->socket()));
         ASSERT_NO_FATAL_FAILURE(create_ep(on_am, this));
-
-        uct_iface_attr_t attr;
-        ASSERT_EQ(UCS_OK, uct_iface_query(iface_[0], &attr));
-        std::vector<char> dev(attr.device_addr_len), addr(attr.iface_addr_len);
-        ASSERT_EQ(UCS_OK, uct_iface_get_device_address(
-                                  iface_[0], (uct_device_addr_t*)dev.data()));
-        ASSERT_EQ(UCS_OK, uct_iface_get_address(
-                                  iface_[0], (uct_iface_addr_t*)addr.data()));
-        ASSERT_EQ(UCS_OK, uct_iface_set_am_handler(iface_[0], 10, on_reply,
-                                                   this, 0));
-        uct_ep_params_t params = {};
-        params.field_mask = UCT_EP_PARAM_FIELD_IFACE |
-                            UCT_EP_PARAM_FIELD_DEV_ADDR |
-                            UCT_EP_PARAM_FIELD_IFACE_ADDR;
-        params.iface      = iface_[1];
-        params.dev_addr   = (const uct_device_addr_t*)dev.data();
-        params.iface_addr = (const uct_iface_addr_t*)addr.data();
-        ASSERT_EQ(UCS_OK, uct_ep_create(&params, &back_ep_));
+        ASSERT_NO_FATAL_FAILURE(create_back_ep(10, on_reply, this));
     }
 
     template <typename F> bool progress_until(F cond, double seconds)
@@ -179,7 +149,6 @@ protected:
     unsigned long long direct() const { return node_a_->counter("direct"); }
 
     std::unique_ptr<agent> node_a_, node_b_;
-    uct_ep_h back_ep_   = nullptr;
     uint64_t sent_      = 0;
     uint64_t received_  = 0;
     unsigned replies_   = 0;

@@ -343,8 +343,8 @@ int srm_channel_absorb(srm_agent_t *agent, srm_node_t *node,
         return -2;
     }
     memcpy(out, frames, len);
-    chan->tx_frames    += count;
-    chan->tx_bytes     += bytes;
+    chan->tx_frames     += count;
+    chan->tx_bytes      += bytes;
     chan->direct_frames += count;
     if (written) {
         srm_channel_advance(agent, chan, len - unwritten);

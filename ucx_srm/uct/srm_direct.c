@@ -6,8 +6,9 @@
  * send the lane cannot take at once, goes through the ring as before.
  *
  * UCX_SRM_DIRECT=auto writes directly only a send that follows a
- * receive (request-reply traffic, where the agent's wakeup is the cost);
- * a stream of sends stays in the ring, where the agent coalesces it.
+ * receive, while the agent sleeps (request-reply traffic, where the
+ * agent's wakeup is the cost); a stream of sends stays in the ring, where
+ * the agent coalesces it.
  */
 #ifdef HAVE_CONFIG_H
 #  include "config.h"

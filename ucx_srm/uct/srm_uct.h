@@ -1,7 +1,9 @@
 /*
  * The srm transport as UCX sees it: component and md (srm_md.c), iface
  * (srm_iface.c), ep (srm_ep.c), and the link to the node agent
- * (srm_agent_link.c). Every byte goes through the agent's rings.
+ * (srm_agent_link.c). Every byte goes through the agent's rings, but for
+ * the small AMs a process writes to another node's channel itself
+ * (srm_direct.c).
  */
 #ifndef UCT_SRM_H
 #define UCT_SRM_H
@@ -60,7 +62,7 @@ typedef struct uct_srm_memh {
  * socket itself (srm_direct.c). */
 typedef enum {
     UCT_SRM_DIRECT_NO,
-    UCT_SRM_DIRECT_AUTO,   /* a send that follows a receive */
+    UCT_SRM_DIRECT_AUTO,   /* one that follows a receive, agent asleep */
     UCT_SRM_DIRECT_ALWAYS, /* every send the lane can take */
     UCT_SRM_DIRECT_LAST
 } uct_srm_direct_mode_t;
