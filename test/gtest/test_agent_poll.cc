@@ -1,9 +1,9 @@
 /*
- * The agent's poll policy UCX_SRM_POLL=local (the default): it spins after
- * moving a message between two processes of its node, whose answer comes
- * within the spin, and sleeps at once after other work, where an answer
- * from another node would come after the spin. Counted by the agent's
- * "sleeps" over ping-pongs, against block and hybrid in the same test.
+ * The agent's poll policy UCX_SRM_POLL=local: it spins after moving a
+ * message between two processes of its node, whose answer comes within
+ * the spin, and sleeps at once after other work, where an answer from
+ * another node would come after the spin. Counted by the agent's "sleeps"
+ * over ping-pongs, against block and hybrid (the default).
  */
 #include "srm_test_agent.h"
 #include "srm_test_uct.h"

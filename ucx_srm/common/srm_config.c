@@ -50,17 +50,17 @@ ucs_config_field_t srm_node_config_table[] = {
 };
 
 ucs_config_field_t srm_agent_config_table[] = {
-    {"POLL", "local",
+    {"POLL", "hybrid",
      "How the node agent waits for work (read by srmd):\n"
-     " local  - after it moved a message between two processes of this node,\n"
-     "          like hybrid: the answer usually comes within the spin; after\n"
-     "          any other work, like block: an answer from another node takes\n"
-     "          longer than a spin, which would only take a core from the\n"
-     "          ranks (and their direct sends, UCX_SRM_DIRECT, spare the\n"
-     "          wakeup of an agent that sleeps).\n"
      " hybrid - after work, spin for SPIN_TIME, then sleep: the next message\n"
      "          of a conversation usually finds it awake (best latency and\n"
      "          message rate when ranks busy-poll every core).\n"
+     " local  - like hybrid after it moved a message between two processes\n"
+     "          of this node, like block after any other work: an answer from\n"
+     "          another node takes longer than a spin, and a sleeping agent\n"
+     "          lets its processes write to other nodes directly\n"
+     "          (UCX_SRM_DIRECT). Best ucx_perftest latency between nodes,\n"
+     "          but streams with answers (MPI) lose to hybrid.\n"
      " block  - sleep on its doorbell as soon as there is no work (least CPU;\n"
      "          best large-message bandwidth on a full node).\n"
      " auto   - like hybrid while some core is idle, otherwise block.\n"
