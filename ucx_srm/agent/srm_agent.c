@@ -314,13 +314,13 @@ static void srm_agent_sleep(srm_agent_t *agent, double now)
     if (agent->stop) {
         return;
     }
+    agent->moved_locally = 0; /* what it moves from here on counts */
     srm_agent_set_sleeping(agent, 1);
     if (srm_agent_progress(agent) == 0) {
         agent->stats.sleeps++;
         srm_agent_poll_events(agent, timeout_ms);
     }
     srm_agent_set_sleeping(agent, 0);
-    agent->moved_locally = 0;
 }
 
 unsigned srm_agent_step(srm_agent_t *agent, int timeout_ms)

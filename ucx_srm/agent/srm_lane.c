@@ -40,7 +40,6 @@ static void srm_lane_absorb(srm_agent_t *agent, srm_node_t *node)
     if (len > 0) {
         switch (srm_channel_absorb(agent, node, lane->log, len, unwritten)) {
         case 0:
-            lane->direct_bytes += len;
             break;
         case -1:
             why = "a process wrote a malformed frame to it directly";

@@ -44,8 +44,6 @@ typedef struct srm_lane {
     uint32_t        log_len;      /* bytes of frames in log */
     uint32_t        unwritten;    /* of the log's last frame, bytes that
                                      did not reach the socket */
-    uint64_t        direct_frames; /* absorbed so far (agent only) */
-    uint64_t        direct_bytes;
     uint8_t         pad[64];
     uint8_t         log[SRM_LANE_LOG_SIZE];
 } srm_lane_t;
