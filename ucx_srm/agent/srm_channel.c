@@ -175,6 +175,7 @@ srm_sched_result_t srm_channel_enqueue(srm_agent_t *agent, srm_client_t *src,
     size_t size = sizeof(*hdr) + hdr->length;
     srm_frame_hdr_t frame;
     srm_channel_t *chan;
+    uint32_t *next_seq;
     srm_node_t *node;
     int kind;
 
@@ -204,22 +205,17 @@ srm_sched_result_t srm_channel_enqueue(srm_agent_t *agent, srm_client_t *src,
 
     /* A client that may write directly numbers its frames in its segment,
      * and so does the agent for it (under the lane's lock). */
+    next_seq = src->node_seq_shared[hdr->dst_node] ?
+                       &src->ctl->node_seq[hdr->dst_node] :
+                       &src->node_seq[hdr->dst_node];
     srm_lane_enter(agent, node);
-    if (src->node_seq_shared[hdr->dst_node]) {
-        src->node_seq[hdr->dst_node] =
-                srm_load_relaxed(&src->ctl->node_seq[hdr->dst_node]);
-    }
     frame     = *hdr;
-    frame.seq = src->node_seq[hdr->dst_node];
+    frame.seq = *next_seq;
     if (srm_channel_put(agent, node, chan, &frame, payload) != 0) {
         srm_lane_leave(agent, node);
         return SRM_SCHED_BLOCKED;
     }
-    src->node_seq[hdr->dst_node]++;
-    if (src->node_seq_shared[hdr->dst_node]) {
-        srm_store_relaxed(&src->ctl->node_seq[hdr->dst_node],
-                          src->node_seq[hdr->dst_node]);
-    }
+    ++*next_seq;
     chan->tx_frames++;
     chan->tx_bytes += hdr->length;
     srm_lane_leave(agent, node);

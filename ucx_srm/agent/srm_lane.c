@@ -72,8 +72,7 @@ void srm_lane_enter(srm_agent_t *agent, srm_node_t *node)
 }
 
 /* Whether clients may write the small channel's socket now. */
-static srm_link_t *srm_lane_writable_link(const srm_agent_t *agent,
-                                          const srm_node_t *node)
+static srm_link_t *srm_lane_writable_link(const srm_node_t *node)
 {
     const srm_channel_t *chan = &node->chan[SRM_CHANNEL_SMALL];
     srm_link_t *link          = chan->links[chan->active];
@@ -95,7 +94,7 @@ void srm_lane_leave(srm_agent_t *agent, srm_node_t *node)
     if ((lane == NULL) || (--node->lane_depth > 0)) {
         return;
     }
-    link = srm_lane_writable_link(agent, node);
+    link = srm_lane_writable_link(node);
     if ((link != NULL) && (link != node->lane_link)) {
         node->lane_link = link;
         lane->generation++;
@@ -209,7 +208,8 @@ void srm_lane_answer(srm_agent_t *agent, const srm_client_t *requester,
     }
 }
 
-/* Absorbs and sends on for every lane a client kicked; work done. */
+/* Absorbs (the flush enters the lane) and sends on for every lane a
+ * client kicked; work done. */
 unsigned srm_lane_progress(srm_agent_t *agent)
 {
     unsigned count = 0, i;
@@ -217,13 +217,10 @@ unsigned srm_lane_progress(srm_agent_t *agent)
 
     for (i = 0; i < agent->num_nodes; ++i) {
         node = agent->nodes[i];
-        if ((node->lane == NULL) || !srm_load_relaxed(&node->lane->kick)) {
-            continue;
+        if ((node->lane != NULL) && srm_load_relaxed(&node->lane->kick)) {
+            srm_channel_flush(agent, node, SRM_CHANNEL_SMALL);
+            ++count;
         }
-        srm_lane_enter(agent, node);
-        srm_channel_flush(agent, node, SRM_CHANNEL_SMALL);
-        srm_lane_leave(agent, node);
-        ++count;
     }
     return count;
 }

@@ -173,7 +173,7 @@ ssize_t uct_srm_direct_send(uct_srm_iface_t *iface, uct_srm_ep_t *ep,
     uint8_t *frame;
     size_t length, size;
     ssize_t sent;
-    int kick, ret;
+    int kick, ret, log_full;
 
     lane = uct_srm_direct_lane(iface, ep->dst_node);
     if ((lane == NULL) || !uct_srm_direct_ring_idle(ep)) {
@@ -191,9 +191,9 @@ ssize_t uct_srm_direct_send(uct_srm_iface_t *iface, uct_srm_ep_t *ep,
         }
         return -1;
     }
-    if (!shm->open || (shm->generation != lane->generation) ||
-        (shm->log_len > sizeof(shm->log) - record)) {
-        kick = shm->open && (shm->log_len > sizeof(shm->log) - record);
+    log_full = shm->log_len > sizeof(shm->log) - record;
+    if (!shm->open || (shm->generation != lane->generation) || log_full) {
+        kick = shm->open && log_full;
         srm_lane_unlock(shm);
         if (kick) {
             uct_srm_direct_kick(iface, shm);

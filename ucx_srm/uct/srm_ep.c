@@ -166,6 +166,13 @@ uct_srm_ep_reserve(uct_srm_ep_t *ep, uct_srm_iface_t *iface, uint8_t am_id,
     return UCS_OK;
 }
 
+/* A message left, by the ring or directly (UCX_SRM_YIELD, _DIRECT). */
+static UCS_F_ALWAYS_INLINE void uct_srm_ep_sent(uct_srm_iface_t *iface)
+{
+    iface->sent_since_progress = 1;
+    iface->received_since_send = 0;
+}
+
 static UCS_F_ALWAYS_INLINE void
 uct_srm_ep_commit(uct_srm_ep_t *ep, uct_srm_iface_t *iface,
                   srm_frame_hdr_t *hdr, size_t length)
@@ -173,8 +180,7 @@ uct_srm_ep_commit(uct_srm_ep_t *ep, uct_srm_iface_t *iface,
     hdr->length = (uint32_t)length;
     ++ep->seq;
     srm_ring_commit(&ep->tx->ring, srm_frame_record_size(length));
-    iface->sent_since_progress = 1;
-    iface->received_since_send = 0;
+    uct_srm_ep_sent(iface);
     uct_srm_iface_ring_doorbell(iface);
 }
 
@@ -195,8 +201,7 @@ uct_srm_ep_send_direct(uct_srm_ep_t *ep, uct_srm_iface_t *iface,
     }
     length = uct_srm_direct_send(iface, ep, am_id, pack, arg, max_length);
     if (length >= 0) {
-        iface->sent_since_progress = 1;
-        iface->received_since_send = 0;
+        uct_srm_ep_sent(iface);
     }
     return length;
 }
