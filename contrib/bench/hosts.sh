@@ -689,6 +689,12 @@ for (( rep = 1; rep <= REPS; rep++ )); do
     done
 done
 
+# What the agents' wakeups cost on this machine, for the report's notes.
+turn_take
+measure_wake_cost
+turn_give
+info "wakeups (srm_wake_cost) measured"
+
 # --------------------------------------------- node channels, agent state --
 
 for h in "${HOSTS[@]}"; do
@@ -939,6 +945,8 @@ report() {
     done
     printf '\n'
     printf -- '- MB/s is ucx_perftest'"'"'s unit, 2^20 bytes per second.\n'
+    printf -- '- '
+    wake_cost_line
     printf -- '- %d runs, %s s wall time in all (including the cluster set-up and tear-down of this script so far).\n' "$TOTAL_RUNS" "$ELAPSED"
 
     printf '\n## Plots\n\n'

@@ -852,6 +852,41 @@ build_mesh() { build_program "$1" mpicc '# the program' srm_mesh.c bench_gate.h;
 # build_hop_floor OUT: srm_hop_floor, the agent hop without srm (mesh.sh).
 build_hop_floor() { build_program "$1" cc '# the floor program' srm_hop_floor.c; }
 
+# build_wake_cost OUT: srm_wake_cost, what waking a sleeper costs here.
+build_wake_cost() { build_program "$1" cc '# the wakeup program' srm_wake_cost.c; }
+
+declare -A WAKE=()
+
+# measure_wake_cost: srm_wake_cost, WAKE_ITERS wakeups per case (fewer with
+# --quick), into WAKE[CASE-p50] and WAKE[CASE-p99] (microseconds); cases it
+# skips (one CPU allowed) stay unset.
+measure_wake_cost() {
+    local bin=$WORK/srm_wake_cost tag name key p50 p99
+    WAKE_ITERS=$(( ${QUICK:-0} == 1 ? 200 : 1000 ))
+    build_wake_cost "$bin"
+    record_cmd '# what a wakeup costs on this machine' '' "$bin" --iters "$WAKE_ITERS"
+    timeout -k 5 120 "$bin" --iters "$WAKE_ITERS" >"$WORK/wake-cost.out" 2>&1 ||
+        { cat "$WORK/wake-cost.out" >&2; die "srm_wake_cost failed (output above)"; }
+    while read -r tag name key p50 _ p99 _; do
+        [[ $tag == wake_cost && $key == p50 ]] || continue
+        WAKE[$name-p50]=$p50 WAKE[$name-p99]=$p99
+    done <"$WORK/wake-cost.out"
+}
+
+# wake_cost_line: WAKE as one sentence of a report.
+wake_cost_line() {
+    local busy=${WAKE[other-cpu-busy-p50]:-} idle=${WAKE[other-cpu-idle-p50]:-}
+    printf 'What waking a sleeping process costs here (srm_wake_cost, %s wakeups each, p50 (p99), us): on the CPU of the process that wakes it, which then yields, %s (%s)' \
+        "$WAKE_ITERS" "${WAKE[same-cpu-p50]:-?}" "${WAKE[same-cpu-p99]:-?}"
+    if [[ -n $busy ]]; then
+        printf '; on another CPU, busy with a process that yields, %s (%s); on another, idle CPU, %s (%s)' \
+            "$busy" "${WAKE[other-cpu-busy-p99]:-?}" "${idle:-?}" "${WAKE[other-cpu-idle-p99]:-?}"
+    else
+        printf '; not measured across CPUs (one CPU allowed)'
+    fi
+    printf '. Ranks that busy-poll a socket of their own (UCX'"'"'s tcp) wake nobody; an agent that sleeps is woken once per hop, and the kernel decides which CPU it wakes on.\n'
+}
+
 # --------------------------------------------------------------- plots --
 
 # gp_str TEXT: TEXT as a gnuplot single-quoted string.

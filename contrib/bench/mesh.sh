@@ -390,8 +390,9 @@ if (( ${#PP_YIELDS[@]} > 0 )); then
             FLOOR[$spin/$mode-p50]=$p50 FLOOR[$spin/$mode-p99]=$p99
         done <"$WORK/hop-floor-$spin.out"
     done
+    measure_wake_cost
     turn_give
-    info "floor (srm_hop_floor, $FLOOR_ITERS round trips per mode and spin) measured"
+    info "floor (srm_hop_floor, $FLOOR_ITERS round trips per mode and spin) and wakeups (srm_wake_cost) measured"
 fi
 
 # srm's node channels after the runs.
@@ -525,6 +526,8 @@ floor_lines() {
             "$(ratio "$best" "$direct")" \
             "${writer:-?}" "${FLOOR[0/writer-$ranks-p99]:-?}" "$(ratio "$writer" "$direct")"
     done
+    printf '\n'
+    wake_cost_line
 }
 
 report() {
