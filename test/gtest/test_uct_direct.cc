@@ -22,6 +22,8 @@ extern "C" {
 #include <memory>
 #include <sstream>
 #include <string>
+#include <csignal>
+#include <cstring>
 #include <sys/wait.h>
 #include <unistd.h>
 #include <vector>
@@ -264,4 +266,124 @@ TEST_F(uct_direct_test, a_writer_that_dies_holding_the_lock_stops_nothing)
     EXPECT_GE(direct(), before + 200u) << node_a_->status();
     EXPECT_EQ(0, pthread_mutex_trylock(&lane->lock));
     pthread_mutex_unlock(&lane->lock);
+}
+
+namespace {
+
+/* The agent's log, when it was started with UCX_SRM_LOG_FILE=path. */
+std::string read_file(const std::string &path)
+{
+    std::ifstream file(path);
+    std::stringstream text;
+    text << file.rdbuf();
+    return text.str();
+}
+
+struct slow_pack_args {
+    uint64_t seq;
+    unsigned sleep_ms;
+};
+
+/* A child process, killed when the test ends however it ends. */
+struct child_guard {
+    pid_t pid;
+    ~child_guard()
+    {
+        if (pid > 0) {
+            kill(pid, SIGKILL);
+            waitpid(pid, nullptr, 0);
+        }
+    }
+};
+
+/* A pack callback that takes its time, as a process stopped in it would. */
+size_t slow_pack(void *dest, void *arg)
+{
+    const auto *args = static_cast<const slow_pack_args*>(arg);
+    usleep(args->sleep_ms * 1000);
+    memcpy(dest, &args->seq, sizeof(args->seq));
+    return sizeof(args->seq);
+}
+
+} // namespace
+
+TEST(srm_lane_log, a_seal_wins_or_loses_against_an_append_as_a_whole)
+{
+    srm_lane_t lane;
+    memset(&lane, 0, sizeof(lane));
+    EXPECT_EQ(0, srm_lane_append(&lane, 48));
+    EXPECT_EQ(0, srm_lane_append(&lane, 64));
+    EXPECT_EQ(112u, srm_lane_seal(&lane));
+    /* Sealed: an append fails and leaves the length alone. */
+    EXPECT_EQ(-1, srm_lane_append(&lane, 48));
+    EXPECT_EQ(112u | SRM_LANE_SEALED, lane.log_len);
+    EXPECT_EQ(112u, srm_lane_seal(&lane));
+}
+
+TEST_F(uct_direct_test, a_writer_stopped_holding_the_lock_stops_nothing)
+{
+    std::string log = "/tmp/srm-gtest-lane-" + std::to_string(getpid());
+    ASSERT_NO_FATAL_FAILURE(start("always", {"UCX_SRM_LOG_FILE=" + log}));
+    ASSERT_NO_FATAL_FAILURE(paced(100));
+    srm_lane_t *lane = mapped_lane();
+    ASSERT_NE(nullptr, lane);
+
+    /* A process that takes the lock and never lets go: stopped. */
+    child_guard child = {fork()};
+    if (child.pid == 0) {
+        pthread_mutex_lock(&lane->lock);
+        for (;;) {
+            pause();
+        }
+    }
+    ASSERT_GT(child.pid, 0);
+    while (pthread_mutex_trylock(&lane->lock) == 0) {
+        pthread_mutex_unlock(&lane->lock);
+        usleep(1000);
+    }
+
+    unsigned long long before = direct();
+    ASSERT_NO_FATAL_FAILURE(stream(1000));
+    ASSERT_NO_FATAL_FAILURE(paced(300));
+    expect_all_arrive();
+
+    EXPECT_NE(std::string::npos,
+              read_file(log).find("held its direct lane for over"))
+            << read_file(log);
+    /* A new connection, and writers went on directly: through a new lane,
+     * since the stopped process still holds the old one's lock. */
+    EXPECT_GE(node_a_->counter("failovers"), 1u) << node_a_->status();
+    EXPECT_GE(direct(), before + 200u) << node_a_->status();
+    unlink(log.c_str());
+}
+
+TEST_F(uct_direct_test, a_frame_packed_for_a_retired_lane_goes_by_the_ring)
+{
+    std::string log = "/tmp/srm-gtest-lane-" + std::to_string(getpid());
+    ASSERT_NO_FATAL_FAILURE(start("always", {"UCX_SRM_LOG_FILE=" + log}));
+    ASSERT_NO_FATAL_FAILURE(paced(50));
+    srm_lane_t *lane = mapped_lane(); /* the only one yet: port 0's */
+    ASSERT_NE(nullptr, lane);
+    /* A reply owes the first agent an ack, which it must write itself:
+     * it will want the lane while the pack below holds it. */
+    ASSERT_NO_FATAL_FAILURE(ping_pong(20));
+
+    unsigned long long before = direct();
+    slow_pack_args args = {sent_, 3 * SRM_LANE_HOLD_LIMIT_MS};
+    ssize_t length      = uct_ep_am_bcopy(ep_, 9, slow_pack, &args, 0);
+    ASSERT_EQ((ssize_t)sizeof(uint64_t), length);
+    ++sent_;
+    /* The lane was retired under the pack; the message arrives (by the
+     * ring: the stream after the seal never counts as direct). */
+    EXPECT_EQ(1u, srm_load_relaxed(&lane->retired));
+    expect_all_arrive();
+    EXPECT_EQ(before, direct()) << node_a_->status();
+    EXPECT_NE(std::string::npos,
+              read_file(log).find("held its direct lane for over"))
+            << read_file(log);
+    /* Direct sends go on through the new lane. */
+    ASSERT_NO_FATAL_FAILURE(paced(100));
+    expect_all_arrive();
+    EXPECT_GE(direct(), before + 50u) << node_a_->status();
+    unlink(log.c_str());
 }

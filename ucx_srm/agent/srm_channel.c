@@ -317,6 +317,7 @@ int srm_channel_absorb(srm_agent_t *agent, srm_node_t *node,
     srm_channel_t *chan = &node->chan[SRM_CHANNEL_SMALL];
     int written         = (chan->sent == chan->tail);
     uint64_t count = 0, bytes = 0;
+    uint32_t last_seq  = 0;
     srm_frame_hdr_t hdr;
     size_t offset;
     uint8_t *out;
@@ -332,13 +333,17 @@ int srm_channel_absorb(srm_agent_t *agent, srm_node_t *node,
             return -1;
         }
         ++count;
-        bytes += hdr.length;
+        bytes   += hdr.length;
+        last_seq = hdr.chan_seq;
     }
     out = srm_channel_append(agent, node, chan, len);
     if (out == NULL) {
         return -2;
     }
     memcpy(out, frames, len);
+    if (count > 0) {
+        chan->next_seq = last_seq + 1;
+    }
     chan->tx_frames     += count;
     chan->tx_bytes      += bytes;
     chan->direct_frames += count;

@@ -60,12 +60,55 @@ static void srm_lane_absorb(srm_agent_t *agent, srm_node_t *node)
     }
 }
 
+/*
+ * A process holds the lock and does not let go (stopped in a debugger, or
+ * by SIGSTOP): the agent gives the lane up without the lock. Frames logged
+ * before the seal join the channel; a writer that appends after it takes
+ * its frame back (srm_lane_append). The socket is shut down, so that no
+ * byte of anyone reaches it any more: its link closes, and the next one
+ * resends what was not acknowledged. Clients see `retired` and ask for the
+ * new lane.
+ */
+static void srm_lane_retire(srm_agent_t *agent, srm_node_t *node)
+{
+    srm_lane_t *lane = node->lane;
+    srm_link_t *link = node->lane_link;
+    uint32_t len     = srm_lane_seal(lane);
+
+    srm_store_relaxed(&lane->open, 0);
+    srm_store_release(&lane->retired, 1);
+    srm_warn("node %u: a process held its direct lane for over %d ms "
+             "(stopped?): the lane is retired and its connection reset; "
+             "a new lane is made when asked", node->index,
+             SRM_LANE_HOLD_LIMIT_MS);
+    if ((len > sizeof(lane->log)) ||
+        ((len > 0) &&
+         (srm_channel_absorb(agent, node, lane->log, len, 0) != 0))) {
+        srm_warn("node %u: the retired lane's log (%u bytes) is corrupt or "
+                 "too large to keep; its frames are not resent",
+                 node->index, len);
+    }
+    if (link != NULL) {
+        shutdown(link->fd, SHUT_RDWR); /* its reads see the end: it closes */
+    }
+    node->lane       = NULL;
+    node->lane_link  = NULL;
+    node->lane_depth = 0;
+    srm_lane_unmap(lane);
+    close(node->lane_fd);
+    node->lane_fd = -1;
+}
+
 void srm_lane_enter(srm_agent_t *agent, srm_node_t *node)
 {
     if ((node->lane == NULL) || (node->lane_depth++ > 0)) {
         return;
     }
-    if (srm_lane_lock(node->lane, 0) < 0) {
+    if (srm_lane_lock_timed(node->lane, SRM_LANE_HOLD_LIMIT_MS) < 0) {
+        if (errno == ETIMEDOUT) {
+            srm_lane_retire(agent, node);
+            return;
+        }
         srm_error("node %u: cannot lock its direct lane: %m", node->index);
     }
     srm_lane_absorb(agent, node);

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 static int srm_lane_init_lock(srm_lane_t *lane)
@@ -98,11 +99,8 @@ void srm_lane_unmap(srm_lane_t *lane)
     munmap(lane, sizeof(*lane));
 }
 
-int srm_lane_lock(srm_lane_t *lane, int nowait)
+static int srm_lane_lock_result(srm_lane_t *lane, int ret)
 {
-    int ret = nowait ? pthread_mutex_trylock(&lane->lock) :
-                    pthread_mutex_lock(&lane->lock);
-
     if (ret == 0) {
         return 0;
     } else if (ret == EOWNERDEAD) {
@@ -113,4 +111,25 @@ int srm_lane_lock(srm_lane_t *lane, int nowait)
     }
     errno = ret;
     return -1;
+}
+
+int srm_lane_lock(srm_lane_t *lane, int nowait)
+{
+    return srm_lane_lock_result(lane, nowait ? pthread_mutex_trylock(&lane->lock) :
+                                          pthread_mutex_lock(&lane->lock));
+}
+
+int srm_lane_lock_timed(srm_lane_t *lane, int timeout_ms)
+{
+    struct timespec deadline;
+
+    clock_gettime(CLOCK_REALTIME, &deadline); /* timedlock's clock */
+    deadline.tv_sec  += timeout_ms / 1000;
+    deadline.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
+    if (deadline.tv_nsec >= 1000000000L) {
+        deadline.tv_sec  += 1;
+        deadline.tv_nsec -= 1000000000L;
+    }
+    return srm_lane_lock_result(lane,
+                           pthread_mutex_timedlock(&lane->lock, &deadline));
 }

@@ -102,6 +102,22 @@ static void uct_srm_direct_ask(uct_srm_iface_t *iface, uint32_t node,
               (nfds > 1) ? ", socket passed" : "", rep.open ? ", open" : "");
 }
 
+/* The agent retired the lane (a writer held it too long): forget it and
+ * its socket, to ask for the new one. */
+static void uct_srm_direct_forget(uct_srm_iface_t *iface, uint32_t node,
+                                  uct_srm_lane_t *lane)
+{
+    ucs_diag("srm: port %u: the agent retired the lane to node entry %u; "
+             "asking for a new one", iface->agent.port, node);
+    srm_lane_unmap(lane->shm);
+    lane->shm = NULL;
+    if (lane->fd >= 0) {
+        close(lane->fd);
+        lane->fd = -1;
+    }
+    lane->state = UCT_SRM_LANE_UNASKED;
+}
+
 /* The lane to the ep's node with a socket of the current generation. */
 static uct_srm_lane_t *uct_srm_direct_lane(uct_srm_iface_t *iface,
                                            uint32_t node)
@@ -125,6 +141,10 @@ static uct_srm_lane_t *uct_srm_direct_lane(uct_srm_iface_t *iface,
         }
     }
     lane = &iface->lanes[node];
+    if ((lane->state == UCT_SRM_LANE_MAPPED) &&
+        srm_load_acquire(&lane->shm->retired)) {
+        uct_srm_direct_forget(iface, node, lane);
+    }
     if (lane->state == UCT_SRM_LANE_UNASKED) {
         uct_srm_direct_ask(iface, node, lane);
     }
@@ -164,7 +184,8 @@ static void uct_srm_direct_kick(uct_srm_iface_t *iface, srm_lane_t *shm)
 
 ssize_t uct_srm_direct_send(uct_srm_iface_t *iface, uct_srm_ep_t *ep,
                             uint8_t am_id, uct_pack_callback_t pack,
-                            void *arg, size_t max_length)
+                            void *arg, size_t max_length,
+                            const void **packed)
 {
     size_t record = sizeof(srm_frame_hdr_t) + max_length;
     uct_srm_lane_t *lane;
@@ -191,7 +212,7 @@ ssize_t uct_srm_direct_send(uct_srm_iface_t *iface, uct_srm_ep_t *ep,
         }
         return -1;
     }
-    log_full = shm->log_len > sizeof(shm->log) - record;
+    log_full = srm_load_relaxed(&shm->log_len) > sizeof(shm->log) - record;
     if (!shm->open || (shm->generation != lane->generation) || log_full) {
         kick = shm->open && log_full;
         srm_lane_unlock(shm);
@@ -203,20 +224,29 @@ ssize_t uct_srm_direct_send(uct_srm_iface_t *iface, uct_srm_ep_t *ep,
 
     /* Into the log first: should this process die in the write, the
      * agent still has the whole frame to resend. */
-    frame  = shm->log + shm->log_len;
+    frame  = shm->log + srm_load_relaxed(&shm->log_len);
     length = pack(frame + sizeof(hdr), arg);
     ucs_assertv(length <= max_length, "length=%zu", length);
     srm_frame_hdr_init(&hdr, SRM_FRAME_AM, (uint32_t)length);
     hdr.src_port = iface->agent.port;
     hdr.dst_port = ep->dst_port;
     hdr.dst_key  = ep->dst_key;
-    hdr.chan_seq = shm->next_chan_seq++;
+    hdr.chan_seq = shm->next_chan_seq;
     hdr.am_id    = am_id;
-    hdr.seq      = iface->ctl->node_seq[ep->dst_node]++;
+    hdr.seq      = iface->ctl->node_seq[ep->dst_node];
     memcpy(frame, &hdr, sizeof(hdr));
     size           = sizeof(hdr) + length;
     shm->unwritten = (uint32_t)size;
-    shm->log_len  += (uint32_t)size;
+    if (srm_lane_append(shm, (uint32_t)size) != 0) {
+        /* Retired while this process held the lock: the agent did not
+         * take the frame. Its bytes stay mapped until the lane is
+         * forgotten, at the next send. */
+        srm_lane_unlock(shm);
+        *packed = frame + sizeof(hdr);
+        return (ssize_t)length;
+    }
+    shm->next_chan_seq++;
+    iface->ctl->node_seq[ep->dst_node]++;
 
     sent = send(lane->fd, frame, size, MSG_DONTWAIT | MSG_NOSIGNAL);
     if (sent < 0) {

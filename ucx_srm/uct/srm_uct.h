@@ -182,10 +182,13 @@ void uct_srm_iface_check_nodes(uct_srm_iface_t *iface);
 
 /* srm_direct.c */
 /* Writes an AM of at most max_length payload bytes (packed by pack) to
- * the ep's node directly: its length, or -1 if it must go to the ring. */
+ * the ep's node directly: its length, or -1 if it must go to the ring.
+ * With *packed set, the AM was packed there but the lane was retired in
+ * between: the caller puts those bytes in the ring (pack runs once). */
 ssize_t uct_srm_direct_send(uct_srm_iface_t *iface, uct_srm_ep_t *ep,
                             uint8_t am_id, uct_pack_callback_t pack,
-                            void *arg, size_t max_length);
+                            void *arg, size_t max_length,
+                            const void **packed);
 void uct_srm_direct_cleanup(uct_srm_iface_t *iface);
 
 /* auto: only when it spares a wakeup, with the agent asleep. */
