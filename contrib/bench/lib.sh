@@ -850,10 +850,10 @@ build_program() {
 build_mesh() { build_program "$1" mpicc '# the program' srm_mesh.c bench_gate.h; }
 
 # build_hop_floor OUT: srm_hop_floor, the agent hop without srm (mesh.sh).
-build_hop_floor() { build_program "$1" cc '# the floor program' srm_hop_floor.c; }
+build_hop_floor() { build_program "$1" cc '# the floor program' srm_hop_floor.c bench_clock.h; }
 
 # build_wake_cost OUT: srm_wake_cost, what waking a sleeper costs here.
-build_wake_cost() { build_program "$1" cc '# the wakeup program' srm_wake_cost.c; }
+build_wake_cost() { build_program "$1" cc '# the wakeup program' srm_wake_cost.c bench_clock.h; }
 
 declare -A WAKE=()
 

@@ -14,6 +14,8 @@
  * agent's wakeup.
  */
 #define _GNU_SOURCE
+#include "bench_clock.h"
+
 #include <arpa/inet.h>
 #include <errno.h>
 #include <getopt.h>
@@ -110,21 +112,6 @@ static void usage(FILE *out)
             "              (default 20, srmd's UCX_SRM_SPIN_TIME; 0: never)\n"
             "  --mode NAME run only this mode (repeatable)\n"
             "  -h, --help  this text\n");
-}
-
-static double hop_now(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
-static int hop_cmp_double(const void *a, const void *b)
-{
-    double x = *(const double*)a, y = *(const double*)b;
-
-    return (x < y) ? -1 : (x > y);
 }
 
 /* A connected TCP pair on loopback, with TCP_NODELAY: 0 or -1. */
@@ -235,7 +222,7 @@ static void hop_rank(const hop_mode_t *mode, hop_pair_t *pair, int doorbell,
     uint64_t seq;
 
     for (seq = 1; seq <= (uint64_t)iters; ++seq) {
-        start = hop_now();
+        start = bench_now();
         if (mode->path == HOP_DIRECT) {
             if (!first) {
                 hop_recv_word(fd, mode->yield);
@@ -258,7 +245,7 @@ static void hop_rank(const hop_mode_t *mode, hop_pair_t *pair, int doorbell,
             }
         }
         if (lat != NULL) {
-            lat[seq - 1] = (hop_now() - start) / 2;
+            lat[seq - 1] = (bench_now() - start) / 2;
         }
     }
 }
@@ -271,7 +258,7 @@ static void hop_agent(hop_pair_t *pair, int doorbell, int fd, double spin_s)
 {
     struct epoll_event ev = {.events = EPOLLIN}, events[2];
     uint64_t relayed = 0, value;
-    double last_work = hop_now();
+    double last_work = bench_now();
     int epfd, n, i;
 
     epfd = epoll_create1(EPOLL_CLOEXEC);
@@ -300,9 +287,9 @@ static void hop_agent(hop_pair_t *pair, int doorbell, int fd, double spin_s)
             _exit(0); /* the other agent is gone: the mode is over */
         }
         if (last_work == 0) {
-            last_work = hop_now(); /* the clock is read when idle only */
+            last_work = bench_now(); /* the clock is read when idle only */
         }
-        if ((hop_now() - last_work) < spin_s) {
+        if ((bench_now() - last_work) < spin_s) {
             continue;
         }
         __atomic_store_n(&pair->agent_sleeping.seq, 1, __ATOMIC_SEQ_CST);
@@ -313,7 +300,7 @@ static void hop_agent(hop_pair_t *pair, int doorbell, int fd, double spin_s)
         }
         n = epoll_wait(epfd, events, 2, HOP_SAFETY_MS);
         __atomic_store_n(&pair->agent_sleeping.seq, 0, __ATOMIC_SEQ_CST);
-        last_work = hop_now();
+        last_work = bench_now();
         for (i = 0; i < n; ++i) {
             if ((events[i].data.fd == doorbell) &&
                 (read(doorbell, &value, sizeof(value)) < 0) &&
@@ -441,7 +428,7 @@ static int hop_run(const hop_mode_t *mode, int iters, double spin_s)
         }
     }
     if (ret == 0) {
-        qsort(lat + warmup, (size_t)iters, sizeof(*lat), hop_cmp_double);
+        qsort(lat + warmup, (size_t)iters, sizeof(*lat), bench_cmp_double);
         printf("hop_floor %s p50 %.2f p99 %.2f iters %d\n", mode->name,
                lat[warmup + iters / 2] * 1e6,
                lat[warmup + (int)(iters * 0.99)] * 1e6, iters);

@@ -8,6 +8,8 @@
  * not srm's code, sets the floor under srm's latency.
  */
 #define _GNU_SOURCE
+#include "bench_clock.h"
+
 #include <errno.h>
 #include <getopt.h>
 #include <pthread.h>
@@ -77,21 +79,6 @@ static void usage(FILE *out)
             "  -h, --help  this text\n");
 }
 
-static double wake_now(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
-static int wake_cmp_double(const void *a, const void *b)
-{
-    double x = *(const double*)a, y = *(const double*)b;
-
-    return (x < y) ? -1 : (x > y);
-}
-
 /* Fills wake_cpus (-1 for a second CPU this process may not use). */
 static int wake_allowed_cpus(void)
 {
@@ -121,9 +108,9 @@ static int wake_pin(int cpu)
 
 static void wake_pause_us(double us)
 {
-    double end = wake_now() + us * 1e-6;
+    double end = bench_now() + us * 1e-6;
 
-    while (wake_now() < end) {
+    while (bench_now() < end) {
     }
 }
 
@@ -138,7 +125,7 @@ static void *wake_sleeper(void *arg)
         if (epoll_wait(run->epoll_fd, &ev, 1, -1) != 1) {
             continue; /* EINTR */
         }
-        atomic_store(&run->woke_at, wake_now());
+        atomic_store(&run->woke_at, bench_now());
         if (read(run->event_fd, &count, sizeof(count)) != sizeof(count)) {
             continue;
         }
@@ -222,7 +209,7 @@ static int wake_measure(wake_case_t which, unsigned iters, double *samples)
         }
         seen = atomic_load(&run.woken);
         atomic_store(&run.asleep, 0);
-        start = wake_now();
+        start = bench_now();
         if (write(run.event_fd, &one, sizeof(one)) != sizeof(one)) {
             break;
         }
@@ -331,7 +318,7 @@ int main(int argc, char **argv)
             failed = 1;
             continue;
         }
-        qsort(samples, iters, sizeof(*samples), wake_cmp_double);
+        qsort(samples, iters, sizeof(*samples), bench_cmp_double);
         printf("wake_cost %s p50 %.2f p99 %.2f iters %lu\n",
                wake_case_names[c], samples[iters / 2] * 1e6,
                samples[(iters * 99) / 100] * 1e6, iters);
