@@ -17,13 +17,13 @@ extern "C" {
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <csignal>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <memory>
 #include <sstream>
 #include <string>
-#include <csignal>
-#include <cstring>
 #include <sys/wait.h>
 #include <unistd.h>
 #include <vector>
@@ -270,6 +270,15 @@ TEST_F(uct_direct_test, a_writer_that_dies_holding_the_lock_stops_nothing)
 
 namespace {
 
+/* A fresh path for an agent's UCX_SRM_LOG_FILE, per test and process. */
+std::string agent_log_path(const char *test)
+{
+    std::string path = "/tmp/srm-gtest-" + std::string(test) + "-" +
+                       std::to_string(getpid()) + ".log";
+    unlink(path.c_str());
+    return path;
+}
+
 /* The agent's log, when it was started with UCX_SRM_LOG_FILE=path. */
 std::string read_file(const std::string &path)
 {
@@ -322,7 +331,7 @@ TEST(srm_lane_log, a_seal_wins_or_loses_against_an_append_as_a_whole)
 
 TEST_F(uct_direct_test, a_writer_stopped_holding_the_lock_stops_nothing)
 {
-    std::string log = "/tmp/srm-gtest-lane-" + std::to_string(getpid());
+    std::string log = agent_log_path("lane-stopped");
     ASSERT_NO_FATAL_FAILURE(start("always", {"UCX_SRM_LOG_FILE=" + log}));
     ASSERT_NO_FATAL_FAILURE(paced(100));
     srm_lane_t *lane = mapped_lane();
@@ -359,7 +368,7 @@ TEST_F(uct_direct_test, a_writer_stopped_holding_the_lock_stops_nothing)
 
 TEST_F(uct_direct_test, a_frame_packed_for_a_retired_lane_goes_by_the_ring)
 {
-    std::string log = "/tmp/srm-gtest-lane-" + std::to_string(getpid());
+    std::string log = agent_log_path("lane-packed");
     ASSERT_NO_FATAL_FAILURE(start("always", {"UCX_SRM_LOG_FILE=" + log}));
     ASSERT_NO_FATAL_FAILURE(paced(50));
     srm_lane_t *lane = mapped_lane(); /* the only one yet: port 0's */
@@ -373,11 +382,10 @@ TEST_F(uct_direct_test, a_frame_packed_for_a_retired_lane_goes_by_the_ring)
     ssize_t length      = uct_ep_am_bcopy(ep_, 9, slow_pack, &args, 0);
     ASSERT_EQ((ssize_t)sizeof(uint64_t), length);
     ++sent_;
-    /* The lane was retired under the pack; the message arrives (by the
-     * ring: the stream after the seal never counts as direct). */
+    /* The lane was retired under the pack, and the message arrives: the
+     * agent did not take it from the sealed log, so the ring carried it. */
     EXPECT_EQ(1u, srm_load_relaxed(&lane->retired));
     expect_all_arrive();
-    EXPECT_EQ(before, direct()) << node_a_->status();
     EXPECT_NE(std::string::npos,
               read_file(log).find("held its direct lane for over"))
             << read_file(log);

@@ -113,10 +113,9 @@ static int srm_lane_lock_result(srm_lane_t *lane, int ret)
     return -1;
 }
 
-int srm_lane_lock(srm_lane_t *lane, int nowait)
+int srm_lane_trylock(srm_lane_t *lane)
 {
-    return srm_lane_lock_result(lane, nowait ? pthread_mutex_trylock(&lane->lock) :
-                                          pthread_mutex_lock(&lane->lock));
+    return srm_lane_lock_result(lane, pthread_mutex_trylock(&lane->lock));
 }
 
 int srm_lane_lock_timed(srm_lane_t *lane, int timeout_ms)
@@ -130,6 +129,6 @@ int srm_lane_lock_timed(srm_lane_t *lane, int timeout_ms)
         deadline.tv_sec  += 1;
         deadline.tv_nsec -= 1000000000L;
     }
-    return srm_lane_lock_result(lane,
-                           pthread_mutex_timedlock(&lane->lock, &deadline));
+    return srm_lane_lock_result(
+            lane, pthread_mutex_timedlock(&lane->lock, &deadline));
 }

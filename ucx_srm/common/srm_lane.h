@@ -71,13 +71,14 @@ int srm_lane_map(int fd, srm_lane_t **lane_p);
 void srm_lane_unmap(srm_lane_t *lane);
 
 /*
- * Takes the lock; 1 if the previous owner died holding it (the lock is
- * taken and made consistent; owner_died is set). -1 if busy and nowait is
- * set, or on error.
+ * Client: takes the lock if it is free; 1 if the previous owner died
+ * holding it (the lock is taken and made consistent; owner_died is set).
+ * -1 if busy, or on error.
  */
-int srm_lane_lock(srm_lane_t *lane, int nowait);
+int srm_lane_trylock(srm_lane_t *lane);
 
-/* Agent: as srm_lane_lock, waiting at most timeout_ms (-1, ETIMEDOUT). */
+/* Agent: as srm_lane_trylock, waiting at most timeout_ms for the lock
+ * (-1 with ETIMEDOUT after that). */
 int srm_lane_lock_timed(srm_lane_t *lane, int timeout_ms);
 
 /* Client: appends size bytes written past the log's end, unless the log

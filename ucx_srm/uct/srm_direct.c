@@ -204,7 +204,7 @@ ssize_t uct_srm_direct_send(uct_srm_iface_t *iface, uct_srm_ep_t *ep,
     if (max_length > srm_load_relaxed(&shm->max_payload)) {
         return -1;
     }
-    ret = srm_lane_lock(shm, 1);
+    ret = srm_lane_trylock(shm);
     if (ret != 0) {
         if (ret > 0) {
             srm_lane_unlock(shm); /* a writer died: the agent mends it */
