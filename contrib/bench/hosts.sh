@@ -71,6 +71,12 @@ DESCRIPTION
     faster).  Repetitions are the outer loop and srm and tcp alternate, so
     slow drifts of the machine hit both alike.
 
+    The notes under the table say what waking a sleeping process costs on
+    this machine, on the waker's CPU and across CPUs (srm_wake_cost,
+    contrib/bench/srm_wake_cost.c, 1000 wakeups per case): an srm agent
+    that sleeps is woken once per hop, ranks with sockets of their own
+    never.
+
     After the table the report links three plots, rendered with gnuplot
     (pngcairo terminal if it has one, else png) from data files written
     next to them, one per plot, whose columns are the size in bytes (or

@@ -77,7 +77,8 @@ DESCRIPTION
     ping-pong; --seconds x 20000 round trips each (500 to 50000).  And the
     floor of a design srm does not have yet, where ranks write the shared
     socket themselves and the agents only receive (srm_hop_floor's
-    writer modes).
+    writer modes).  Last, what waking a sleeping process costs here, on the
+    waker's CPU and across CPUs (srm_wake_cost, 1000 wakeups per case).
 
     Every job first warms up (connections are made) for a tenth of
     --seconds (at least 0.2 s), then measures for --seconds.  Every message
