@@ -29,6 +29,7 @@ static void srm_lane_absorb(srm_agent_t *agent, srm_node_t *node)
     uint32_t unwritten  = lane->unwritten;
     srm_link_t *link    = chan->links[chan->active];
     const char *why     = NULL;
+    int taken           = 0;
 
     srm_store_relaxed(&lane->kick, 0);
     if (lane->owner_died) {
@@ -40,6 +41,7 @@ static void srm_lane_absorb(srm_agent_t *agent, srm_node_t *node)
     if (len > 0) {
         switch (srm_channel_absorb(agent, node, lane->log, len, unwritten)) {
         case 0:
+            taken = 1; /* numbering goes on after the last frame taken */
             break;
         case -1:
             why = "a process wrote a malformed frame to it directly";
@@ -49,7 +51,11 @@ static void srm_lane_absorb(srm_agent_t *agent, srm_node_t *node)
             break;
         }
     }
-    chan->next_seq   = lane->next_chan_seq;
+    if (!taken) {
+        /* A client numbers a frame only once it is in the log, so without
+         * frames the lane's count is the channel's. */
+        chan->next_seq = lane->next_chan_seq;
+    }
     lane->log_len    = 0;
     lane->unwritten  = 0;
     lane->owner_died = 0;

@@ -194,6 +194,7 @@ ssize_t uct_srm_direct_send(uct_srm_iface_t *iface, uct_srm_ep_t *ep,
     uint8_t *frame;
     size_t length, size;
     ssize_t sent;
+    uint32_t log_len;
     int kick, ret, log_full;
 
     lane = uct_srm_direct_lane(iface, ep->dst_node);
@@ -212,7 +213,8 @@ ssize_t uct_srm_direct_send(uct_srm_iface_t *iface, uct_srm_ep_t *ep,
         }
         return -1;
     }
-    log_full = srm_load_relaxed(&shm->log_len) > sizeof(shm->log) - record;
+    log_len  = srm_load_relaxed(&shm->log_len);
+    log_full = log_len > sizeof(shm->log) - record;
     if (!shm->open || (shm->generation != lane->generation) || log_full) {
         kick = shm->open && log_full;
         srm_lane_unlock(shm);
@@ -224,7 +226,7 @@ ssize_t uct_srm_direct_send(uct_srm_iface_t *iface, uct_srm_ep_t *ep,
 
     /* Into the log first: should this process die in the write, the
      * agent still has the whole frame to resend. */
-    frame  = shm->log + srm_load_relaxed(&shm->log_len);
+    frame  = shm->log + log_len;
     length = pack(frame + sizeof(hdr), arg);
     ucs_assertv(length <= max_length, "length=%zu", length);
     srm_frame_hdr_init(&hdr, SRM_FRAME_AM, (uint32_t)length);
