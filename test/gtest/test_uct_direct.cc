@@ -1,10 +1,11 @@
 /*
  * Direct lanes (srm_lane.h): a process writes small AMs to another node's
- * channel socket itself. Two private agents on loopback, an iface on each,
- * eps both ways. The tests count what the sending agent says was written
- * directly ("direct" in its status) and check that every AM arrives once,
- * in order, also when the channel's connection is reset under the writers
- * and when a writer dies holding the lane's lock.
+ * channel socket itself, and reads those for it. Two private agents on
+ * loopback, an iface on each, eps both ways. The tests count what the
+ * sending agent says was written directly ("direct" in its status) and
+ * what the receiving one says its clients took ("taken"), and check that
+ * every AM arrives once, in order, also when the channel's connection is
+ * reset under the writers and when a writer dies holding the lane's lock.
  */
 #include "srm_test_agent.h"
 #include "srm_test_uct.h"
@@ -22,6 +23,7 @@ extern "C" {
 #include <cstring>
 #include <fstream>
 #include <memory>
+#include <poll.h>
 #include <sstream>
 #include <string>
 #include <sys/wait.h>
@@ -44,6 +46,7 @@ protected:
     {
         two_port_test::TearDown();
         unsetenv("UCX_SRM_DIRECT");
+        unsetenv("UCX_SRM_DIRECT_RECV");
     }
 
     static ucs_status_t on_am(void *arg, void *data, size_t length,
@@ -157,18 +160,34 @@ protected:
     unsigned out_of_order_ = 0;
 };
 
-/* The lane this process mapped, found by its memfd's name. */
-srm_lane_t *mapped_lane()
+/* The lanes this process mapped, found by their memfds' names. */
+std::vector<srm_lane_t*> mapped_lanes()
 {
     std::ifstream maps("/proc/self/maps");
+    std::vector<srm_lane_t*> lanes;
     std::string line;
     while (std::getline(maps, line)) {
         if (line.find("memfd:srm-lane-") != std::string::npos) {
-            return reinterpret_cast<srm_lane_t*>(
-                    std::strtoull(line.c_str(), nullptr, 16));
+            lanes.push_back(reinterpret_cast<srm_lane_t*>(
+                    std::strtoull(line.c_str(), nullptr, 16)));
         }
     }
-    return nullptr;
+    return lanes;
+}
+
+/* The first lane this process mapped. */
+srm_lane_t *mapped_lane()
+{
+    std::vector<srm_lane_t*> lanes = mapped_lanes();
+    return lanes.empty() ? nullptr : lanes[0];
+}
+
+/* Packs a 4 KB AM that begins with its number. */
+size_t pack_numbered_4k(void *dest, void *arg)
+{
+    memset(dest, 0x5a, 4096);
+    memcpy(dest, arg, sizeof(uint64_t));
+    return 4096;
 }
 
 } // namespace
@@ -208,8 +227,9 @@ TEST_F(uct_direct_test, auto_writes_replies_but_leaves_streams_to_the_agent)
     EXPECT_GE(after_ping_pong, 150u) << node_a_->status();
     ASSERT_NO_FATAL_FAILURE(stream(3000));
     expect_all_arrive();
-    /* A stream follows no receive: at most its first message. */
-    EXPECT_LE(direct() - after_ping_pong, 1u) << node_a_->status();
+    /* A stream follows no receive: at most its first few messages. */
+    EXPECT_LE(direct() - after_ping_pong, SRM_LANE_DIRECT_BURST)
+            << node_a_->status();
 }
 
 TEST_F(uct_direct_test, auto_leaves_a_message_to_an_agent_that_is_awake)
@@ -289,8 +309,9 @@ std::string read_file(const std::string &path)
 }
 
 struct slow_pack_args {
-    uint64_t seq;
-    unsigned sleep_ms;
+    uint64_t     seq;
+    unsigned     sleep_ms;
+    const agent *asked;   /* asked for its status meanwhile, or null */
 };
 
 /* A child process, killed when the test ends however it ends. */
@@ -305,10 +326,14 @@ struct child_guard {
     }
 };
 
-/* A pack callback that takes its time, as a process stopped in it would. */
+/* A pack callback that takes its time, as a process stopped in it would,
+ * and meanwhile asks an agent for its status (which needs every lane). */
 size_t slow_pack(void *dest, void *arg)
 {
     const auto *args = static_cast<const slow_pack_args*>(arg);
+    if (args->asked != nullptr) {
+        args->asked->status();
+    }
     usleep(args->sleep_ms * 1000);
     memcpy(dest, &args->seq, sizeof(args->seq));
     return sizeof(args->seq);
@@ -318,15 +343,123 @@ size_t slow_pack(void *dest, void *arg)
 
 TEST(srm_lane_log, a_seal_wins_or_loses_against_an_append_as_a_whole)
 {
-    srm_lane_t lane;
-    memset(&lane, 0, sizeof(lane));
-    EXPECT_EQ(0, srm_lane_append(&lane, 48));
-    EXPECT_EQ(0, srm_lane_append(&lane, 64));
-    EXPECT_EQ(112u, srm_lane_seal(&lane));
+    std::unique_ptr<srm_lane_t> lane(new srm_lane_t());
+    EXPECT_EQ(0, srm_lane_append(lane.get(), 48));
+    EXPECT_EQ(0, srm_lane_append(lane.get(), 64));
+    EXPECT_EQ(112u, srm_lane_seal(lane.get()));
     /* Sealed: an append fails and leaves the length alone. */
-    EXPECT_EQ(-1, srm_lane_append(&lane, 48));
-    EXPECT_EQ(112u | SRM_LANE_SEALED, lane.log_len);
-    EXPECT_EQ(112u, srm_lane_seal(&lane));
+    EXPECT_EQ(-1, srm_lane_append(lane.get(), 48));
+    EXPECT_EQ(112u | SRM_LANE_SEALED, lane->log_len);
+    EXPECT_EQ(112u, srm_lane_seal(lane.get()));
+}
+
+TEST(srm_lane_log, a_seal_stops_the_record_of_frames_read_too)
+{
+    std::unique_ptr<srm_lane_t> lane(new srm_lane_t());
+    EXPECT_EQ(0, srm_lane_record_taken(lane.get(), 3));
+    EXPECT_EQ(0, srm_lane_record_taken(lane.get(), 1));
+    EXPECT_EQ(4u, srm_lane_seal_len(&lane->rx_taken));
+    /* A reader that finds the seal drops what it read: it comes again. */
+    EXPECT_EQ(-1, srm_lane_record_taken(lane.get(), 2));
+    EXPECT_EQ(4u | SRM_LANE_SEALED, lane->rx_taken);
+}
+
+TEST_F(uct_direct_test, receivers_read_their_messages_and_their_agents_sleep)
+{
+    /* Agents that never spin: every frame they read cost a wakeup. */
+    ASSERT_NO_FATAL_FAILURE(start("auto", {"UCX_SRM_POLL=block"}));
+    ASSERT_NO_FATAL_FAILURE(ping_pong(20)); /* both ports map their lanes */
+    unsigned long long taken_a   = node_a_->counter("taken");
+    unsigned long long taken_b   = node_b_->counter("taken");
+    unsigned long long wakeups_b = node_b_->counter("wakeups");
+    ASSERT_NO_FATAL_FAILURE(ping_pong(300));
+    expect_all_arrive();
+    /* Nearly every request and reply was taken from the socket by the
+     * process it was for... */
+    EXPECT_GE(node_b_->counter("taken") - taken_b, 250u) << node_b_->status();
+    EXPECT_GE(node_a_->counter("taken") - taken_a, 250u) << node_a_->status();
+    /* ...while the agent that would have read it did not listen. */
+    EXPECT_LT(node_b_->counter("wakeups") - wakeups_b, 60u)
+            << node_b_->status();
+}
+
+TEST_F(uct_direct_test, with_direct_recv_off_the_agents_read_everything)
+{
+    setenv("UCX_SRM_DIRECT_RECV", "n", 1);
+    ASSERT_NO_FATAL_FAILURE(start("auto", {"UCX_SRM_POLL=block"}));
+    ASSERT_NO_FATAL_FAILURE(ping_pong(20));
+    unsigned long long wakeups_b = node_b_->counter("wakeups");
+    ASSERT_NO_FATAL_FAILURE(ping_pong(300));
+    expect_all_arrive();
+    EXPECT_EQ(0u, node_a_->counter("taken")) << node_a_->status();
+    EXPECT_EQ(0u, node_b_->counter("taken")) << node_b_->status();
+    /* Each request wakes the agent that reads it. */
+    EXPECT_GE(node_b_->counter("wakeups") - wakeups_b, 250u)
+            << node_b_->status();
+}
+
+TEST_F(uct_direct_test, order_holds_when_receivers_read_one_channel_of_two)
+{
+    /* Messages over 1 KB take the bulk channel, which only agents read;
+     * the short ones between them may be taken from the small one. */
+    ASSERT_NO_FATAL_FAILURE(start("always", {"UCX_SRM_LARGE_THRESH=1k"}));
+    ASSERT_NO_FATAL_FAILURE(ping_pong(20));
+    unsigned long long taken_b = node_b_->counter("taken");
+    uint64_t end               = sent_ + 3000;
+    ASSERT_TRUE(progress_until([&] {
+        ucs_status_t status;
+        if (sent_ == end) {
+            return true;
+        } else if ((sent_ % 3) == 0) {
+            ssize_t length = uct_ep_am_bcopy(ep_, 9, pack_numbered_4k, &sent_,
+                                             0);
+            status = (length < 0) ? (ucs_status_t)length : UCS_OK;
+        } else {
+            status = uct_ep_am_short(ep_, 9, sent_, "payload", 7);
+        }
+        if (status == UCS_OK) {
+            ++sent_;
+        }
+        return false;
+    }, 60)) << "sent " << sent_ << " of " << end;
+    expect_all_arrive();
+    EXPECT_GT(node_b_->counter("taken"), taken_b) << node_b_->status();
+    /* Every third one came by the bulk channel. */
+    std::string status = node_b_->status();
+    size_t bulk        = status.find(" bulk ");
+    ASSERT_NE(std::string::npos, bulk) << status;
+    EXPECT_EQ(1000u, std::strtoull(status.c_str() + status.find(" rx ", bulk) +
+                                           4, nullptr, 10))
+            << status;
+}
+
+TEST_F(uct_direct_test, a_receiver_that_goes_to_sleep_is_still_woken)
+{
+    ASSERT_NO_FATAL_FAILURE(start("auto", {"UCX_SRM_POLL=block"}));
+    ASSERT_NO_FATAL_FAILURE(ping_pong(20));
+    std::vector<srm_lane_t*> lanes = mapped_lanes();
+    ASSERT_EQ(2u, lanes.size());
+    for (srm_lane_t *lane : lanes) {
+        EXPECT_EQ(1u, srm_load_relaxed(&lane->rx_pollers));
+    }
+
+    /* Port 1 goes to sleep: it stops polling its lane... */
+    int fd;
+    ASSERT_EQ(UCS_OK, uct_iface_event_fd_get(iface_[1], &fd));
+    ASSERT_EQ(UCS_OK, uct_iface_event_arm(iface_[1], UCT_EVENT_RECV));
+    EXPECT_EQ(1u, srm_load_relaxed(&lanes[0]->rx_pollers) +
+                          srm_load_relaxed(&lanes[1]->rx_pollers));
+    /* ...so a message for it wakes it, through its agent. */
+    ASSERT_EQ(UCS_OK, uct_ep_am_short(ep_, 9, sent_, "wake up", 7));
+    ++sent_;
+    struct pollfd pfd = {fd, POLLIN, 0};
+    EXPECT_EQ(1, poll(&pfd, 1, 10000)) << node_b_->status();
+    expect_all_arrive();
+    /* Polling again, it reads for itself again. */
+    ASSERT_NO_FATAL_FAILURE(ping_pong(20));
+    for (srm_lane_t *lane : lanes) {
+        EXPECT_EQ(1u, srm_load_relaxed(&lane->rx_pollers));
+    }
 }
 
 TEST_F(uct_direct_test, a_writer_stopped_holding_the_lock_stops_nothing)
@@ -373,12 +506,15 @@ TEST_F(uct_direct_test, a_frame_packed_for_a_retired_lane_goes_by_the_ring)
     ASSERT_NO_FATAL_FAILURE(paced(50));
     srm_lane_t *lane = mapped_lane(); /* the only one yet: port 0's */
     ASSERT_NE(nullptr, lane);
-    /* A reply owes the first agent an ack, which it must write itself:
-     * it will want the lane while the pack below holds it. */
     ASSERT_NO_FATAL_FAILURE(ping_pong(20));
+    /* The agent reads the socket under the lane's lock too: let it finish
+     * with the last reply, so the send below finds the lane free. */
+    progress_until([] { return false; }, 0.05);
+    ASSERT_EQ(1u, srm_load_acquire(&lane->open));
 
+    /* The status request makes the agent want the lane the pack holds. */
     unsigned long long before = direct();
-    slow_pack_args args = {sent_, 3 * SRM_LANE_HOLD_LIMIT_MS};
+    slow_pack_args args = {sent_, 2 * SRM_LANE_HOLD_LIMIT_MS, node_a_.get()};
     ssize_t length      = uct_ep_am_bcopy(ep_, 9, slow_pack, &args, 0);
     ASSERT_EQ((ssize_t)sizeof(uint64_t), length);
     ++sent_;

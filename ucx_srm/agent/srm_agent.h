@@ -57,6 +57,7 @@ enum {
 /* A frame held by the agent because its destination's RX ring was full. */
 typedef struct srm_backlog_frame {
     struct srm_backlog_frame *next;
+    srm_node_t               *from;  /* the node it came from, or NULL */
     srm_frame_hdr_t          hdr;
     uint8_t                  payload[];
 } srm_backlog_frame_t;
@@ -248,6 +249,11 @@ int srm_channel_is_next(srm_node_t *node, int kind,
 /* Books such an AM that srm_place.c read into its port's ring. */
 void srm_channel_placed(srm_agent_t *agent, srm_link_t *link,
                         const srm_frame_hdr_t *hdr);
+/* Books a frame a client read from the small channel's socket itself
+ * (srm_lane.h): an AM, which must be the next one, or an ACK. 0, or -1 if
+ * it was neither. */
+int srm_channel_taken(srm_agent_t *agent, srm_node_t *node,
+                      const srm_frame_hdr_t *hdr);
 int srm_channel_on_ack(srm_agent_t *agent, srm_link_t *link, uint32_t ack);
 void srm_channel_link_ready(srm_agent_t *agent, srm_link_t *link);
 void srm_channel_link_lost(srm_agent_t *agent, srm_link_t *link);
@@ -278,6 +284,8 @@ void srm_link_close(srm_agent_t *agent, srm_link_t *link,
                     srm_log_level_t level, const char *fmt, ...)
         __attribute__((format(printf, 4, 5)));
 void srm_link_set_events(srm_agent_t *agent, srm_link_t *link);
+/* Reads what the link's socket holds, inside its node's direct lane. */
+void srm_link_read_in_lane(srm_agent_t *agent, srm_link_t *link);
 void srm_link_say_bye(srm_agent_t *agent);
 unsigned srm_link_inject_fault(srm_agent_t *agent, uint32_t node, int kind,
                                srm_fault_how_t how);

@@ -856,6 +856,33 @@ int srm_channel_is_next(srm_node_t *node, int kind, const srm_frame_hdr_t *hdr)
     return (order != NULL) && (hdr->seq == order->expected);
 }
 
+int srm_channel_taken(srm_agent_t *agent, srm_node_t *node,
+                      const srm_frame_hdr_t *hdr)
+{
+    srm_channel_t *chan = &node->chan[SRM_CHANNEL_SMALL];
+    srm_order_t *order;
+    srm_client_t *dst;
+
+    if (hdr->type == SRM_FRAME_ACK) {
+        /* Without its link the next one resends what was not acked. */
+        return (node->lane_link == NULL) ? 0 :
+               srm_channel_on_ack(agent, node->lane_link, hdr->seq);
+    } else if ((hdr->type != SRM_FRAME_AM) ||
+               !srm_channel_is_next(node, SRM_CHANNEL_SMALL, hdr)) {
+        return -1;
+    }
+    order = srm_order_get(node, hdr->src_port);
+    dst   = srm_client_lookup(agent, hdr->dst_port);
+    if (dst != NULL) {
+        dst->stats.rx_frames++;
+        dst->stats.rx_bytes += hdr->length;
+    }
+    chan->taken_frames++;
+    srm_order_advance(agent, node, order, SRM_CHANNEL_SMALL, hdr);
+    srm_channel_consumed(agent, node, chan, hdr);
+    return 0;
+}
+
 void srm_channel_placed(srm_agent_t *agent, srm_link_t *link,
                         const srm_frame_hdr_t *hdr)
 {

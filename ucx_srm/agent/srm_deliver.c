@@ -124,7 +124,11 @@ static int srm_deliver_to_backlog(srm_agent_t *agent, srm_client_t *dst,
         return 0; /* stays in the sender's ring: slower, never lost */
     }
     frame->next = NULL;
+    frame->from = from;
     frame->hdr  = *hdr;
+    if (from != NULL) {
+        from->backlogged++; /* its port order now runs through here */
+    }
     memcpy(frame->payload, payload, hdr->length);
     if (dst->backlog_tail == NULL) {
         dst->backlog_head = frame;
@@ -258,6 +262,9 @@ static unsigned srm_deliver_backlog(srm_agent_t *agent, srm_client_t *dst)
         if (dst->backlog_head == NULL) {
             dst->backlog_tail = NULL;
         }
+        if (frame->from != NULL) {
+            frame->from->backlogged--;
+        }
         free(frame);
         ++count;
     }
@@ -290,6 +297,9 @@ void srm_deliver_release_backlog(srm_client_t *client)
 
     while ((frame = client->backlog_head) != NULL) {
         client->backlog_head = frame->next;
+        if (frame->from != NULL) {
+            frame->from->backlogged--;
+        }
         free(frame);
     }
     client->backlog_tail  = NULL;

@@ -2,11 +2,13 @@
  * The agent's side of the direct lanes (srm_lane.h): one per remote node
  * for its small channel, on the tcp wire, made when a client first asks.
  *
- * Every change the agent makes to the small channel's sending state, and
- * every write to its socket, happens between srm_lane_enter and
+ * Every change the agent makes to the small channel's sending state,
+ * every write to its socket, every read from the node's links and every
+ * change to the node's receive order happens between srm_lane_enter and
  * srm_lane_leave. Enter takes the lane's lock and absorbs what clients
- * wrote directly, so the channel's stream is whole again; leave decides
- * whether clients may write (the lane is open) and lets go. They nest:
+ * wrote and read directly, so the channel's streams are whole again;
+ * leave decides whether clients may write (open) and read (rx_open),
+ * publishes what they need to check the order, and lets go. They nest:
  * closing a link inside a write closes it inside the same lock.
  */
 #define _GNU_SOURCE
@@ -20,6 +22,31 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
+
+/*
+ * Books the frames clients read themselves, up to `taken` of the log.
+ * -1 if one was not next in order: the client broke the lane.
+ */
+static int srm_lane_absorb_rx(srm_agent_t *agent, srm_node_t *node,
+                              uint32_t taken)
+{
+    srm_lane_t *lane = node->lane;
+    srm_link_t *link = node->lane_link;
+    uint32_t i;
+
+    if (taken > SRM_LANE_RX_LOG) {
+        return -1;
+    }
+    for (i = 0; i < taken; ++i) {
+        if (srm_channel_taken(agent, node, &lane->rx_log[i]) != 0) {
+            return -1;
+        }
+    }
+    if ((taken > 0) && (link != NULL)) {
+        link->last_rx = srm_agent_now(); /* its peer is alive */
+    }
+    return 0;
+}
 
 static void srm_lane_absorb(srm_agent_t *agent, srm_node_t *node)
 {
@@ -64,6 +91,16 @@ static void srm_lane_absorb(srm_agent_t *agent, srm_node_t *node)
          * new link starts again from the oldest unacknowledged one. */
         srm_link_close(agent, link, SRM_LOG_WARN, "%s", why);
     }
+
+    /* After the frames written: an ack read may acknowledge them. */
+    if ((srm_lane_absorb_rx(agent, node, lane->rx_taken) != 0) &&
+        (node->lane_link != NULL)) {
+        srm_link_close(agent, node->lane_link, SRM_LOG_WARN,
+                       "a process read a frame from it directly that was "
+                       "not the next");
+    }
+    lane->rx_taken       = 0;
+    lane->rx_taken_bytes = 0;
 }
 
 /*
@@ -80,8 +117,10 @@ static void srm_lane_retire(srm_agent_t *agent, srm_node_t *node)
     srm_lane_t *lane = node->lane;
     srm_link_t *link = node->lane_link;
     uint32_t len     = srm_lane_seal(lane);
+    uint32_t taken   = srm_lane_seal_len(&lane->rx_taken);
 
     srm_store_relaxed(&lane->open, 0);
+    srm_store_relaxed(&lane->rx_open, 0);
     srm_store_release(&lane->retired, 1);
     srm_warn("node %u: a process held its direct lane for over %d ms "
              "(stopped?): the lane is retired and its connection reset; "
@@ -93,6 +132,10 @@ static void srm_lane_retire(srm_agent_t *agent, srm_node_t *node)
         srm_warn("node %u: the retired lane's log (%u bytes) is corrupt or "
                  "too large to keep; its frames are not resent",
                  node->index, len);
+    }
+    if (srm_lane_absorb_rx(agent, node, taken) != 0) {
+        srm_warn("node %u: the retired lane's receive log is corrupt; the "
+                 "frames it names may arrive twice", node->index);
     }
     if (link != NULL) {
         shutdown(link->fd, SHUT_RDWR); /* its reads see the end: it closes */
@@ -135,6 +178,88 @@ static srm_link_t *srm_lane_writable_link(const srm_node_t *node)
     return link;
 }
 
+/*
+ * Whether clients may read the lane's socket now: the agent's own input
+ * from it is empty (at a frame boundary), and no frame of the node waits
+ * in a port's backlog, where the order checks do not see it.
+ */
+static int srm_lane_readable(const srm_node_t *node)
+{
+    const srm_link_t *link = node->lane_link;
+
+    return (link != NULL) && (link->state == SRM_LINK_READY) &&
+           (link->in_len == 0) && (link->place.dst == NULL) &&
+           !link->muted && (node->backlogged == 0) &&
+           (node->state != SRM_NODE_INVALID);
+}
+
+static void srm_lane_set_polled(srm_agent_t *agent, srm_link_t *link,
+                                int polled)
+{
+    if ((link != NULL) && (link->clients_poll != polled)) {
+        link->clients_poll = polled;
+        srm_link_set_events(agent, link);
+    }
+}
+
+/*
+ * Listens to the lane's socket only while no client polls it: a frame a
+ * polling client takes then wakes nobody. While it does not listen, its
+ * timer looks at the pollers every SRM_LANE_POLL_STALE_MS.
+ */
+static void srm_lane_watch(srm_agent_t *agent, srm_node_t *node,
+                           int readable)
+{
+    const double stale = SRM_LANE_POLL_STALE_MS * 1e-3;
+    srm_lane_t *lane   = node->lane;
+    uint32_t polls     = srm_load_relaxed(&lane->rx_polls);
+    double now         = srm_agent_now();
+    int polled;
+
+    if (polls != node->lane_polls_seen) {
+        node->lane_polls_seen = polls;
+        node->lane_polled_at  = now;
+    }
+    polled = readable && (srm_load_relaxed(&lane->rx_pollers) > 0) &&
+             ((now - node->lane_polled_at) < stale);
+    srm_lane_set_polled(agent, node->lane_link, polled);
+    srm_store_relaxed(&lane->rx_agent_deaf, (uint32_t)polled);
+    if (polled && (agent->next_timer > now + stale)) {
+        agent->next_timer = now + stale;
+    }
+}
+
+/* What a client checks a frame against before it takes it. */
+static void srm_lane_publish_rx(srm_agent_t *agent, srm_node_t *node)
+{
+    srm_lane_t *lane = node->lane;
+    unsigned i, n;
+    int readable;
+
+    n = (node->num_orders < SRM_LANE_RX_PORTS) ? node->num_orders :
+                                                 SRM_LANE_RX_PORTS;
+    for (i = 0; i < n; ++i) {
+        lane->rx_ports[i].src_port = node->orders[i].src_port;
+        lane->rx_ports[i].expected = node->orders[i].expected;
+    }
+    lane->rx_num_ports = n;
+    lane->rx_expected  = node->chan[SRM_CHANNEL_SMALL].rx_expected;
+    readable           = srm_lane_readable(node);
+    srm_lane_watch(agent, node, readable);
+    srm_store_release(&lane->rx_open, (uint32_t)readable);
+}
+
+/* Whether the small channel waits for acks: a quarter of its depth not
+ * acknowledged, or frames queued behind it. */
+static uint32_t srm_lane_acks_wanted(const srm_agent_t *agent,
+                                     const srm_node_t *node)
+{
+    const srm_channel_t *chan = &node->chan[SRM_CHANNEL_SMALL];
+
+    return (chan->sent != chan->tail) ||
+           ((chan->sent - chan->head) > (agent->config.channel_depth / 4));
+}
+
 void srm_lane_leave(srm_agent_t *agent, srm_node_t *node)
 {
     srm_lane_t *lane = node->lane;
@@ -145,11 +270,14 @@ void srm_lane_leave(srm_agent_t *agent, srm_node_t *node)
     }
     link = srm_lane_writable_link(node);
     if ((link != NULL) && (link != node->lane_link)) {
+        srm_lane_set_polled(agent, node->lane_link, 0);
         node->lane_link = link;
         lane->generation++;
     }
     lane->next_chan_seq = node->chan[SRM_CHANNEL_SMALL].next_seq;
+    lane->ack_wanted    = srm_lane_acks_wanted(agent, node);
     srm_store_release(&lane->open, (uint32_t)(link != NULL));
+    srm_lane_publish_rx(agent, node);
     srm_lane_unlock(lane);
 }
 
@@ -157,7 +285,10 @@ void srm_lane_link_lost(srm_node_t *node, srm_link_t *link)
 {
     if ((node->lane != NULL) && (node->lane_link == link)) {
         node->lane_link = NULL;
+        link->clients_poll = 0; /* it is closing */
         srm_store_relaxed(&node->lane->open, 0);
+        srm_store_relaxed(&node->lane->rx_open, 0);
+        srm_store_relaxed(&node->lane->rx_agent_deaf, 0);
         node->lane->generation++;
     }
 }
@@ -257,8 +388,8 @@ void srm_lane_answer(srm_agent_t *agent, const srm_client_t *requester,
     }
 }
 
-/* Absorbs (the flush enters the lane) and sends on for every lane a
- * client kicked; work done. */
+/* For every lane a client kicked: absorbs (the flush enters the lane),
+ * sends on, and reads what its socket holds; work done. */
 unsigned srm_lane_progress(srm_agent_t *agent)
 {
     unsigned count = 0, i;
@@ -266,10 +397,14 @@ unsigned srm_lane_progress(srm_agent_t *agent)
 
     for (i = 0; i < agent->num_nodes; ++i) {
         node = agent->nodes[i];
-        if ((node->lane != NULL) && srm_load_relaxed(&node->lane->kick)) {
-            srm_channel_flush(agent, node, SRM_CHANNEL_SMALL);
-            ++count;
+        if ((node->lane == NULL) || !srm_load_relaxed(&node->lane->kick)) {
+            continue;
         }
+        srm_channel_flush(agent, node, SRM_CHANNEL_SMALL);
+        if (node->lane_link != NULL) {
+            srm_link_read_in_lane(agent, node->lane_link);
+        }
+        ++count;
     }
     return count;
 }

@@ -59,7 +59,8 @@ static int srm_link_on_qp(const srm_link_t *link)
 void srm_link_set_events(srm_agent_t *agent, srm_link_t *link)
 {
     struct epoll_event ev = {
-        .events   = (link->in_blocked ? 0 : EPOLLIN) |
+        .events   = ((link->in_blocked || link->clients_poll) ? 0 :
+                                                            EPOLLIN) |
                     (link->want_write ? EPOLLOUT : 0),
         .data.u64 = SRM_EPOLL_DATA(SRM_EPOLL_LINK, link->index)
     };
@@ -827,6 +828,24 @@ static void srm_link_read(srm_agent_t *agent, srm_link_t *link)
     srm_link_parse(agent, link);
 }
 
+/* Reads inside the node's lane: its clients may read the socket too, and
+ * what the agent delivers moves the order they check against. */
+void srm_link_read_in_lane(srm_agent_t *agent, srm_link_t *link)
+{
+    srm_node_t *node = link->node;
+    unsigned index   = link->index;
+
+    if (node == NULL) {
+        srm_link_read(agent, link);
+        return;
+    }
+    srm_lane_enter(agent, node);
+    if (agent->links[index] == link) { /* entering may close it */
+        srm_link_read(agent, link);
+    }
+    srm_lane_leave(agent, node);
+}
+
 static void srm_link_connected(srm_agent_t *agent, srm_link_t *link)
 {
     int error = srm_wire_tcp_connect_result(link->fd);
@@ -876,7 +895,7 @@ void srm_link_event(srm_agent_t *agent, unsigned index, uint32_t events)
         return;
     }
     if (events & (EPOLLIN | EPOLLERR | EPOLLHUP)) {
-        srm_link_read(agent, link);
+        srm_link_read_in_lane(agent, link);
         link = agent->links[index];
     }
     if ((link != NULL) && (events & EPOLLOUT) &&
@@ -919,12 +938,25 @@ void srm_link_verbs_event(srm_agent_t *agent, unsigned path)
 unsigned srm_link_progress(srm_agent_t *agent)
 {
     unsigned count = 0, i;
+    srm_node_t *node;
     srm_link_t *link;
+    int ret;
 
     for (i = 0; i < agent->num_links; ++i) {
         link = agent->links[i];
-        if ((link != NULL) && link->in_blocked &&
-            (srm_link_parse(agent, link) == 0) && !link->in_blocked) {
+        if ((link == NULL) || !link->in_blocked) {
+            continue;
+        }
+        node = link->node;
+        if (node != NULL) {
+            srm_lane_enter(agent, node);
+        }
+        /* Entering may close it. */
+        ret = (agent->links[i] == link) ? srm_link_parse(agent, link) : -1;
+        if (node != NULL) {
+            srm_lane_leave(agent, node);
+        }
+        if ((ret == 0) && !link->in_blocked) {
             ++count;
             if (link->qp != NULL) {
                 srm_link_read_qp(agent, link); /* no event will come */
@@ -945,6 +977,13 @@ void srm_link_timers(srm_agent_t *agent, double now)
     srm_link_t *link;
     unsigned i;
 
+    /* What clients read themselves was heard, too. */
+    for (i = 0; i < agent->num_nodes; ++i) {
+        if (agent->nodes[i]->lane != NULL) {
+            srm_lane_enter(agent, agent->nodes[i]);
+            srm_lane_leave(agent, agent->nodes[i]);
+        }
+    }
     for (i = 0; i < agent->num_links; ++i) {
         link = agent->links[i];
         if (link == NULL) {
@@ -964,7 +1003,7 @@ void srm_link_timers(srm_agent_t *agent, double now)
             if (srm_link_on_qp(link)) {
                 srm_link_read_qp(agent, link);
             } else {
-                srm_link_read(agent, link);
+                srm_link_read_in_lane(agent, link);
             }
             link = agent->links[i];
             if (link == NULL) {

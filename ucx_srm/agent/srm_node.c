@@ -15,6 +15,7 @@
 #define _GNU_SOURCE
 #include "srm_agent.h"
 
+#include <ucx_srm/common/srm_lane.h>
 #include <ucx_srm/common/srm_log.h>
 #include <ucx_srm/wire/srm_wire_tcp.h>
 
@@ -328,7 +329,9 @@ unsigned srm_node_progress(srm_agent_t *agent)
     for (i = 0; i < agent->num_nodes; ++i) {
         node = agent->nodes[i];
         if (node->held_bytes > 0) {
+            srm_lane_enter(agent, node); /* the order clients check moves */
             count += srm_channel_release_held(agent, node);
+            srm_lane_leave(agent, node);
         }
         if (node->dirty && (node->state != SRM_NODE_INVALID)) {
             node->dirty = 0;
@@ -357,6 +360,13 @@ unsigned srm_node_progress(srm_agent_t *agent)
     }
     agent->next_timer = now + (owed ? SRM_NODE_TICK_ACK :
                                       agent->config.failover_timeout / 8);
+    for (i = 0; i < agent->num_nodes; ++i) {
+        node = agent->nodes[i];
+        if ((node->lane_link != NULL) && node->lane_link->clients_poll &&
+            (agent->next_timer > now + SRM_LANE_POLL_STALE_MS * 1e-3)) {
+            agent->next_timer = now + SRM_LANE_POLL_STALE_MS * 1e-3;
+        }
+    }
     return count;
 }
 
@@ -427,6 +437,9 @@ void srm_node_format(srm_agent_t *agent, char *buf, size_t size,
 
     for (i = 0; i < agent->num_nodes; ++i) {
         node = agent->nodes[i];
+        /* What clients wrote and read directly counts as of now. */
+        srm_lane_enter(agent, node);
+        srm_lane_leave(agent, node);
         for (kind = 0; kind < SRM_CHANNEL_KINDS; ++kind) {
             chan = &node->chan[kind];
             used = 0;
@@ -443,7 +456,7 @@ void srm_node_format(srm_agent_t *agent, char *buf, size_t size,
                          "node %-3u 0x%016llx %-21s %-5s %-10s state %-9s "
                          "paths %s "
                          "queued %llu unacked %llu tx %llu/%llu "
-                         "direct %llu rx %llu/%llu placed %llu/%llu placing %d "
+                         "direct %llu rx %llu/%llu taken %llu placed %llu/%llu placing %d "
                          "connects %llu failovers %llu "
                          "resent %llu dups %llu held %zu reordered %llu "
                          "paused %u pauses %llu bad %llu dropped %llu\n",
@@ -461,6 +474,7 @@ void srm_node_format(srm_agent_t *agent, char *buf, size_t size,
                          (unsigned long long)chan->direct_frames,
                          (unsigned long long)chan->rx_frames,
                          (unsigned long long)chan->rx_bytes,
+                         (unsigned long long)chan->taken_frames,
                          (unsigned long long)chan->placed_frames,
                          (unsigned long long)chan->placed_bytes,
                          srm_node_placing(chan),

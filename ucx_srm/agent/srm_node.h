@@ -75,6 +75,7 @@ typedef struct srm_link {
     int              shared;      /* its socket was passed to clients (a
                                      direct lane): closing it must end the
                                      connection they hold too */
+    int              clients_poll; /* they read it: no EPOLLIN for us */
 } srm_link_t;
 
 /*
@@ -114,6 +115,7 @@ typedef struct srm_channel {
     uint64_t   failovers;         /* times the active link was lost */
     uint64_t   resent;            /* frames written more than once */
     uint64_t   direct_frames;     /* of tx, written by clients themselves */
+    uint64_t   taken_frames;      /* of rx, read by clients themselves */
     uint64_t   duplicates;        /* frames received twice and dropped */
     double     retry_at[SRM_WIRE_PATHS];
     unsigned   failures[SRM_WIRE_PATHS]; /* connects failed in a row */
@@ -162,12 +164,15 @@ struct srm_node {
     uint64_t         bad_frames;  /* malformed frames from this node */
     uint64_t         reordered;   /* frames held back for order */
     uint64_t         dropped;     /* frames for it dropped (node invalid) */
+    unsigned         backlogged;  /* its frames waiting in port backlogs */
     /* The small channel's direct lane (srm_lane.c), once a client asked. */
     srm_lane_t       *lane;
     int              lane_fd;
     unsigned         lane_depth;  /* srm_lane_enter nesting */
     srm_link_t       *lane_link;  /* the link whose socket the lane's
                                      generation names, or NULL */
+    uint32_t         lane_polls_seen; /* rx_polls when last looked at */
+    double           lane_polled_at;  /* when it last moved */
 };
 
 #endif

@@ -22,6 +22,27 @@
  * so that nobody writes to it any more, and makes a new lane when asked.
  * A client that finds its append sealed takes its frame back and sends it
  * through the ring.
+ *
+ * The lane carries the receiving side too, under the same lock: a client
+ * may read one whole frame from the socket itself while the agent says
+ * the socket is readable (rx_open: its own input from that connection is
+ * empty, at a frame boundary, and no frame from that node waits in a
+ * backlog), and the frame is either an AM for the client's own port that
+ * is next in the channel's numbering and in its source port's order (the
+ * agent publishes both, rx_expected and rx_ports), or an ACK (which the
+ * agent applies when it books it: acks are cumulative). The client records the
+ * frame's header in rx_log before it lets go of the lock, so the agent
+ * can count it, acknowledge it, and release what it held behind it. The
+ * seal covers rx_taken as it covers log_len: a client that read a frame
+ * but finds its record sealed drops the frame, which its sender resends
+ * on the next connection.
+ *
+ * While clients poll the socket (rx_pollers, and rx_polls moving), the
+ * agent stops listening to it, so that a frame a client takes wakes
+ * nobody. A client that finds a frame it may not take kicks the agent,
+ * which reads it; one that goes to sleep leaves the pollers and kicks it
+ * too. A poller that stops without leaving (killed, stopped) is noticed
+ * when rx_polls stands still for SRM_LANE_POLL_STALE_MS.
  */
 #ifndef SRM_LANE_H
 #define SRM_LANE_H
@@ -34,10 +55,28 @@
 #include <stdint.h>
 
 #define SRM_LANE_MAGIC    0x53524d4cu /* "SRML" */
-#define SRM_LANE_VERSION  2u
+#define SRM_LANE_VERSION  3u
 #define SRM_LANE_LOG_SIZE (64u * 1024u)
 #define SRM_LANE_SEALED   0x80000000u /* in log_len: the lane is retired */
 #define SRM_LANE_HOLD_LIMIT_MS 100    /* longer, and the holder is stuck */
+#define SRM_LANE_RX_LOG   512u         /* headers of frames clients took */
+#define SRM_LANE_RX_PORTS 64u          /* source ports whose order clients
+                                          may check; the others' frames are
+                                          the agent's to read */
+#define SRM_LANE_RX_KICK_FRAMES 256u   /* taken since the agent last looked:
+                                          it books and acknowledges them */
+#define SRM_LANE_RX_KICK_BYTES  (32u * 1024u)
+#define SRM_LANE_POLL_STALE_MS  5      /* pollers idle this long are gone */
+#define SRM_LANE_DIRECT_BURST   16u    /* UCX_SRM_DIRECT=auto: sends after a
+                                          receive a process writes itself;
+                                          a longer stream is the agent's to
+                                          coalesce */
+
+/* The next per-port seq the agent expects from a source port. */
+typedef struct srm_lane_rx_port {
+    uint32_t src_port;
+    uint32_t expected;
+} srm_lane_rx_port_t;
 
 typedef struct srm_lane {
     uint32_t        magic;
@@ -58,6 +97,22 @@ typedef struct srm_lane {
                                      did not reach the socket */
     uint32_t        retired;      /* the agent gave the lane up: map the
                                      new one it hands out */
+    /* Receiving (under the lock too). */
+    uint32_t        rx_open;      /* clients may read the socket */
+    uint32_t        rx_expected;  /* chan_seq of the channel's next frame */
+    uint32_t        rx_num_ports;
+    uint32_t        rx_taken;     /* headers in rx_log; grown with a
+                                     compare-and-swap, sealed as log_len */
+    uint32_t        rx_taken_bytes; /* their payload bytes */
+    uint32_t        rx_pollers;   /* clients that poll the socket */
+    uint32_t        rx_polls;     /* moves while they do */
+    uint32_t        rx_agent_deaf; /* the agent does not listen to the
+                                      socket: kick it to have it read */
+    uint32_t        ack_wanted;   /* the agent waits for the peer's acks
+                                     (its channel fills): kick it when one
+                                     is taken */
+    srm_lane_rx_port_t rx_ports[SRM_LANE_RX_PORTS];
+    srm_frame_hdr_t rx_log[SRM_LANE_RX_LOG];
     uint8_t         pad[64];
     uint8_t         log[SRM_LANE_LOG_SIZE];
 } srm_lane_t;
@@ -81,23 +136,43 @@ int srm_lane_trylock(srm_lane_t *lane);
  * (-1 with ETIMEDOUT after that). */
 int srm_lane_lock_timed(srm_lane_t *lane, int timeout_ms);
 
+/* Client: grows a sealable length by n, unless it was sealed (0, or -1
+ * when sealed). */
+static inline int srm_lane_grow(uint32_t *len_p, uint32_t n)
+{
+    uint32_t len = srm_load_relaxed(len_p);
+
+    return ((len & SRM_LANE_SEALED) ||
+            !__atomic_compare_exchange_n(len_p, &len, len + n, 0,
+                                         __ATOMIC_RELEASE, __ATOMIC_RELAXED)) ?
+                   -1 : 0;
+}
+
 /* Client: appends size bytes written past the log's end, unless the log
  * was sealed (0, or -1 when sealed). */
 static inline int srm_lane_append(srm_lane_t *lane, uint32_t size)
 {
-    uint32_t len = srm_load_relaxed(&lane->log_len);
+    return srm_lane_grow(&lane->log_len, size);
+}
 
-    return ((len & SRM_LANE_SEALED) ||
-            !__atomic_compare_exchange_n(&lane->log_len, &len, len + size, 0,
-                                         __ATOMIC_RELEASE, __ATOMIC_RELAXED)) ?
-                   -1 : 0;
+/* Client: records the n frame headers written from rx_log[rx_taken] on,
+ * unless the lane was sealed (0, or -1 when sealed). */
+static inline int srm_lane_record_taken(srm_lane_t *lane, uint32_t n)
+{
+    return srm_lane_grow(&lane->rx_taken, n);
+}
+
+/* Agent: seals a length; returns it as it was before the seal. */
+static inline uint32_t srm_lane_seal_len(uint32_t *len_p)
+{
+    return __atomic_fetch_or(len_p, SRM_LANE_SEALED, __ATOMIC_ACQUIRE) &
+           ~SRM_LANE_SEALED;
 }
 
 /* Agent: seals the log; returns its length before the seal. */
 static inline uint32_t srm_lane_seal(srm_lane_t *lane)
 {
-    return __atomic_fetch_or(&lane->log_len, SRM_LANE_SEALED,
-                             __ATOMIC_ACQUIRE) & ~SRM_LANE_SEALED;
+    return srm_lane_seal_len(&lane->log_len);
 }
 
 static inline void srm_lane_unlock(srm_lane_t *lane)

@@ -1,14 +1,23 @@
 /*
- * Sends that skip the agent: a small active message to another node is
- * written by this process to its node's channel socket, through the
- * node's direct lane (srm_lane.h), when the lane is open and nothing of
- * this port to that node is still in its ring. Everything else, and every
- * send the lane cannot take at once, goes through the ring as before.
+ * Sends and receives that skip the agent: a small active message to
+ * another node is written by this process to its node's channel socket,
+ * through the node's direct lane (srm_lane.h), when the lane is open and
+ * nothing of this port to that node is still in its ring. Everything
+ * else, and every send the lane cannot take at once, goes through the
+ * ring as before.
  *
- * UCX_SRM_DIRECT=auto writes directly only a send that follows a
- * receive, while the agent sleeps (request-reply traffic, where the
- * agent's wakeup is the cost); a stream of sends stays in the ring, where
- * the agent coalesces it.
+ * UCX_SRM_DIRECT=auto writes directly only the first sends after a
+ * receive (SRM_LANE_DIRECT_BURST), while the agent sleeps (requests,
+ * replies, a window of messages: where the agent's wakeup is the cost); a
+ * longer stream stays in the ring, where the agent coalesces it.
+ *
+ * With UCX_SRM_DIRECT_RECV, progress also reads the sockets of the lanes
+ * this process mapped: the frames at the head of one that are AMs for
+ * this port, next in order, with nothing of this port still in its ring,
+ * are taken from the socket here (and acks, for the agent). While
+ * processes poll a lane the agent does not listen to its socket, so the
+ * message wakes nobody; a frame left for the agent comes with a kick, and
+ * so does going to sleep (uct_srm_direct_stop_polling).
  */
 #ifdef HAVE_CONFIG_H
 #  include "config.h"
@@ -39,6 +48,7 @@ struct uct_srm_lane {
     int                  fd;         /* the channel's socket, or -1 */
     uint32_t             generation; /* of fd */
     uint32_t             asked;      /* the generation last asked for */
+    int                  polling;    /* counted in the lane's rx_pollers */
 };
 
 /* Asks the agent for the lane, or for its current socket. */
@@ -110,7 +120,8 @@ static void uct_srm_direct_forget(uct_srm_iface_t *iface, uint32_t node,
     ucs_diag("srm: port %u: the agent retired the lane to node entry %u; "
              "asking for a new one", iface->agent.port, node);
     srm_lane_unmap(lane->shm);
-    lane->shm = NULL;
+    lane->shm     = NULL;
+    lane->polling = 0; /* the new lane counts its own pollers */
     if (lane->fd >= 0) {
         close(lane->fd);
         lane->fd = -1;
@@ -135,6 +146,13 @@ static uct_srm_lane_t *uct_srm_direct_lane(uct_srm_iface_t *iface,
         if (iface->lanes == NULL) {
             iface->config.direct = UCT_SRM_DIRECT_NO;
             return NULL;
+        }
+        if (iface->config.direct_recv) {
+            iface->rx_frame = ucs_malloc(UCT_SRM_RX_FRAME_SIZE,
+                                         "srm_rx_frame");
+            if (iface->rx_frame == NULL) {
+                iface->config.direct_recv = 0;
+            }
         }
         for (i = 0; i < SRM_SHM_MAX_NODES; ++i) {
             iface->lanes[i].fd = -1;
@@ -268,6 +286,231 @@ ssize_t uct_srm_direct_send(uct_srm_iface_t *iface, uct_srm_ep_t *ep,
     return (ssize_t)length;
 }
 
+/* Whether a frame from src_port with seq is the next the agent expects;
+ * the entry to move on, or NULL. */
+static srm_lane_rx_port_t *uct_srm_direct_rx_port(srm_lane_t *shm,
+                                                  uint32_t src_port,
+                                                  uint32_t seq)
+{
+    uint32_t n = shm->rx_num_ports, i;
+
+    for (i = 0; (i < n) && (i < SRM_LANE_RX_PORTS); ++i) {
+        if (shm->rx_ports[i].src_port == src_port) {
+            return (shm->rx_ports[i].expected == seq) ? &shm->rx_ports[i] :
+                                                        NULL;
+        }
+    }
+    return NULL;
+}
+
+/* What this process may do with the frame at the head of a lane. */
+typedef enum {
+    UCT_SRM_RX_LEAVE,  /* the agent's to read */
+    UCT_SRM_RX_WAIT,   /* ours, not whole yet */
+    UCT_SRM_RX_AM,     /* ours: take it and hand it on */
+    UCT_SRM_RX_ACK,    /* an ack: take it for the agent, which waits for
+                          no one to apply it */
+} uct_srm_rx_verdict_t;
+
+static uct_srm_rx_verdict_t
+uct_srm_direct_judge(uct_srm_iface_t *iface, srm_lane_t *shm,
+                     const srm_frame_hdr_t *hdr, srm_frame_status_t status,
+                     size_t size, srm_lane_rx_port_t **entry_p)
+{
+    if (status != SRM_FRAME_OK) {
+        return UCT_SRM_RX_LEAVE;
+    } else if ((hdr->type == SRM_FRAME_ACK) && (hdr->length == 0)) {
+        return (size > 0) ? UCT_SRM_RX_ACK : UCT_SRM_RX_WAIT;
+    } else if ((hdr->type != SRM_FRAME_AM) ||
+               (hdr->dst_port != iface->agent.port) ||
+               (hdr->dst_key != iface->agent.key) ||
+               (hdr->chan_seq != shm->rx_expected)) {
+        return UCT_SRM_RX_LEAVE;
+    }
+    *entry_p = uct_srm_direct_rx_port(shm, hdr->src_port, hdr->seq);
+    if (*entry_p == NULL) {
+        return UCT_SRM_RX_LEAVE;
+    } else if (size > 0) {
+        return UCT_SRM_RX_AM;
+    }
+    /* A frame larger than rx_frame never comes whole here. */
+    return ((sizeof(*hdr) + hdr->length) > UCT_SRM_RX_FRAME_SIZE) ?
+                   UCT_SRM_RX_LEAVE : UCT_SRM_RX_WAIT;
+}
+
+/*
+ * Under the lane's lock: takes the frames at the head of the lane's socket
+ * that are this process's to take, at most budget AMs. Returns how many
+ * bytes of them are in iface->rx_frame (0: none taken); *kick when the
+ * agent has to look at the lane.
+ */
+static size_t uct_srm_direct_take_locked(uct_srm_iface_t *iface,
+                                         uct_srm_lane_t *lane,
+                                         unsigned budget, int *kick)
+{
+    srm_lane_t *shm = lane->shm;
+    uint32_t taken  = srm_load_relaxed(&shm->rx_taken);
+    uct_srm_rx_verdict_t verdict = UCT_SRM_RX_WAIT;
+    srm_lane_rx_port_t *entry;
+    uint32_t frames = 0, bytes = 0;
+    size_t offset   = 0, size;
+    srm_frame_status_t status;
+    srm_frame_hdr_t hdr;
+    unsigned ams    = 0;
+    ssize_t got;
+
+    if (!shm->rx_open || (shm->generation != lane->generation) ||
+        srm_ring_has_data(&iface->rx) || (taken >= SRM_LANE_RX_LOG)) {
+        *kick = (taken >= SRM_LANE_RX_LOG);
+        return 0; /* the agent reads it, or delivered first */
+    }
+    got = recv(lane->fd, iface->rx_frame, UCT_SRM_RX_FRAME_SIZE,
+               MSG_PEEK | MSG_DONTWAIT);
+    if (got < (ssize_t)sizeof(hdr)) {
+        return 0;
+    }
+
+    /* The hints move as frames are taken: the agent publishes its own
+     * count again whenever it lets go of the lane, so a failure below
+     * leaves nothing wrong behind. */
+    while ((ams < budget) && ((taken + frames) < SRM_LANE_RX_LOG)) {
+        entry   = NULL;
+        status  = srm_frame_next(iface->rx_frame + offset, (size_t)got - offset,
+                                 &hdr, &size);
+        verdict = ((size_t)got - offset < sizeof(hdr)) ? UCT_SRM_RX_WAIT :
+                  uct_srm_direct_judge(iface, shm, &hdr, status, size, &entry);
+        if ((verdict == UCT_SRM_RX_LEAVE) || (verdict == UCT_SRM_RX_WAIT)) {
+            break;
+        }
+        shm->rx_log[taken + frames++] = hdr;
+        offset += size;
+        if (verdict == UCT_SRM_RX_AM) {
+            shm->rx_expected++;
+            entry->expected++;
+            bytes += hdr.length;
+            ++ams;
+        }
+    }
+    /* A frame left in the socket is the agent's to read, and it may not
+     * be listening. */
+    *kick = (verdict == UCT_SRM_RX_LEAVE);
+    if (frames == 0) {
+        return 0;
+    }
+
+    /* They are all queued and only the lock holder reads: this takes
+     * them, without copying them again. */
+    got = recv(lane->fd, NULL, offset, MSG_TRUNC | MSG_DONTWAIT);
+    if (got != (ssize_t)offset) {
+        /* Never seen; the stream is no longer at a frame boundary, so
+         * only the agent may go on (it resets the connection). */
+        ucs_diag("srm: port %u: took %zd of %zu bytes of frames from a lane",
+                 iface->agent.port, got, offset);
+        shm->rx_open = 0;
+        *kick        = 1;
+        return 0;
+    }
+    if (srm_lane_record_taken(shm, frames) != 0) {
+        return 0; /* retired under us: they come again, through the agent */
+    }
+    shm->rx_taken_bytes += bytes;
+    /* The agent books and acknowledges them now and then, or their
+     * senders run out of room; an ack it waits for at once. */
+    *kick = *kick ||
+            ((taken + frames) >= SRM_LANE_RX_KICK_FRAMES) ||
+            (shm->rx_taken_bytes >= SRM_LANE_RX_KICK_BYTES) ||
+            ((ams < frames) && srm_load_relaxed(&shm->ack_wanted));
+    return offset;
+}
+
+/* Hands the AMs of frames [0, length) of iface->rx_frame on; how many. */
+static unsigned uct_srm_direct_dispatch(uct_srm_iface_t *iface, size_t length)
+{
+    unsigned count = 0;
+    srm_frame_hdr_t hdr;
+    size_t offset;
+    uint8_t *payload;
+
+    for (offset = 0; offset < length;
+         offset += sizeof(hdr) + hdr.length) {
+        memcpy(&hdr, iface->rx_frame + offset, sizeof(hdr));
+        if (hdr.type != SRM_FRAME_AM) {
+            continue;
+        }
+        payload = iface->rx_frame + offset + sizeof(hdr);
+        uct_iface_trace_am(&iface->super, UCT_AM_TRACE_TYPE_RECV, hdr.am_id,
+                           payload, hdr.length, "RX: AM port %u (direct)",
+                           hdr.src_port);
+        uct_iface_invoke_am(&iface->super, hdr.am_id, payload, hdr.length, 0);
+        ++count;
+    }
+    return count;
+}
+
+unsigned uct_srm_direct_receive(uct_srm_iface_t *iface, unsigned budget)
+{
+    unsigned count = 0;
+    uct_srm_lane_t *lane;
+    uint32_t node;
+    size_t length;
+    int kick, ret;
+
+    for (node = 1; (node < iface->num_nodes) && (count < budget); ++node) {
+        lane = &iface->lanes[node];
+        if ((lane->state != UCT_SRM_LANE_MAPPED) || (lane->fd < 0) ||
+            srm_load_relaxed(&lane->shm->retired)) {
+            continue;
+        }
+        if (!lane->polling) {
+            __atomic_fetch_add(&lane->shm->rx_pollers, 1, __ATOMIC_RELAXED);
+            lane->polling = 1;
+        }
+        __atomic_fetch_add(&lane->shm->rx_polls, 1, __ATOMIC_RELAXED);
+        if (!srm_load_acquire(&lane->shm->rx_open)) {
+            continue; /* the agent is reading it */
+        }
+        ret = srm_lane_trylock(lane->shm);
+        if (ret != 0) {
+            if (ret > 0) {
+                srm_lane_unlock(lane->shm); /* the agent mends it */
+                uct_srm_direct_kick(iface, lane->shm);
+            }
+            continue;
+        }
+        kick   = 0;
+        length = uct_srm_direct_take_locked(iface, lane, budget - count,
+                                            &kick);
+        srm_lane_unlock(lane->shm);
+        if (kick) {
+            uct_srm_direct_kick(iface, lane->shm);
+        }
+        /* Outside the lock: a handler may send through this lane. */
+        count += uct_srm_direct_dispatch(iface, length);
+    }
+    return count;
+}
+
+void uct_srm_direct_stop_polling(uct_srm_iface_t *iface)
+{
+    uct_srm_lane_t *lane;
+    uint32_t node;
+
+    if (iface->lanes == NULL) {
+        return;
+    }
+    for (node = 1; node < iface->num_nodes; ++node) {
+        lane = &iface->lanes[node];
+        if ((lane->state != UCT_SRM_LANE_MAPPED) || !lane->polling) {
+            continue;
+        }
+        __atomic_fetch_sub(&lane->shm->rx_pollers, 1, __ATOMIC_RELAXED);
+        lane->polling = 0;
+        if (srm_load_relaxed(&lane->shm->rx_agent_deaf)) {
+            uct_srm_direct_kick(iface, lane->shm); /* listen again */
+        }
+    }
+}
+
 void uct_srm_direct_cleanup(uct_srm_iface_t *iface)
 {
     unsigned i;
@@ -275,6 +518,7 @@ void uct_srm_direct_cleanup(uct_srm_iface_t *iface)
     if (iface->lanes == NULL) {
         return;
     }
+    uct_srm_direct_stop_polling(iface);
     for (i = 0; i < SRM_SHM_MAX_NODES; ++i) {
         if (iface->lanes[i].fd >= 0) {
             close(iface->lanes[i].fd);
@@ -285,4 +529,6 @@ void uct_srm_direct_cleanup(uct_srm_iface_t *iface)
     }
     ucs_free(iface->lanes);
     iface->lanes = NULL;
+    ucs_free(iface->rx_frame);
+    iface->rx_frame = NULL;
 }

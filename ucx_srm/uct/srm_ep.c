@@ -170,7 +170,7 @@ uct_srm_ep_reserve(uct_srm_ep_t *ep, uct_srm_iface_t *iface, uint8_t am_id,
 static UCS_F_ALWAYS_INLINE void uct_srm_ep_sent(uct_srm_iface_t *iface)
 {
     iface->sent_since_progress = 1;
-    iface->received_since_send = 0;
+    iface->sent_since_receive++;
 }
 
 static UCS_F_ALWAYS_INLINE void

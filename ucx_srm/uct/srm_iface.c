@@ -79,15 +79,26 @@ ucs_config_field_t uct_srm_iface_config_table[] = {
      "Which small active messages to another node this process writes to\n"
      "that node's channel socket itself, sparing the sending agent's wakeup\n"
      "(the agent keeps them for resending, as it does its own):\n"
-     " no     - none: every message goes through the agent.\n"
-     " auto   - a message sent after one was received, while the agent\n"
-     "          sleeps (request and reply, where its wakeup is the cost); a\n"
-     "          stream of sends stays with the agent, which coalesces it.\n"
+     " no     - none: every message goes through the agent (and so does\n"
+     "          every message received, whatever DIRECT_RECV says).\n"
+     " auto   - the first 16 sent after a receive, while the agent sleeps\n"
+     "          (requests, replies, a window of messages: where its wakeup\n"
+     "          is the cost); a longer stream stays with the agent, which\n"
+     "          coalesces it.\n"
      " always - every one the channel can take at once.\n"
      "Only on the tcp wire, and never while earlier messages of this process\n"
      "to that node are still with the agent.",
      ucs_offsetof(uct_srm_iface_config_t, direct),
      UCS_CONFIG_TYPE_ENUM(uct_srm_direct_names)},
+
+    {"DIRECT_RECV", "y",
+     "Read small active messages from another node's channel socket in\n"
+     "progress, once this process has written to that node directly: a\n"
+     "message for this process that is next in order is taken there. While\n"
+     "processes poll a socket the agent does not listen to it, so such a\n"
+     "message wakes no agent. Every other message is left to the agent.\n"
+     "n: the agent reads every socket.",
+     ucs_offsetof(uct_srm_iface_config_t, direct_recv), UCS_CONFIG_TYPE_BOOL},
 
     {NULL}
 };
@@ -338,6 +349,11 @@ static unsigned uct_srm_iface_progress(uct_iface_h tl_iface)
         srm_ring_release(&iface->rx);
         ++count;
     }
+    if ((iface->lanes != NULL) && iface->config.direct_recv &&
+        (count < iface->config.rx_max_poll)) {
+        count += uct_srm_direct_receive(iface,
+                                        iface->config.rx_max_poll - count);
+    }
 
     if ((count > 0) &&
         srm_load_relaxed(&iface->ctl->rx_space_wanted.value) &&
@@ -354,7 +370,7 @@ static unsigned uct_srm_iface_progress(uct_iface_h tl_iface)
     if ((count == 0) && iface->config.yield && !iface->sent_since_progress) {
         sched_yield();
     } else if (count > 0) {
-        iface->received_since_send = 1;
+        iface->sent_since_receive = 0;
     }
     iface->sent_since_progress = 0;
     return count;
@@ -406,6 +422,7 @@ static ucs_status_t uct_srm_iface_event_arm(uct_iface_h tl_iface,
     }
     while (read(iface->agent.event_fd, &count, sizeof(count)) > 0) {
     }
+    uct_srm_direct_stop_polling(iface);
 
     srm_shm_flag_raise(&iface->ctl->client_sleeping);
     if (srm_load_relaxed(&iface->ctl->nodes_changed.value) ||
@@ -462,6 +479,8 @@ static UCS_CLASS_INIT_FUNC(uct_srm_iface_t, uct_md_h tl_md,
     self->config.rx_max_poll = config->rx_max_poll;
     self->config.yield       = config->yield;
     self->config.direct      = config->direct;
+    self->config.direct_recv = config->direct_recv &&
+                               (config->direct != UCT_SRM_DIRECT_NO);
     /* PUT/GET only where the agent serves them for every peer (elsewhere
      * UCP emulates RMA over AM), and only with memory the md allocates. */
     self->config.rma_offered = md->mem_alloc &&
@@ -469,8 +488,9 @@ static UCS_CLASS_INIT_FUNC(uct_srm_iface_t, uct_md_h tl_md,
     self->config.max_rma     = config->max_rma;
     self->rma_outstanding    = 0;
     self->sent_since_progress = 0;
-    self->received_since_send = 1;
+    self->sent_since_receive  = 0;
     self->lanes              = NULL;
+    self->rx_frame           = NULL;
     self->fenced             = 0;
     self->num_flushes        = 0;
     self->num_nodes          = 1; /* entry 0 is this node */

@@ -10,6 +10,7 @@
 
 #include <ucx_srm/common/srm_address.h>
 #include <ucx_srm/common/srm_config.h>
+#include <ucx_srm/common/srm_lane.h>
 #include <ucx_srm/common/srm_proto.h>
 #include <ucx_srm/common/srm_rkey.h>
 #include <ucx_srm/common/srm_shm.h>
@@ -27,6 +28,9 @@
 #define UCT_SRM_CONFIG_PREFIX SRM_CONFIG_PREFIX
 #define UCT_SRM_MAX_HDR     128
 #define UCT_SRM_MAX_FLUSHES 64   /* flushes waiting for RMA completions */
+/* Most bytes of one frame read from a lane's socket (srm_direct.c); a
+ * larger frame is left to the agent. */
+#define UCT_SRM_RX_FRAME_SIZE (sizeof(srm_frame_hdr_t) + 16384)
 
 extern uct_component_t uct_srm_component;
 
@@ -80,6 +84,7 @@ typedef struct uct_srm_iface_config {
     unsigned           rx_max_poll;
     int                yield;         /* sched_yield when progress is idle */
     int                direct;        /* uct_srm_direct_mode_t */
+    int                direct_recv;   /* read lanes' sockets in progress */
 } uct_srm_iface_config_t;
 
 /* What attaching to the agent gives an iface. */
@@ -119,6 +124,7 @@ typedef struct uct_srm_iface {
         unsigned         rx_max_poll;
         int              yield;
         int              direct;        /* uct_srm_direct_mode_t */
+        int              direct_recv;
     } config;
     unsigned             rma_outstanding; /* RMA frames not yet answered */
     int                  fenced;        /* set only while that count > 0;
@@ -129,8 +135,9 @@ typedef struct uct_srm_iface {
     struct uct_srm_ep    *dispatch_ep;  /* whose pending request runs */
     volatile int         agent_lost;    /* set by the async socket handler */
     int                  sent_since_progress; /* see UCX_SRM_YIELD */
-    int                  received_since_send; /* see UCX_SRM_DIRECT */
+    unsigned             sent_since_receive; /* see UCX_SRM_DIRECT */
     uct_srm_lane_t       *lanes;        /* by node table entry, or NULL */
+    uint8_t              *rx_frame;     /* a frame read from a lane */
     int                  errors_reported;
 } uct_srm_iface_t;
 
@@ -189,14 +196,20 @@ ssize_t uct_srm_direct_send(uct_srm_iface_t *iface, uct_srm_ep_t *ep,
                             uint8_t am_id, uct_pack_callback_t pack,
                             void *arg, size_t max_length,
                             const void **packed);
+/* Takes at most budget AMs for this port from the lanes' sockets and
+ * hands them to their handlers; how many. */
+unsigned uct_srm_direct_receive(uct_srm_iface_t *iface, unsigned budget);
+/* This process is about to sleep: the agents read the lanes' sockets. */
+void uct_srm_direct_stop_polling(uct_srm_iface_t *iface);
 void uct_srm_direct_cleanup(uct_srm_iface_t *iface);
 
-/* auto: only when it spares a wakeup, with the agent asleep. */
+/* auto: only when it spares a wakeup, with the agent asleep, and only the
+ * first sends after a receive (a reply, a window's worth). */
 static inline int uct_srm_direct_wanted(const uct_srm_iface_t *iface)
 {
     return (iface->config.direct == UCT_SRM_DIRECT_ALWAYS) ||
            ((iface->config.direct == UCT_SRM_DIRECT_AUTO) &&
-            iface->received_since_send &&
+            (iface->sent_since_receive < SRM_LANE_DIRECT_BURST) &&
             srm_load_relaxed(&iface->ctl->agent_sleeping.value));
 }
 
