@@ -38,8 +38,10 @@ DESCRIPTION
 
       srm    UCX_TLS=srm (UCT: -x srm -d node) with LD_PRELOAD of the srm
              module, UCX_SRM_SOCKET=srm-hosts-<pid> and UCX_SRM_AGENT=never;
-             every message goes rank -> srmd(h2) -> TCP node channel ->
-             srmd(h1) -> rank;
+             a message goes rank -> srmd(h2) -> TCP node channel ->
+             srmd(h1) -> rank, but a small one between polling ranks
+             skips both agents (UCX_SRM_DIRECT, UCX_SRM_DIRECT_RECV: the
+             ranks write and read the node channel's socket themselves);
       tcp    UCX_TLS=tcp UCX_NET_DEVICES=eth0 (UCT: -x tcp -d eth0), UCX's
              own point-to-point TCP connections, without the srm module.
 
@@ -908,7 +910,7 @@ report() {
         "$(ucx_version)" "$(srmd_version)" "$SRM_MODULE"
     printf -- '- hosts: %s (10.77.0.1, servers) and %s (10.77.0.2, clients), netns-cluster --prefix %s; one srmd per host on @%s (%s, nice %s)\n' \
         "$H1" "$H2" "$PFX" "$SOCK" "$AGENT_POLICY" "$AGENT_NICE"
-    printf -- '- srm: UCX_TLS=srm, UCT -x srm -d node (rank -> srmd -> TCP node channel -> srmd -> rank); tcp: UCX_TLS=tcp UCX_NET_DEVICES=eth0, UCT -x tcp -d eth0\n'
+    printf -- '- srm: UCX_TLS=srm, UCT -x srm -d node (rank -> srmd -> TCP node channel -> srmd -> rank; small messages between polling ranks through the channel socket directly); tcp: UCX_TLS=tcp UCX_NET_DEVICES=eth0, UCT -x tcp -d eth0\n'
     printf -- '- iterations (-n / -w): tag_lat %s; tag_bw %s; am_lat %d/%d; 8 B message rate %d/%d (srm) and %d/%d (tcp) per pair%s\n' \
         "$(iter_ranges LAT_N LAT_W)" "$(iter_ranges BW_N BW_W)" "$AMLAT_N" "$AMLAT_W" \
         "${MR_N[srm]}" "${MR_W[srm]}" "${MR_N[tcp]}" "${MR_W[tcp]}" \

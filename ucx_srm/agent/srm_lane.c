@@ -203,6 +203,34 @@ static void srm_lane_set_polled(srm_agent_t *agent, srm_link_t *link,
 }
 
 /*
+ * Whether the clients took most frames of the window that just ended
+ * (when one ended). Where they do not (many processes, each finding the
+ * frames of the others at the head), the agent reads the socket alone,
+ * and lets them try again only every SRM_LANE_LISTEN_WINDOWS windows.
+ */
+static int srm_lane_clients_take(srm_node_t *node, double now)
+{
+    const srm_channel_t *chan = &node->chan[SRM_CHANNEL_SMALL];
+    uint64_t rx, taken;
+
+    if ((now - node->lane_window_start) < SRM_LANE_POLL_STALE_MS * 1e-3) {
+        return node->lane_listen_windows == 0;
+    }
+    rx    = chan->rx_frames - node->lane_window_rx;
+    taken = chan->taken_frames - node->lane_window_taken;
+    if (node->lane_listen_windows > 0) {
+        node->lane_listen_windows--;
+    } else if (node->lane_window_polled && ((2 * taken) < rx)) {
+        node->lane_listen_windows = SRM_LANE_LISTEN_WINDOWS;
+    }
+    node->lane_window_polled = srm_load_relaxed(&node->lane->rx_pollers) > 0;
+    node->lane_window_start  = now;
+    node->lane_window_rx    = chan->rx_frames;
+    node->lane_window_taken = chan->taken_frames;
+    return node->lane_listen_windows == 0;
+}
+
+/*
  * Listens to the lane's socket only while no client polls it: a frame a
  * polling client takes then wakes nobody. While it does not listen, its
  * timer looks at the pollers every SRM_LANE_POLL_STALE_MS.
@@ -220,7 +248,10 @@ static void srm_lane_watch(srm_agent_t *agent, srm_node_t *node,
         node->lane_polls_seen = polls;
         node->lane_polled_at  = now;
     }
-    polled = readable && (srm_load_relaxed(&lane->rx_pollers) > 0) &&
+    /* Not either while its channel waits for acks: it reads them at
+     * once, where a client that took one would have to kick it. */
+    polled = readable && !lane->ack_wanted &&
+             (srm_load_relaxed(&lane->rx_pollers) > 0) &&
              ((now - node->lane_polled_at) < stale);
     srm_lane_set_polled(agent, node->lane_link, polled);
     srm_store_relaxed(&lane->rx_agent_deaf, (uint32_t)polled);
@@ -244,7 +275,11 @@ static void srm_lane_publish_rx(srm_agent_t *agent, srm_node_t *node)
     }
     lane->rx_num_ports = n;
     lane->rx_expected  = node->chan[SRM_CHANNEL_SMALL].rx_expected;
-    readable           = srm_lane_readable(node);
+    lane->rx_changes++;
+    /* Not while they leave most frames to the agent anyway: their looks
+     * and their hold on the lock would only slow it down. */
+    readable           = srm_lane_readable(node) &&
+                         srm_lane_clients_take(node, srm_agent_now());
     srm_lane_watch(agent, node, readable);
     srm_store_release(&lane->rx_open, (uint32_t)readable);
 }

@@ -456,7 +456,8 @@ void srm_node_format(srm_agent_t *agent, char *buf, size_t size,
                          "node %-3u 0x%016llx %-21s %-5s %-10s state %-9s "
                          "paths %s "
                          "queued %llu unacked %llu tx %llu/%llu "
-                         "direct %llu rx %llu/%llu taken %llu placed %llu/%llu placing %d "
+                         "direct %llu rx %llu/%llu taken %llu "
+                         "placed %llu/%llu placing %d "
                          "connects %llu failovers %llu "
                          "resent %llu dups %llu held %zu reordered %llu "
                          "paused %u pauses %llu bad %llu dropped %llu\n",

@@ -173,6 +173,13 @@ struct srm_node {
                                      generation names, or NULL */
     uint32_t         lane_polls_seen; /* rx_polls when last looked at */
     double           lane_polled_at;  /* when it last moved */
+    /* Whether clients take enough to be left the socket (srm_lane_watch):
+     * over windows of SRM_LANE_POLL_STALE_MS. */
+    double           lane_window_start;
+    int              lane_window_polled; /* clients polled as it began */
+    uint64_t         lane_window_rx;     /* small channel rx_frames then */
+    uint64_t         lane_window_taken;  /* and taken_frames */
+    unsigned         lane_listen_windows; /* left to listen before a try */
 };
 
 #endif

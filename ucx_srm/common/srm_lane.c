@@ -12,6 +12,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#define SRM_LANE_SPIN_NS 50000L /* the agent spins this long for the lock */
+
 static int srm_lane_init_lock(srm_lane_t *lane)
 {
     pthread_mutexattr_t attr;
@@ -120,7 +122,24 @@ int srm_lane_trylock(srm_lane_t *lane)
 
 int srm_lane_lock_timed(srm_lane_t *lane, int timeout_ms)
 {
-    struct timespec deadline;
+    struct timespec deadline, now;
+    int ret;
+
+    /* Clients hold it for a system call or two, and take no new turn
+     * while the agent waits: waiting for one in the futex would cost the
+     * agent a wakeup, which is dearer than spinning. */
+    srm_store_relaxed(&lane->agent_waits, 1);
+    srm_fence();
+    clock_gettime(CLOCK_MONOTONIC, &deadline);
+    do {
+        ret = pthread_mutex_trylock(&lane->lock);
+        if (ret != EBUSY) {
+            srm_store_relaxed(&lane->agent_waits, 0);
+            return srm_lane_lock_result(lane, ret);
+        }
+        clock_gettime(CLOCK_MONOTONIC, &now);
+    } while (((now.tv_sec - deadline.tv_sec) * 1000000000L +
+              (now.tv_nsec - deadline.tv_nsec)) < SRM_LANE_SPIN_NS);
 
     clock_gettime(CLOCK_REALTIME, &deadline); /* timedlock's clock */
     deadline.tv_sec  += timeout_ms / 1000;
@@ -129,6 +148,7 @@ int srm_lane_lock_timed(srm_lane_t *lane, int timeout_ms)
         deadline.tv_sec  += 1;
         deadline.tv_nsec -= 1000000000L;
     }
-    return srm_lane_lock_result(
-            lane, pthread_mutex_timedlock(&lane->lock, &deadline));
+    ret = pthread_mutex_timedlock(&lane->lock, &deadline);
+    srm_store_relaxed(&lane->agent_waits, 0);
+    return srm_lane_lock_result(lane, ret);
 }

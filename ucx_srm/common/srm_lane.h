@@ -1,7 +1,8 @@
 /*
  * The direct lane of one remote node: how processes of this node write
- * small frames to that node's channel socket themselves, so that a message
- * costs one agent wakeup (the receiver's) instead of two.
+ * small frames to that node's channel socket themselves, and read those
+ * for them, so that a message between two polling processes wakes no
+ * agent (instead of two).
  *
  * The agent owns the channel; the lane is the part of its sending state
  * that clients share, in a memfd the agent creates per remote node and
@@ -24,18 +25,19 @@
  * through the ring.
  *
  * The lane carries the receiving side too, under the same lock: a client
- * may read one whole frame from the socket itself while the agent says
- * the socket is readable (rx_open: its own input from that connection is
+ * may read whole frames from the socket itself while the agent says the
+ * socket is readable (rx_open: its own input from that connection is
  * empty, at a frame boundary, and no frame from that node waits in a
- * backlog), and the frame is either an AM for the client's own port that
- * is next in the channel's numbering and in its source port's order (the
- * agent publishes both, rx_expected and rx_ports), or an ACK (which the
- * agent applies when it books it: acks are cumulative). The client records the
- * frame's header in rx_log before it lets go of the lock, so the agent
- * can count it, acknowledge it, and release what it held behind it. The
- * seal covers rx_taken as it covers log_len: a client that read a frame
- * but finds its record sealed drops the frame, which its sender resends
- * on the next connection.
+ * backlog), each either an AM for the client's own port that is next in
+ * the channel's numbering and in its source port's order (the agent
+ * publishes both, rx_expected and rx_ports), or an ACK the agent does not
+ * wait for (ack_wanted; it applies it when it books it: acks are
+ * cumulative). The client records the
+ * frames' headers in rx_log before it lets go of the lock, so the agent
+ * can count them, acknowledge them, and release what it held behind them.
+ * The seal covers rx_taken as it covers log_len: a client that read
+ * frames but finds its record sealed drops them, and their sender resends
+ * them on the next connection.
  *
  * While clients poll the socket (rx_pollers, and rx_polls moving), the
  * agent stops listening to it, so that a frame a client takes wakes
@@ -67,6 +69,9 @@
                                           it books and acknowledges them */
 #define SRM_LANE_RX_KICK_BYTES  (32u * 1024u)
 #define SRM_LANE_POLL_STALE_MS  5      /* pollers idle this long are gone */
+#define SRM_LANE_LISTEN_WINDOWS 8      /* of that length, that the agent
+                                          listens after clients took less
+                                          than half the frames of one */
 #define SRM_LANE_DIRECT_BURST   16u    /* UCX_SRM_DIRECT=auto: sends after a
                                           receive a process writes itself;
                                           a longer stream is the agent's to
@@ -88,6 +93,7 @@ typedef struct srm_lane {
     uint32_t        next_chan_seq;
     uint32_t        max_payload;  /* largest payload a client may write */
     uint32_t        kick;         /* a client wants the agent to absorb */
+    uint32_t        agent_waits;  /* for the lock: clients let it go first */
     uint32_t        owner_died;   /* a writer died holding the lock: the
                                      socket may hold part of a frame */
     uint32_t        log_len;      /* bytes of frames in log; grown with
@@ -108,9 +114,12 @@ typedef struct srm_lane {
     uint32_t        rx_polls;     /* moves while they do */
     uint32_t        rx_agent_deaf; /* the agent does not listen to the
                                       socket: kick it to have it read */
+    uint32_t        rx_changes;   /* moves whenever a frame is taken or
+                                     the agent lets go: a client that
+                                     left a frame to others looks again */
     uint32_t        ack_wanted;   /* the agent waits for the peer's acks
-                                     (its channel fills): kick it when one
-                                     is taken */
+                                     (its channel fills): it listens, and
+                                     clients leave acks to it */
     srm_lane_rx_port_t rx_ports[SRM_LANE_RX_PORTS];
     srm_frame_hdr_t rx_log[SRM_LANE_RX_LOG];
     uint8_t         pad[64];
@@ -133,7 +142,8 @@ void srm_lane_unmap(srm_lane_t *lane);
 int srm_lane_trylock(srm_lane_t *lane);
 
 /* Agent: as srm_lane_trylock, waiting at most timeout_ms for the lock
- * (-1 with ETIMEDOUT after that). */
+ * (-1 with ETIMEDOUT after that). Clients see agent_waits meanwhile and
+ * do not take it. */
 int srm_lane_lock_timed(srm_lane_t *lane, int timeout_ms);
 
 /* Client: grows a sealable length by n, unless it was sealed (0, or -1

@@ -41,6 +41,15 @@ typedef enum {
     UCT_SRM_LANE_MAPPED
 } uct_srm_lane_state_t;
 
+/* Polls of a lane between two marks in its rx_polls: far fewer than a
+ * poller makes in SRM_LANE_POLL_STALE_MS. */
+#define UCT_SRM_POLLS_PER_MARK 16
+
+/* A first look at a lane's socket: a few small frames. Only a frame of
+ * ours that does not fit makes it look again, at up to the whole
+ * rx_frame: most looks find a frame of another process, or nothing. */
+#define UCT_SRM_RX_FIRST_PEEK  1024
+
 /* This process's view of one node's lane. */
 struct uct_srm_lane {
     uct_srm_lane_state_t state;
@@ -49,6 +58,10 @@ struct uct_srm_lane {
     uint32_t             generation; /* of fd */
     uint32_t             asked;      /* the generation last asked for */
     int                  polling;    /* counted in the lane's rx_pollers */
+    unsigned             polls;      /* since rx_polls last moved */
+    int                  left;       /* its head is another's: wait for
+                                        rx_changes to move from left_at */
+    uint32_t             left_at;
 };
 
 /* Asks the agent for the lane, or for its current socket. */
@@ -220,7 +233,8 @@ ssize_t uct_srm_direct_send(uct_srm_iface_t *iface, uct_srm_ep_t *ep,
         return -1;
     }
     shm = lane->shm;
-    if (max_length > srm_load_relaxed(&shm->max_payload)) {
+    if ((max_length > srm_load_relaxed(&shm->max_payload)) ||
+        srm_load_relaxed(&shm->agent_waits)) {
         return -1;
     }
     ret = srm_lane_trylock(shm);
@@ -308,8 +322,8 @@ typedef enum {
     UCT_SRM_RX_LEAVE,  /* the agent's to read */
     UCT_SRM_RX_WAIT,   /* ours, not whole yet */
     UCT_SRM_RX_AM,     /* ours: take it and hand it on */
-    UCT_SRM_RX_ACK,    /* an ack: take it for the agent, which waits for
-                          no one to apply it */
+    UCT_SRM_RX_ACK,    /* an ack the agent does not wait for: take it
+                          for the agent to apply later */
 } uct_srm_rx_verdict_t;
 
 static uct_srm_rx_verdict_t
@@ -319,7 +333,8 @@ uct_srm_direct_judge(uct_srm_iface_t *iface, srm_lane_t *shm,
 {
     if (status != SRM_FRAME_OK) {
         return UCT_SRM_RX_LEAVE;
-    } else if ((hdr->type == SRM_FRAME_ACK) && (hdr->length == 0)) {
+    } else if ((hdr->type == SRM_FRAME_ACK) && (hdr->length == 0) &&
+               !srm_load_relaxed(&shm->ack_wanted)) {
         return (size > 0) ? UCT_SRM_RX_ACK : UCT_SRM_RX_WAIT;
     } else if ((hdr->type != SRM_FRAME_AM) ||
                (hdr->dst_port != iface->agent.port) ||
@@ -364,10 +379,19 @@ static size_t uct_srm_direct_take_locked(uct_srm_iface_t *iface,
         *kick = (taken >= SRM_LANE_RX_LOG);
         return 0; /* the agent reads it, or delivered first */
     }
-    got = recv(lane->fd, iface->rx_frame, UCT_SRM_RX_FRAME_SIZE,
+    got = recv(lane->fd, iface->rx_frame, UCT_SRM_RX_FIRST_PEEK,
                MSG_PEEK | MSG_DONTWAIT);
     if (got < (ssize_t)sizeof(hdr)) {
         return 0;
+    }
+    if (got == UCT_SRM_RX_FIRST_PEEK) {
+        status = srm_frame_next(iface->rx_frame, (size_t)got, &hdr, &size);
+        if ((uct_srm_direct_judge(iface, shm, &hdr, status, size, &entry) ==
+             UCT_SRM_RX_WAIT) &&
+            (sizeof(hdr) + hdr.length > UCT_SRM_RX_FIRST_PEEK)) {
+            got = recv(lane->fd, iface->rx_frame, UCT_SRM_RX_FRAME_SIZE,
+                       MSG_PEEK | MSG_DONTWAIT); /* ours, larger */
+        }
     }
 
     /* The hints move as frames are taken: the agent publishes its own
@@ -392,8 +416,12 @@ static size_t uct_srm_direct_take_locked(uct_srm_iface_t *iface,
         }
     }
     /* A frame left in the socket is the agent's to read, and it may not
-     * be listening. */
-    *kick = (verdict == UCT_SRM_RX_LEAVE);
+     * be listening; until someone takes it, looking again is for nothing. */
+    if (verdict == UCT_SRM_RX_LEAVE) {
+        *kick         = 1;
+        lane->left    = 1;
+        lane->left_at = shm->rx_changes + frames;
+    }
     if (frames == 0) {
         return 0;
     }
@@ -413,13 +441,13 @@ static size_t uct_srm_direct_take_locked(uct_srm_iface_t *iface,
     if (srm_lane_record_taken(shm, frames) != 0) {
         return 0; /* retired under us: they come again, through the agent */
     }
+    shm->rx_changes     += frames;
     shm->rx_taken_bytes += bytes;
     /* The agent books and acknowledges them now and then, or their
-     * senders run out of room; an ack it waits for at once. */
+     * senders run out of room. */
     *kick = *kick ||
             ((taken + frames) >= SRM_LANE_RX_KICK_FRAMES) ||
-            (shm->rx_taken_bytes >= SRM_LANE_RX_KICK_BYTES) ||
-            ((ams < frames) && srm_load_relaxed(&shm->ack_wanted));
+            (shm->rx_taken_bytes >= SRM_LANE_RX_KICK_BYTES);
     return offset;
 }
 
@@ -451,24 +479,39 @@ unsigned uct_srm_direct_receive(uct_srm_iface_t *iface, unsigned budget)
 {
     unsigned count = 0;
     uct_srm_lane_t *lane;
-    uint32_t node;
+    uint32_t node, generation;
     size_t length;
     int kick, ret;
 
     for (node = 1; (node < iface->num_nodes) && (count < budget); ++node) {
         lane = &iface->lanes[node];
-        if ((lane->state != UCT_SRM_LANE_MAPPED) || (lane->fd < 0) ||
+        if ((lane->state != UCT_SRM_LANE_MAPPED) ||
             srm_load_relaxed(&lane->shm->retired)) {
+            continue;
+        }
+        generation = srm_load_relaxed(&lane->shm->generation);
+        if ((generation != lane->generation) && (generation != lane->asked)) {
+            uct_srm_direct_ask(iface, node, lane); /* the new socket */
+        }
+        if ((lane->fd < 0) || (lane->generation != generation)) {
+            /* Not counted as polling: the agent listens after a while. */
             continue;
         }
         if (!lane->polling) {
             __atomic_fetch_add(&lane->shm->rx_pollers, 1, __ATOMIC_RELAXED);
             lane->polling = 1;
         }
-        __atomic_fetch_add(&lane->shm->rx_polls, 1, __ATOMIC_RELAXED);
-        if (!srm_load_acquire(&lane->shm->rx_open)) {
-            continue; /* the agent is reading it */
+        if ((++lane->polls % UCT_SRM_POLLS_PER_MARK) == 0) {
+            /* Now and then: every poller of the node shares the line. */
+            __atomic_fetch_add(&lane->shm->rx_polls, 1, __ATOMIC_RELAXED);
         }
+        if (!srm_load_acquire(&lane->shm->rx_open) ||
+            srm_load_relaxed(&lane->shm->agent_waits) ||
+            (lane->left &&
+             (srm_load_relaxed(&lane->shm->rx_changes) == lane->left_at))) {
+            continue; /* the agent is reading it, or will */
+        }
+        lane->left = 0;
         ret = srm_lane_trylock(lane->shm);
         if (ret != 0) {
             if (ret > 0) {

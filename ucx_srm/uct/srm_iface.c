@@ -349,8 +349,10 @@ static unsigned uct_srm_iface_progress(uct_iface_h tl_iface)
         srm_ring_release(&iface->rx);
         ++count;
     }
+    /* A look at a lane's socket is a system call: not for a process
+     * that is sending, and so not waiting (as UCX_SRM_YIELD). */
     if ((iface->lanes != NULL) && iface->config.direct_recv &&
-        (count < iface->config.rx_max_poll)) {
+        !iface->sent_since_progress && (count < iface->config.rx_max_poll)) {
         count += uct_srm_direct_receive(iface,
                                         iface->config.rx_max_poll - count);
     }
