@@ -32,9 +32,9 @@
  * the channel's numbering and in its source port's order (the agent
  * publishes both, rx_expected and rx_ports), or an ACK the agent does not
  * wait for (ack_wanted; it applies it when it books it: acks are
- * cumulative). The client records the
- * frames' headers in rx_log before it lets go of the lock, so the agent
- * can count them, acknowledge them, and release what it held behind them.
+ * cumulative). The client records the frames' headers in rx_log before
+ * it lets go of the lock, so the agent can count them, acknowledge them,
+ * and release what it held behind them.
  * The seal covers rx_taken as it covers log_len: a client that read
  * frames but finds its record sealed drops them, and their sender resends
  * them on the next connection.

@@ -58,7 +58,8 @@ struct uct_srm_lane {
     uint32_t             generation; /* of fd */
     uint32_t             asked;      /* the generation last asked for */
     int                  polling;    /* counted in the lane's rx_pollers */
-    unsigned             polls;      /* since rx_polls last moved */
+    unsigned             polls;      /* its own: every UCT_SRM_POLLS_PER_MARK
+                                        of them move rx_polls */
     int                  left;       /* its head is another's: wait for
                                         rx_changes to move from left_at */
     uint32_t             left_at;
