@@ -332,9 +332,19 @@ void srm_rma_link_lost(srm_agent_t *agent, srm_link_t *link);
 /* The agent stops: forget every operation, release their regions. */
 void srm_rma_cleanup(srm_agent_t *agent);
 
+/* The channel timers run by `due` at the latest. */
+static inline void srm_agent_timer_by(srm_agent_t *agent, double due)
+{
+    if (agent->next_timer > due) {
+        agent->next_timer = due;
+    }
+}
+
 /* srm_lane.c: clients that write the small channel's socket themselves */
 void srm_lane_enter(srm_agent_t *agent, srm_node_t *node);
 void srm_lane_leave(srm_agent_t *agent, srm_node_t *node);
+/* Books what clients wrote and read directly, as of now. */
+void srm_lane_catch_up(srm_agent_t *agent, srm_node_t *node);
 void srm_lane_link_lost(srm_node_t *node, srm_link_t *link);
 void srm_lane_destroy(srm_node_t *node);
 void srm_lane_answer(srm_agent_t *agent, const srm_client_t *requester,

@@ -787,9 +787,7 @@ static void srm_channel_owe_ack(srm_agent_t *agent, srm_channel_t *chan,
                                 double due)
 {
     chan->ack_due = due;
-    if (agent->next_timer > due) {
-        agent->next_timer = due;
-    }
+    srm_agent_timer_by(agent, due);
 }
 
 /* The channel's next frame was taken: it counts for the next ack. */

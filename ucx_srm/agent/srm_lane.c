@@ -236,12 +236,11 @@ static int srm_lane_clients_take(srm_node_t *node, double now)
  * timer looks at the pollers every SRM_LANE_POLL_STALE_MS.
  */
 static void srm_lane_watch(srm_agent_t *agent, srm_node_t *node,
-                           int readable)
+                           int readable, double now)
 {
     const double stale = SRM_LANE_POLL_STALE_MS * 1e-3;
     srm_lane_t *lane   = node->lane;
     uint32_t polls     = srm_load_relaxed(&lane->rx_polls);
-    double now         = srm_agent_now();
     int polled;
 
     if (polls != node->lane_polls_seen) {
@@ -255,8 +254,8 @@ static void srm_lane_watch(srm_agent_t *agent, srm_node_t *node,
              ((now - node->lane_polled_at) < stale);
     srm_lane_set_polled(agent, node->lane_link, polled);
     srm_store_relaxed(&lane->rx_agent_deaf, (uint32_t)polled);
-    if (polled && (agent->next_timer > now + stale)) {
-        agent->next_timer = now + stale;
+    if (polled) {
+        srm_agent_timer_by(agent, now + stale);
     }
 }
 
@@ -264,6 +263,7 @@ static void srm_lane_watch(srm_agent_t *agent, srm_node_t *node,
 static void srm_lane_publish_rx(srm_agent_t *agent, srm_node_t *node)
 {
     srm_lane_t *lane = node->lane;
+    double now       = srm_agent_now();
     unsigned i, n;
     int readable;
 
@@ -279,8 +279,8 @@ static void srm_lane_publish_rx(srm_agent_t *agent, srm_node_t *node)
     /* Not while they leave most frames to the agent anyway: their looks
      * and their hold on the lock would only slow it down. */
     readable           = srm_lane_readable(node) &&
-                         srm_lane_clients_take(node, srm_agent_now());
-    srm_lane_watch(agent, node, readable);
+                         srm_lane_clients_take(node, now);
+    srm_lane_watch(agent, node, readable, now);
     srm_store_release(&lane->rx_open, (uint32_t)readable);
 }
 
@@ -314,6 +314,12 @@ void srm_lane_leave(srm_agent_t *agent, srm_node_t *node)
     srm_store_release(&lane->open, (uint32_t)(link != NULL));
     srm_lane_publish_rx(agent, node);
     srm_lane_unlock(lane);
+}
+
+void srm_lane_catch_up(srm_agent_t *agent, srm_node_t *node)
+{
+    srm_lane_enter(agent, node);
+    srm_lane_leave(agent, node);
 }
 
 void srm_lane_link_lost(srm_node_t *node, srm_link_t *link)

@@ -979,10 +979,7 @@ void srm_link_timers(srm_agent_t *agent, double now)
 
     /* What clients read themselves was heard, too. */
     for (i = 0; i < agent->num_nodes; ++i) {
-        if (agent->nodes[i]->lane != NULL) {
-            srm_lane_enter(agent, agent->nodes[i]);
-            srm_lane_leave(agent, agent->nodes[i]);
-        }
+        srm_lane_catch_up(agent, agent->nodes[i]);
     }
     for (i = 0; i < agent->num_links; ++i) {
         link = agent->links[i];

@@ -362,9 +362,8 @@ unsigned srm_node_progress(srm_agent_t *agent)
                                       agent->config.failover_timeout / 8);
     for (i = 0; i < agent->num_nodes; ++i) {
         node = agent->nodes[i];
-        if ((node->lane_link != NULL) && node->lane_link->clients_poll &&
-            (agent->next_timer > now + SRM_LANE_POLL_STALE_MS * 1e-3)) {
-            agent->next_timer = now + SRM_LANE_POLL_STALE_MS * 1e-3;
+        if ((node->lane_link != NULL) && node->lane_link->clients_poll) {
+            srm_agent_timer_by(agent, now + SRM_LANE_POLL_STALE_MS * 1e-3);
         }
     }
     return count;
@@ -437,9 +436,7 @@ void srm_node_format(srm_agent_t *agent, char *buf, size_t size,
 
     for (i = 0; i < agent->num_nodes; ++i) {
         node = agent->nodes[i];
-        /* What clients wrote and read directly counts as of now. */
-        srm_lane_enter(agent, node);
-        srm_lane_leave(agent, node);
+        srm_lane_catch_up(agent, node);
         for (kind = 0; kind < SRM_CHANNEL_KINDS; ++kind) {
             chan = &node->chan[kind];
             used = 0;

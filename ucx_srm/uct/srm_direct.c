@@ -143,12 +143,27 @@ static void uct_srm_direct_forget(uct_srm_iface_t *iface, uint32_t node,
     lane->state = UCT_SRM_LANE_UNASKED;
 }
 
+/* Whether the lane's socket is of its current generation: asks for the
+ * new one once per generation. */
+static int uct_srm_direct_socket_current(uct_srm_iface_t *iface,
+                                         uint32_t node, uct_srm_lane_t *lane)
+{
+    uint32_t generation = srm_load_relaxed(&lane->shm->generation);
+
+    if ((lane->fd >= 0) && (generation == lane->generation)) {
+        return 1;
+    } else if (generation == lane->asked) {
+        return 0; /* asked already; it had no socket to give */
+    }
+    uct_srm_direct_ask(iface, node, lane);
+    return (lane->fd >= 0) && (lane->generation == generation);
+}
+
 /* The lane to the ep's node with a socket of the current generation. */
 static uct_srm_lane_t *uct_srm_direct_lane(uct_srm_iface_t *iface,
                                            uint32_t node)
 {
     uct_srm_lane_t *lane;
-    uint32_t generation;
     unsigned i;
 
     if (node == 0) {
@@ -183,18 +198,9 @@ static uct_srm_lane_t *uct_srm_direct_lane(uct_srm_iface_t *iface,
     if (lane->state != UCT_SRM_LANE_MAPPED) {
         return NULL;
     }
-    if (!srm_load_acquire(&lane->shm->open)) {
+    if (!srm_load_acquire(&lane->shm->open) ||
+        !uct_srm_direct_socket_current(iface, node, lane)) {
         return NULL;
-    }
-    generation = srm_load_relaxed(&lane->shm->generation);
-    if ((lane->fd < 0) || (generation != lane->generation)) {
-        if (generation == lane->asked) {
-            return NULL; /* asked already; it had no socket to give */
-        }
-        uct_srm_direct_ask(iface, node, lane);
-        if (lane->generation != generation) {
-            return NULL;
-        }
     }
     return lane;
 }
@@ -480,7 +486,7 @@ unsigned uct_srm_direct_receive(uct_srm_iface_t *iface, unsigned budget)
 {
     unsigned count = 0;
     uct_srm_lane_t *lane;
-    uint32_t node, generation;
+    uint32_t node;
     size_t length;
     int kick, ret;
 
@@ -490,11 +496,7 @@ unsigned uct_srm_direct_receive(uct_srm_iface_t *iface, unsigned budget)
             srm_load_relaxed(&lane->shm->retired)) {
             continue;
         }
-        generation = srm_load_relaxed(&lane->shm->generation);
-        if ((generation != lane->generation) && (generation != lane->asked)) {
-            uct_srm_direct_ask(iface, node, lane); /* the new socket */
-        }
-        if ((lane->fd < 0) || (lane->generation != generation)) {
+        if (!uct_srm_direct_socket_current(iface, node, lane)) {
             /* Not counted as polling: the agent listens after a while. */
             continue;
         }
