@@ -37,9 +37,12 @@ ucs_config_field_t uct_srm_iface_config_table[] = {
      "size of one scheduling unit on the node channel.",
      ucs_offsetof(uct_srm_iface_config_t, seg_size), UCS_CONFIG_TYPE_MEMUNITS},
 
-    {"MAX_ZCOPY", "64k",
+    {"MAX_ZCOPY", "auto",
      "Largest active message sent from user memory (AM zcopy). The agent\n"
-     "moves it in SEG_SIZE units; it may not exceed the agent's frame limit.",
+     "moves it in SEG_SIZE units; it may not exceed the agent's frame limit.\n"
+     "auto: the largest the agent takes (its frame limit less the AM header).\n"
+     "Each message costs both agents a wakeup or more, so larger messages\n"
+     "carry bulk data faster.",
      ucs_offsetof(uct_srm_iface_config_t, max_zcopy), UCS_CONFIG_TYPE_MEMUNITS},
 
     {"MAX_RMA", "4m",
@@ -446,6 +449,7 @@ static UCS_CLASS_INIT_FUNC(uct_srm_iface_t, uct_md_h tl_md,
     ucs_async_context_t *async;
     ucs_status_t status;
     uint8_t *base;
+    size_t max_zcopy;
     unsigned i;
 
     UCS_CLASS_CALL_SUPER_INIT(uct_base_iface_t, &uct_srm_iface_ops,
@@ -454,21 +458,24 @@ static UCS_CLASS_INIT_FUNC(uct_srm_iface_t, uct_md_h tl_md,
                               UCS_STATS_ARG(params->stats_root)
                               UCS_STATS_ARG(UCT_SRM_NAME));
 
-    if ((config->seg_size < 64) || (config->seg_size > config->max_zcopy)) {
-        ucs_error("srm: UCX_SRM_SEG_SIZE (%zu) must be 64 or more and not "
-                  "above UCX_SRM_MAX_ZCOPY (%zu)", config->seg_size,
-                  config->max_zcopy);
-        return UCS_ERR_INVALID_PARAM;
-    }
-
     status = uct_srm_agent_attach(md, config, &self->agent);
     if (status != UCS_OK) {
         return status;
     }
-    if ((config->max_zcopy + UCT_SRM_MAX_HDR) > self->agent.max_payload) {
+    max_zcopy = (config->max_zcopy == UCS_MEMUNITS_AUTO) ?
+                        (self->agent.max_payload - UCT_SRM_MAX_HDR) :
+                        config->max_zcopy;
+    if ((max_zcopy + UCT_SRM_MAX_HDR) > self->agent.max_payload) {
         ucs_error("srm: UCX_SRM_MAX_ZCOPY (%zu) plus header exceeds the "
-                  "agent's frame limit (%u)", config->max_zcopy,
+                  "agent's frame limit (%u)", max_zcopy,
                   self->agent.max_payload);
+        uct_srm_agent_detach(&self->agent);
+        return UCS_ERR_INVALID_PARAM;
+    }
+    if ((config->seg_size < 64) || (config->seg_size > max_zcopy)) {
+        ucs_error("srm: UCX_SRM_SEG_SIZE (%zu) must be 64 or more and not "
+                  "above UCX_SRM_MAX_ZCOPY (%zu)", config->seg_size,
+                  max_zcopy);
         uct_srm_agent_detach(&self->agent);
         return UCS_ERR_INVALID_PARAM;
     }
@@ -477,7 +484,7 @@ static UCS_CLASS_INIT_FUNC(uct_srm_iface_t, uct_md_h tl_md,
     self->ctl                = self->agent.shm;
     self->config.max_bcopy   = config->seg_size;
     self->config.max_short   = config->seg_size - sizeof(uint64_t);
-    self->config.max_zcopy   = config->max_zcopy;
+    self->config.max_zcopy   = max_zcopy;
     self->config.rx_max_poll = config->rx_max_poll;
     self->config.yield       = config->yield;
     self->config.direct      = config->direct;
