@@ -32,7 +32,9 @@ DESCRIPTION
     contrib/netns-cluster (--prefix, default hb<pid>: hosts hb<pid>h1 =
     10.77.0.1 and hb<pid>h2 = 10.77.0.2, each with its own network, UTS and
     IPC namespace), starts one srmd per host on the abstract socket
-    srm-hosts-<pid>, and runs ucx_perftest between the hosts: every server
+    srm-hosts-<pid> (each in a session of its own, as UCX starts it with
+    srmd --daemonize: with autogroup scheduling a session is a scheduling
+    group), and runs ucx_perftest between the hosts: every server
     runs in h1, every client in h2 and connects to 10.77.0.1.  Two
     transports are compared:
 
@@ -411,9 +413,11 @@ devs=$(timeout -k 5 60 "$NC" exec "$H1" "${BASE_ENV[@]}" "${SRM_ENV[@]}" \
 
 AGENT_ENV=(env -u LD_PRELOAD -u UCX_SRM_SOCKET -u UCX_SRM_AGENT)
 # Started directly in the main shell (not in a function or subshell), so $!
-# is the srmd itself: netns-cluster exec execs nsenter, ip netns exec and env.
+# is the srmd itself: netns-cluster exec execs nsenter, ip netns exec, env
+# and setsid. setsid gives each agent a session of its own, as it has when
+# UCX starts it (srmd --daemonize); see AGENT_SESSION in lib.sh.
 for h in "${HOSTS[@]}"; do
-    acmd=("$NC" exec "$h" "${AGENT_ENV[@]}" "$SRMD" -q -s "$SOCK" -l "$WORK/srmd.$h.log")
+    acmd=("$NC" exec "$h" "${AGENT_ENV[@]}" "${AGENT_SESSION[@]}" "$SRMD" -q -s "$SOCK" -l "$WORK/srmd.$h.log")
     "${acmd[@]}" >"$WORK/srmd.$h.out" 2>&1 &
     AGENT[$h]=$!
     record_cmd "# agent in $h" ' &' "${acmd[@]}"

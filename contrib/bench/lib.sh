@@ -659,6 +659,16 @@ cluster_down() {
         info "WARNING: 'netns-cluster down --prefix $PFX' failed (see $WORK/cluster.log)"
 }
 
+# How the scripts start an agent: in a session of its own, as UCX starts
+# one (srmd --daemonize calls setsid). With autogroup scheduling (Debian's
+# default, /proc/sys/kernel/sched_autogroup_enabled) a session is a
+# scheduling group: an agent started in the script's session would share
+# the ranks' CPU share and, at nice -10, preempt them, which no real job
+# does (1 MB tag_bw between two hosts: 690-1100 MB/s so, against
+# 1150-1680 in sessions of their own, on 2026-12-01). Not forking: the
+# caller's $! stays the agent's PID.
+AGENT_SESSION=(setsid)
+
 # agents_start TAG: one srmd per host on @SOCK, logs srmd.HOST.TAG.log;
 # waits until each answers and reports its own PID (AGENT[host]).  Called
 # from the main shell, so that $! is the srmd: netns-cluster exec execs.
@@ -666,7 +676,7 @@ agents_start() {
     local tag=$1 h i spid acmd
     for h in "${HOSTS[@]}"; do
         acmd=("$NC" exec "$h" env -u LD_PRELOAD -u UCX_SRM_SOCKET -u UCX_SRM_AGENT
-              "$SRMD" -q -s "$SOCK" -l "$WORK/srmd.$h.$tag.log")
+              "${AGENT_SESSION[@]}" "$SRMD" -q -s "$SOCK" -l "$WORK/srmd.$h.$tag.log")
         "${acmd[@]}" >"$WORK/srmd.$h.$tag.out" 2>&1 &
         AGENT[$h]=$!
         record_cmd "# agent in $h" ' &' "${acmd[@]}"

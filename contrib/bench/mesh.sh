@@ -29,7 +29,8 @@ SYNOPSIS
 DESCRIPTION
     Brings up N simulated hosts with contrib/netns-cluster (--prefix,
     default mb<pid>: hosts mb<pid>h1..hN = 10.77.0.1..N), starts one srmd
-    per host on the abstract socket srm-mesh-<pid>, builds
+    per host on the abstract socket srm-mesh-<pid> (each in a session of
+    its own, as UCX starts it: see hosts.sh), builds
     contrib/bench/srm_mesh.c with mpicc and runs it with Open MPI (pml ucx)
     through contrib/netns-mpirun, once per transport:
 

@@ -402,6 +402,17 @@ TEST_F(uct_direct_test, with_direct_recv_off_the_agents_read_everything)
             << node_b_->status();
 }
 
+/* Frames an agent's bulk channel received, from its status. */
+static unsigned long long bulk_rx_frames(const agent &node)
+{
+    std::string status = node.status();
+    size_t bulk        = status.find(" bulk ");
+    EXPECT_NE(std::string::npos, bulk) << status;
+    return (bulk == std::string::npos) ? 0 :
+           std::strtoull(status.c_str() + status.find(" rx ", bulk) + 4,
+                         nullptr, 10);
+}
+
 TEST_F(uct_direct_test, order_holds_when_receivers_read_one_channel_of_two)
 {
     /* Messages over 1 KB take the bulk channel, which only agents read;
@@ -429,12 +440,46 @@ TEST_F(uct_direct_test, order_holds_when_receivers_read_one_channel_of_two)
     expect_all_arrive();
     EXPECT_GT(node_b_->counter("taken"), taken_b) << node_b_->status();
     /* Every third one came by the bulk channel. */
-    std::string status = node_b_->status();
-    size_t bulk        = status.find(" bulk ");
-    ASSERT_NE(std::string::npos, bulk) << status;
-    EXPECT_EQ(1000u, std::strtoull(status.c_str() + status.find(" rx ", bulk) +
-                                           4, nullptr, 10))
-            << status;
+    EXPECT_EQ(1000u, bulk_rx_frames(*node_b_)) << node_b_->status();
+}
+
+/* An 8 KB message is not one over LARGE_THRESH (8k): the AM header of the
+ * layer above (up to 128 bytes, UCP's) does not count. Sent by zcopy, as
+ * UCP sends it, it stays on the small channel and is written directly;
+ * one byte more, and it takes the bulk channel. */
+TEST_F(uct_direct_test, an_8k_message_and_its_header_stay_on_the_small_channel)
+{
+    ASSERT_NO_FATAL_FAILURE(start("always"));
+    ASSERT_NO_FATAL_FAILURE(ping_pong(20));
+    std::vector<char> header(128, 'h'), payload(8193, 'p');
+    auto send_zcopy = [&](size_t length) {
+        memcpy(header.data(), &sent_, sizeof(sent_));
+        uct_iov_t iov = {};
+        iov.buffer    = payload.data();
+        iov.length    = length;
+        iov.memh      = UCT_MEM_HANDLE_NULL;
+        iov.count     = 1;
+        ASSERT_TRUE(progress_until([&] {
+            return uct_ep_am_zcopy(ep_, 9, header.data(),
+                                   (unsigned)header.size(), &iov, 1, 0,
+                                   nullptr) == UCS_OK;
+        }, 10));
+        ++sent_;
+        ASSERT_TRUE(progress_until([&] { return received_ >= sent_; }, 10));
+    };
+
+    unsigned long long direct_before = direct();
+    for (int i = 0; i < 50; ++i) {
+        ASSERT_NO_FATAL_FAILURE(send_zcopy(8192));
+    }
+    EXPECT_GE(direct(), direct_before + 40u) << node_a_->status();
+    EXPECT_EQ(0u, bulk_rx_frames(*node_b_));
+
+    for (int i = 0; i < 20; ++i) {
+        ASSERT_NO_FATAL_FAILURE(send_zcopy(8193));
+    }
+    EXPECT_EQ(20u, bulk_rx_frames(*node_b_));
+    expect_all_arrive();
 }
 
 TEST_F(uct_direct_test, a_receiver_that_goes_to_sleep_is_still_woken)

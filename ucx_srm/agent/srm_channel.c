@@ -40,6 +40,16 @@ static size_t srm_channel_depth(const srm_agent_t *agent)
                    SRM_CHANNEL_MAX_DEPTH : agent->config.channel_depth;
 }
 
+/* The largest payload of a frame for the small channel: LARGE_THRESH and
+ * the upper layer's header with it (SRM_FRAME_AM_HDR_ALLOWANCE). */
+size_t srm_channel_small_max(const srm_agent_t *agent)
+{
+    size_t thresh = agent->config.large_thresh;
+
+    return (thresh > (SIZE_MAX - SRM_FRAME_AM_HDR_ALLOWANCE)) ?
+                   SIZE_MAX : (thresh + SRM_FRAME_AM_HDR_ALLOWANCE);
+}
+
 size_t srm_channel_queued(const srm_channel_t *chan)
 {
     return chan->tail - chan->head;
@@ -195,8 +205,8 @@ srm_sched_result_t srm_channel_enqueue(srm_agent_t *agent, srm_client_t *src,
         return SRM_SCHED_BLOCKED; /* that receiver is full: only we wait */
     }
 
-    kind = (hdr->length > agent->config.large_thresh) ? SRM_CHANNEL_BULK :
-                                                        SRM_CHANNEL_SMALL;
+    kind = (hdr->length > srm_channel_small_max(agent)) ? SRM_CHANNEL_BULK :
+                                                          SRM_CHANNEL_SMALL;
     chan = &node->chan[kind];
     if ((srm_channel_queued(chan) > 0) &&
         ((srm_channel_queued(chan) + size) > srm_channel_depth(agent))) {

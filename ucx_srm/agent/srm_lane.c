@@ -359,8 +359,8 @@ static srm_lane_t *srm_lane_get(srm_agent_t *agent, srm_node_t *node,
         srm_warn("node %u: cannot create a direct lane: %m", node->index);
         return NULL;
     }
-    lane->max_payload = (agent->config.large_thresh < SRM_LANE_LOG_SIZE / 4) ?
-                                (uint32_t)agent->config.large_thresh :
+    lane->max_payload = (srm_channel_small_max(agent) < SRM_LANE_LOG_SIZE / 4) ?
+                                (uint32_t)srm_channel_small_max(agent) :
                                 SRM_LANE_LOG_SIZE / 4;
     /* Numbering goes on from the channel's; no client knows the lane yet,
      * so the first enter finds nothing to absorb. */

@@ -124,7 +124,8 @@ ucs_config_field_t srm_agent_config_table[] = {
     {"LARGE_THRESH", "8k",
      "Messages with more payload than this go on the node's bulk channel, so\n"
      "that they never delay small ones (no head-of-line blocking); inf puts\n"
-     "everything on the small channel.",
+     "everything on the small channel. Up to 128 bytes of the upper layer's\n"
+     "header (UCP's) do not count: an 8 KB message stays small.",
      offsetof(srm_agent_config_t, large_thresh), UCS_CONFIG_TYPE_MEMUNITS},
 
     {"PLACE", "y",

@@ -17,6 +17,12 @@
 /* Largest payload a frame may carry; a client may choose less. */
 #define SRM_FRAME_MAX_PAYLOAD (128u * 1024u)
 
+/* Of an AM's payload, the bytes of the upper layer's own header (UCP's)
+ * that do not count as message: the largest an AM zcopy may carry, and
+ * what a frame may exceed LARGE_THRESH by and still be small, so that an
+ * 8 KB message is not a message "over 8 KB". */
+#define SRM_FRAME_AM_HDR_ALLOWANCE 128u
+
 typedef enum {
     SRM_FRAME_PAD = 1, /* ring filler up to the wrap point, no header after */
     SRM_FRAME_AM  = 2, /* active message for a client port */

@@ -328,8 +328,29 @@ ssize_t uct_srm_ep_am_bcopy(uct_ep_h tl_ep, uint8_t id,
     return length;
 }
 
+typedef struct {
+    const void      *header;
+    unsigned        header_length;
+    const uct_iov_t *iov;
+    size_t          iovcnt;
+} uct_srm_zcopy_args_t;
+
+static size_t uct_srm_ep_pack_zcopy(void *dest, void *arg)
+{
+    const uct_srm_zcopy_args_t *args = arg;
+    ucs_iov_iter_t iov_iter;
+
+    memcpy(dest, args->header, args->header_length);
+    ucs_iov_iter_init(&iov_iter);
+    return args->header_length +
+           uct_iov_to_buffer(args->iov, args->iovcnt, &iov_iter,
+                             UCS_PTR_BYTE_OFFSET(dest, args->header_length),
+                             SIZE_MAX);
+}
+
 /*
- * The data is copied into the ring at once, so the operation is complete on
+ * The data is copied at once (into the node's lane, for a message the
+ * small channel takes, or into the ring), so the operation is complete on
  * return (UCS_OK) and comp is never called; UCT allows that.
  */
 ucs_status_t uct_srm_ep_am_zcopy(uct_ep_h tl_ep, uint8_t id,
@@ -340,7 +361,7 @@ ucs_status_t uct_srm_ep_am_zcopy(uct_ep_h tl_ep, uint8_t id,
     uct_srm_ep_t *ep       = ucs_derived_of(tl_ep, uct_srm_ep_t);
     uct_srm_iface_t *iface = ucs_derived_of(tl_ep->iface, uct_srm_iface_t);
     size_t total           = header_length + uct_iov_total_length(iov, iovcnt);
-    ucs_iov_iter_t iov_iter;
+    uct_srm_zcopy_args_t args;
     srm_frame_hdr_t *hdr;
     ucs_status_t status;
     uint8_t *data;
@@ -350,14 +371,22 @@ ucs_status_t uct_srm_ep_am_zcopy(uct_ep_h tl_ep, uint8_t id,
     UCT_CHECK_LENGTH(total, 0, iface->config.max_zcopy + UCT_SRM_MAX_HDR,
                      "am_zcopy");
 
+    /* The lane refuses what is too large for the small channel. */
+    args.header        = header;
+    args.header_length = header_length;
+    args.iov           = iov;
+    args.iovcnt        = iovcnt;
+    if (uct_srm_ep_send_direct(ep, iface, id, uct_srm_ep_pack_zcopy, &args,
+                               total) >= 0) {
+        UCT_TL_EP_STAT_OP(&ep->super, AM, ZCOPY, total);
+        return UCS_OK;
+    }
     status = uct_srm_ep_reserve(ep, iface, id, total, &hdr);
     if (ucs_unlikely(status != UCS_OK)) {
         return status;
     }
     data = srm_frame_payload(hdr);
-    memcpy(data, header, header_length);
-    ucs_iov_iter_init(&iov_iter);
-    uct_iov_to_buffer(iov, iovcnt, &iov_iter, data + header_length, SIZE_MAX);
+    uct_srm_ep_pack_zcopy(data, &args);
     uct_iface_trace_am(&iface->super, UCT_AM_TRACE_TYPE_SEND, id, data, total,
                        "TX: AM_ZCOPY port %u", ep->dst_port);
     UCT_TL_EP_STAT_OP(&ep->super, AM, ZCOPY, total);

@@ -26,7 +26,7 @@
 #define UCT_SRM_NAME        "srm"
 #define UCT_SRM_DEVICE_NAME "node"
 #define UCT_SRM_CONFIG_PREFIX SRM_CONFIG_PREFIX
-#define UCT_SRM_MAX_HDR     128
+#define UCT_SRM_MAX_HDR     SRM_FRAME_AM_HDR_ALLOWANCE
 #define UCT_SRM_MAX_FLUSHES 64   /* flushes waiting for RMA completions */
 /* Most bytes of one frame read from a lane's socket (srm_direct.c); a
  * larger frame is left to the agent. */
