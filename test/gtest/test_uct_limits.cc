@@ -4,12 +4,15 @@
  * the AM header): every zcopy message costs the agents a wakeup or more,
  * so bulk data goes in as few of them as the frame allows. An explicit
  * value is kept; one the agent could not carry, or one below SEG_SIZE, is
- * refused when the iface opens.
+ * refused when the iface opens, and so is an agent whose frame limit is
+ * impossible.
  */
 #include "srm_test_uct.h"
 
 extern "C" {
 #include <ucx_srm/common/srm_frame.h>
+#include <ucx_srm/common/srm_proto.h>
+#include <ucx_srm/common/srm_shm.h>
 #include <uct/api/uct.h>
 }
 
@@ -17,6 +20,13 @@ extern "C" {
 
 #include <algorithm>
 #include <cstdlib>
+#include <poll.h>
+#include <string>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <thread>
+#include <unistd.h>
 #include <vector>
 
 namespace {
@@ -137,6 +147,82 @@ TEST_F(uct_limits_test, a_seg_size_above_max_zcopy_is_refused)
     setenv("UCX_SRM_SEG_SIZE", "16k", 1);
     setenv("UCX_SRM_MAX_ZCOPY", "8k", 1);
     EXPECT_EQ(UCS_ERR_INVALID_PARAM, open(0));
+}
+
+/* Opens port 0 against a fake agent that answers the attach with
+ * everything right but its frame limit; the status of md and iface open. */
+ucs_status_t open_with_agent_frame_limit(uct_md_h *md_p, uct_worker_h worker,
+                                         uct_iface_h *iface_p,
+                                         uint32_t max_payload)
+{
+    std::string name = "srm-gtest-limit-" + std::to_string(getpid());
+    struct sockaddr_un addr;
+    socklen_t addrlen;
+    EXPECT_EQ(0, srm_sock_addr(name.c_str(), &addr, &addrlen));
+    int listen_fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+    EXPECT_GE(listen_fd, 0);
+    EXPECT_EQ(0, bind(listen_fd, (struct sockaddr*)&addr, addrlen));
+    EXPECT_EQ(0, listen(listen_fd, 1));
+
+    std::thread fake_agent([listen_fd, max_payload] {
+        struct pollfd pfd = {listen_fd, POLLIN, 0};
+        if (poll(&pfd, 1, 10000) != 1) {
+            return; /* nobody came: the caller's open fails */
+        }
+        int fd = accept(listen_fd, nullptr, nullptr);
+        srm_attach_req_t req;
+        int nfds = 0;
+        srm_sock_recv(fd, &req, sizeof(req), nullptr, &nfds);
+        srm_attach_rep_t rep = {};
+        srm_msg_hdr_init(&rep.hdr, SRM_MSG_ATTACH_REP);
+        rep.max_payload = max_payload;
+        srm_shm_layout_t layout;
+        void *shm = nullptr;
+        int fds[3] = {-1, eventfd(0, EFD_CLOEXEC), eventfd(0, EFD_CLOEXEC)};
+        if ((srm_shm_layout_init(&layout, req.num_tx_rings, req.tx_ring_size,
+                                 req.rx_ring_size) == 0) &&
+            (srm_shm_create(&layout, "srm-gtest-limit", &fds[0], &shm) == 0)) {
+            rep.shm_size = layout.total_size;
+            srm_sock_send(fd, &rep, sizeof(rep), fds, 3);
+            srm_shm_unmap(&layout, shm);
+        }
+        for (int f : fds) {
+            if (f >= 0) {
+                close(f);
+            }
+        }
+        char byte;
+        while (recv(fd, &byte, sizeof(byte), 0) > 0) {
+        } /* until the module hangs up */
+        close(fd);
+    });
+
+    ucs_status_t status = srm_test::open_srm_md({{"SOCKET", name},
+                                                 {"AGENT", "never"}},
+                                                md_p);
+    if (status == UCS_OK) {
+        status = srm_test::open_srm_iface(*md_p, worker, iface_p);
+        if (status == UCS_OK) {
+            uct_iface_close(*iface_p); /* hangs up: the fake agent ends */
+            *iface_p = nullptr;
+        }
+        uct_md_close(*md_p);
+        *md_p = nullptr;
+    }
+    fake_agent.join();
+    close(listen_fd);
+    return status;
+}
+
+/* A frame limit no AM fits in, or one beyond the protocol's: the iface is
+ * refused, with an error, instead of sizing its messages by it. */
+TEST_F(uct_limits_test, an_agent_with_an_impossible_frame_limit_is_refused)
+{
+    create_worker();
+    EXPECT_NE(UCS_OK, open_with_agent_frame_limit(&md_[0], worker_, &iface_[0],
+                                                  64));
+    EXPECT_NE(UCS_OK, open_with_agent_frame_limit(&md_[0], worker_, &iface_[0],
+                                                  SRM_FRAME_MAX_PAYLOAD * 2));
 }
 
 } // namespace

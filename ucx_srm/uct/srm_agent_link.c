@@ -153,6 +153,13 @@ static ucs_status_t uct_srm_agent_request(const uct_srm_md_t *md,
                   md->socket_name, nfds);
         goto err_close_fds;
     }
+    if ((rep.max_payload <= UCT_SRM_MAX_HDR) ||
+        (rep.max_payload > SRM_FRAME_MAX_PAYLOAD)) {
+        ucs_error("srm: node agent @%s reports a frame limit of %u bytes, "
+                  "outside (%u, %u]", md->socket_name, rep.max_payload,
+                  UCT_SRM_MAX_HDR, SRM_FRAME_MAX_PAYLOAD);
+        goto err_close_fds;
+    }
 
     att->port        = rep.port;
     att->key         = rep.key;
