@@ -348,6 +348,7 @@ static srm_lane_t *srm_lane_get(srm_agent_t *agent, srm_node_t *node,
                                 const char **why)
 {
     srm_lane_t *lane;
+    size_t small_max;
     char name[32];
 
     if (node->lane != NULL) {
@@ -359,9 +360,9 @@ static srm_lane_t *srm_lane_get(srm_agent_t *agent, srm_node_t *node,
         srm_warn("node %u: cannot create a direct lane: %m", node->index);
         return NULL;
     }
-    lane->max_payload = (srm_channel_small_max(agent) < SRM_LANE_LOG_SIZE / 4) ?
-                                (uint32_t)srm_channel_small_max(agent) :
-                                SRM_LANE_LOG_SIZE / 4;
+    small_max         = srm_channel_small_max(agent);
+    lane->max_payload = (small_max < SRM_LANE_LOG_SIZE / 4) ?
+                                (uint32_t)small_max : SRM_LANE_LOG_SIZE / 4;
     /* Numbering goes on from the channel's; no client knows the lane yet,
      * so the first enter finds nothing to absorb. */
     lane->next_chan_seq = node->chan[SRM_CHANNEL_SMALL].next_seq;
