@@ -12,7 +12,7 @@ PACKAGES=(
     rdma-core libibverbs-dev ibverbs-providers
     libhwloc-dev
     googletest libgtest-dev
-    iproute2 netpipe-openmpi
+    iproute2 nftables netpipe-openmpi
     clang libclang-rt-14-dev
     gnuplot-nox procps util-linux
     qemu-system-x86 busybox-static cpio kmod ibverbs-utils

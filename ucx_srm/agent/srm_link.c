@@ -124,6 +124,7 @@ static srm_link_t *srm_link_new(srm_agent_t *agent, int fd, int initiator)
     link->want_write = initiator;
     link->last_rx    = srm_agent_now();
     link->last_tx    = link->last_rx;
+    srm_retrans_watch_init(&link->retrans);
     ev.events        = EPOLLIN | (initiator ? EPOLLOUT : 0);
     ev.data.u64      = SRM_EPOLL_DATA(SRM_EPOLL_LINK, i);
     link->epoll_events = ev.events;
@@ -967,7 +968,51 @@ unsigned srm_link_progress(srm_agent_t *agent)
 }
 
 /*
- * Every link is checked for silence and, when idle, sends a heartbeat;
+ * The active connection of a channel whose standby is up, if it carried
+ * data since the last look: closed when it retransmits too much
+ * (srm_retrans.h). 1 if it was closed.
+ */
+static int srm_link_replace_if_lossy(srm_agent_t *agent, srm_link_t *link,
+                                     double now)
+{
+    srm_channel_t *chan;
+    srm_link_t *standby;
+    uint32_t total;
+
+    if ((agent->config.retrans_limit == 0) || !agent->config.failover ||
+        (link->state != SRM_LINK_READY) || (link->qp != NULL) ||
+        link->muted || (link->node == NULL)) {
+        return 0;
+    }
+    chan    = &link->node->chan[link->kind];
+    standby = chan->links[1 - link->path];
+    if ((chan->links[chan->active] != link) || (standby == NULL) ||
+        (standby->state != SRM_LINK_READY) || standby->muted ||
+        (chan->tx_bytes == link->retrans_tx_seen) ||
+        !srm_retrans_look_due(&link->retrans, now)) {
+        return 0;
+    }
+    link->retrans_tx_seen = chan->tx_bytes;
+    if ((srm_wire_tcp_retransmits(link->fd, &total) != 0) ||
+        !srm_retrans_judge(&link->retrans, total, now,
+                           agent->config.retrans_limit,
+                           (chan->replaced > 0) ? chan->replaced_at : -1.0)) {
+        return 0;
+    }
+    chan->replaced++;
+    chan->replaced_at = now;
+    srm_link_close(agent, link, SRM_LOG_WARN,
+                   "%u TCP segments retransmitted within %.0f ms: the "
+                   "channel moves to its standby connection "
+                   "(UCX_SRM_RETRANS_LIMIT=%u)", link->retrans.in_window,
+                   (now - link->retrans.window_start) * 1e3,
+                   agent->config.retrans_limit);
+    return 1;
+}
+
+/*
+ * Every link is checked for silence and for retransmitting too much, and
+ * when idle sends a heartbeat;
  * one we do not read (its receiver is full) too, or the peer would hear
  * nothing from it and fail it over.
  */
@@ -1020,6 +1065,9 @@ void srm_link_timers(srm_agent_t *agent, double now)
                                (now - link->last_rx) * 1e3);
                 continue;
             }
+        }
+        if (srm_link_replace_if_lossy(agent, link, now)) {
+            continue;
         }
         if ((link->state == SRM_LINK_READY) && agent->config.failover &&
             ((now - link->last_tx) > (timeout / 4))) {

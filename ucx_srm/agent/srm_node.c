@@ -455,7 +455,7 @@ void srm_node_format(srm_agent_t *agent, char *buf, size_t size,
                          "queued %llu unacked %llu tx %llu/%llu "
                          "direct %llu rx %llu/%llu taken %llu "
                          "placed %llu/%llu placing %d "
-                         "connects %llu failovers %llu "
+                         "connects %llu failovers %llu replaced %llu "
                          "resent %llu dups %llu held %zu reordered %llu "
                          "paused %u pauses %llu bad %llu dropped %llu\n",
                          node->index, (unsigned long long)node->node_id,
@@ -478,6 +478,7 @@ void srm_node_format(srm_agent_t *agent, char *buf, size_t size,
                          srm_node_placing(chan),
                          (unsigned long long)chan->connects,
                          (unsigned long long)chan->failovers,
+                         (unsigned long long)chan->replaced,
                          (unsigned long long)chan->resent,
                          (unsigned long long)chan->duplicates,
                          node->held_bytes,

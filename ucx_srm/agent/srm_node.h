@@ -17,6 +17,8 @@
 #include <ucx_srm/common/srm_config.h>
 #include <ucx_srm/common/srm_frame.h>
 
+#include "srm_retrans.h"
+
 #include <stddef.h>
 #include <stdint.h>
 
@@ -76,6 +78,8 @@ typedef struct srm_link {
                                      direct lane): closing it must end the
                                      connection they hold too */
     int              clients_poll; /* they read it: no EPOLLIN for us */
+    srm_retrans_watch_t retrans;  /* while it is its channel's active */
+    uint64_t         retrans_tx_seen; /* channel's tx_bytes at that look */
 } srm_link_t;
 
 /*
@@ -113,6 +117,8 @@ typedef struct srm_channel {
     uint64_t   placed_bytes;
     uint64_t   connects;
     uint64_t   failovers;         /* times the active link was lost */
+    uint64_t   replaced;          /* of those, closed for retransmitting */
+    double     replaced_at;
     uint64_t   resent;            /* frames written more than once */
     uint64_t   direct_frames;     /* of tx, written by clients themselves */
     uint64_t   taken_frames;      /* of rx, read by clients themselves */

@@ -150,6 +150,15 @@ ucs_config_field_t srm_agent_config_table[] = {
      "moves to the standby. Heartbeats go every quarter of it.",
      offsetof(srm_agent_config_t, failover_timeout), UCS_CONFIG_TYPE_TIME},
 
+    {"RETRANS_LIMIT", "16",
+     "A connection to another agent that retransmits this many TCP segments\n"
+     "within one second is closed while the standby connection of its\n"
+     "channel is up: the channel goes on at once on the standby, losing\n"
+     "nothing, and the closed path reconnects as the new standby. A\n"
+     "connection in loss recovery stalls its channel, and one that recovered\n"
+     "may stay slow. At most once per channel every 2 seconds. 0: never.",
+     offsetof(srm_agent_config_t, retrans_limit), UCS_CONFIG_TYPE_UINT},
+
     {"PEER_TIMEOUT", "5s",
      "A node that cannot be reached on any path for this long is declared\n"
      "failed: its queued frames are dropped and every endpoint to it reports\n"

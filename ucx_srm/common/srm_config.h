@@ -63,6 +63,8 @@ typedef struct srm_agent_config {
     int      place;            /* read large frames into RX rings directly */
     int      failover;         /* acks, resend buffers and standby paths */
     double   failover_timeout; /* seconds of silence that kill a connection */
+    unsigned retrans_limit;    /* segments resent within a second that move
+                                  a channel to its standby; 0: never */
     double   peer_timeout;     /* seconds without a path before a node fails */
     char     *secret_file;     /* cluster secret for agent handshakes; "" none */
     unsigned xrc;              /* srm_xrc_mode_t */

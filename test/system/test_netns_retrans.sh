@@ -1,0 +1,165 @@
+#!/bin/bash
+#
+# test_netns_retrans: a channel whose connection keeps retransmitting moves
+# to its standby connection, losing nothing (UCX_SRM_RETRANS_LIMIT).
+#
+# 2 simulated hosts with two interfaces each; agents on eth0 and eth1 (the
+# standby connection of every channel on the other link). 2 x 1 ranks run
+# test/mpi/srm_stream_check.c over UCX_TLS=srm (numbered, checksummed
+# messages both ways, every 16th up to 4 MB). Once every channel is up,
+# each host drops 3% of the large TCP packets it sends on the interface of
+# its bulk channel's active path (an nftables rule, in its own namespace),
+# for SRM_RETRANS_DROP_SECS (4).
+#
+# Checked: the drops made the host's TCP retransmit (at least the limit's
+# worth); the agent closed that connection for it ("replaced" in srmctl
+# status, and its log says why); the bulk channel ends on the other path;
+# the stream check passes (lost, duplicated, out of order, corrupt all 0).
+#
+. "$(dirname "$0")/lib.sh"
+
+srm_netns_require --mpi mpicc mpirun
+srm_require_cmd nft nstat
+
+DROP_SECS=${SRM_RETRANS_DROP_SECS:-15}
+MPI_TIMEOUT=${SRM_MPI_TIMEOUT:-180}
+LIMIT=16    # the agents' default UCX_SRM_RETRANS_LIMIT, set explicitly
+PORT=7078
+
+bin=$SRM_LOG/srm_stream_check
+srm_mpicc "$SRM_SRCDIR/test/mpi/srm_stream_check.c" "$bin"
+
+srm_netns_up 2 "rt$$" --two-links
+HOSTS=("${SRM_NETNS_HOSTS[@]}")
+srm_pass "cluster $SRM_NETNS_PREFIX up (two links each): ${HOSTS[*]}"
+
+srm_netns_start_agents "$SRM_LOG/srmd.%h.log" UCX_SRM_DEVICES=eth0,eth1 \
+    UCX_SRM_TCP_PORT=$PORT UCX_SRM_RETRANS_LIMIT=$LIMIT || srm_done
+srm_log "agents: $(srm_netns_agent_pids)"
+
+# bulk_line HOST: HOST's status line of its bulk channel to the other host
+bulk_line() {
+    srm_netns_status "$1" 2>/dev/null | awk '$1 == "node" && $5 == "bulk"'
+}
+# active_path HOST: the path (0, 1) the bulk channel sends on, or nothing
+active_path() {
+    bulk_line "$1" | grep -o '[01]:ready\*' | cut -c1
+}
+# field HOST NAME: the number after NAME on HOST's bulk line
+field() {
+    bulk_line "$1" | awk -v f="$2" '{
+        for (i = 1; i < NF; i++) if ($i == f) { print $(i + 1); exit } }'
+}
+retransmitted() {
+    "$SRM_NETNS_CLUSTER" exec "$1" nstat -az TcpRetransSegs 2>/dev/null |
+        awk '$1 == "TcpRetransSegs" { print $2 }'
+}
+
+out=$SRM_LOG/srm_stream_check.log
+stop=$SRM_LOG/stop
+rm -f "$stop"
+srm_log ""
+srm_log "--- 2 hosts x 1 rank, UCX_TLS=srm, streaming while each host drops" \
+        "3% of its large TCP packets on its bulk channel's active link"
+srm_netns_mpirun_cmd "$SRM_NETNS_HOST_LIST" 1 "$MPI_TIMEOUT" srm
+"${SRM_MPIRUN[@]}" -- "$bin" -n 2000000 -s 4194304 -w 8 -f "$stop" \
+    >"$out" 2>&1 &
+mpi_pid=$!
+srm_track "$mpi_pid"
+
+# Every channel and its standby up, on both hosts.
+ready=0
+for _ in $(seq 1 150); do
+    srm_alive "$mpi_pid" || break
+    ready=0
+    for h in "${HOSTS[@]}"; do
+        bulk_line "$h" | grep -q 'paths 0:ready\*\?,1:ready' && ready=$((ready + 1))
+    done
+    [ "$ready" -eq "${#HOSTS[@]}" ] && break
+    sleep 0.2
+done
+if [ "$ready" -ne "${#HOSTS[@]}" ]; then
+    srm_fail "the bulk channels and their standbys did not come up"
+    srm_show_log "$out"
+    touch "$stop"
+    srm_done
+fi
+
+# The sender under test drops; its peer does not, and is the control.
+lossy_host=${HOSTS[1]}
+peer_host=${HOSTS[0]}
+lossy_path=$(active_path "$lossy_host")
+peer_path=$(active_path "$peer_host")
+before=$(retransmitted "$lossy_host")
+srm_log "    $lossy_host: bulk channel active on path $lossy_path (eth$lossy_path); $peer_host: on path $peer_path"
+"$SRM_NETNS_CLUSTER" exec "$lossy_host" nft -f - <<NFT
+table inet srm_retrans_test {
+    chain out {
+        type filter hook output priority 0;
+        oifname "eth$lossy_path" meta l4proto tcp meta length > 1000 numgen random mod 100 < 3 counter drop
+    }
+}
+NFT
+# Until the agent reacts, or DROP_SECS.
+t0=$(srm_now_us)
+while [ $(( $(srm_now_us) - t0 )) -lt $(( DROP_SECS * 1000000 )) ]; do
+    srm_alive "$mpi_pid" || break
+    [ "$(field "$lossy_host" replaced)" -ge 1 ] 2>/dev/null && break
+    sleep 0.2
+done
+srm_log "    dropped for $(( ($(srm_now_us) - t0) / 1000 )) ms:" \
+        "$("$SRM_NETNS_CLUSTER" exec "$lossy_host" nft list table inet srm_retrans_test |
+           grep -o 'counter packets [0-9]*' | awk '{ print $3 }') packets"
+"$SRM_NETNS_CLUSTER" exec "$lossy_host" nft delete table inet srm_retrans_test
+resent=$(( $(retransmitted "$lossy_host") - before ))
+sleep 1   # traffic after the drops, too
+
+touch "$stop"
+rc=0
+wait "$mpi_pid" || rc=$?
+srm_untrack "$mpi_pid"
+result=$(grep '^ranks ' "$out" | tail -1)
+srm_log "    $result"
+if [ "$rc" -eq 0 ] && [ -n "$result" ]; then
+    srm_pass "stream check: nothing lost, duplicated, reordered or corrupt"
+else
+    srm_fail "stream check exit status $rc${result:+ ($result)}"
+    srm_show_log "$out" 30
+fi
+
+for h in "${HOSTS[@]}"; do
+    srm_netns_agent_answers "$h" "$SRM_LOG/srmd.$h.log" ||
+        srm_fail "srmd of $h died"
+done
+
+log=$SRM_LOG/srmd.$lossy_host.log
+replaced=$(field "$lossy_host" replaced)
+now=$(active_path "$lossy_host")
+why=$(grep -m1 'TCP segments retransmitted within' "$log")
+srm_log "    $lossy_host: $resent TCP segments retransmitted, bulk channel replaced ${replaced:-?}, now active on path ${now:-none}"
+[ -n "$why" ] && srm_log "      log: ${why#*WARN: }"
+if [ "$resent" -ge "$LIMIT" ]; then
+    srm_pass "$lossy_host: the drops made its TCP retransmit $resent segments"
+else
+    srm_fail "$lossy_host: the drops made its TCP retransmit only $resent segments (< $LIMIT): nothing to react to"
+fi
+if [ "${replaced:-0}" -ge 1 ] && [ -n "$why" ]; then
+    srm_pass "$lossy_host: the retransmitting bulk connection was replaced, and the log says why"
+else
+    srm_fail "$lossy_host: the bulk channel was not replaced"
+    srm_show_log "$log"
+fi
+if [ -n "$now" ] && [ "$now" != "$lossy_path" ]; then
+    srm_pass "$lossy_host: the bulk channel went on on the other link (path $now)"
+else
+    srm_fail "$lossy_host: the bulk channel is on path ${now:-none}, the lossy one was $lossy_path"
+fi
+# The peer lost that connection too, but retransmitted nothing itself.
+peer_replaced=$(field "$peer_host" replaced)
+if [ "${peer_replaced:-1}" -eq 0 ] &&
+   ! grep -q 'TCP segments retransmitted within' "$SRM_LOG/srmd.$peer_host.log"; then
+    srm_pass "$peer_host (no drops): replaced nothing"
+else
+    srm_fail "$peer_host sent without drops, yet replaced ${peer_replaced:-?} connection(s)"
+fi
+srm_done
