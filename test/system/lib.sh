@@ -626,6 +626,26 @@ srm_netns_mpirun_cmd() {
         -x UCX_SRM_AGENT -x UCX_WARN_UNUSED_ENV_VARS -x UCX_TLS)
 }
 
+# srm_netns_stream_finish PID OUT STOP: end test/mpi/srm_stream_check
+# running as PID (writing OUT, watching the stop file STOP), wait for it
+# and judge it: PASS if every rank counted nothing lost, duplicated, out
+# of order or corrupt, else FAIL with the end of OUT.
+srm_netns_stream_finish() {
+    local pid=$1 out=$2 stop=$3 rc=0 result
+
+    touch "$stop"
+    wait "$pid" || rc=$?
+    srm_untrack "$pid"
+    result=$(grep '^ranks ' "$out" | tail -1)
+    srm_log "    $result"
+    if [ "$rc" -eq 0 ] && [ -n "$result" ]; then
+        srm_pass "stream check: nothing lost, duplicated, reordered or corrupt"
+    else
+        srm_fail "stream check exit status $rc${result:+ ($result)}"
+        srm_show_log "$out" 30
+    fi
+}
+
 # srm_netns_mpirun HOSTS PPN TIMEOUT TLS PROGRAM [ARGS...]: that job, in
 # the foreground; returns its exit status.
 srm_netns_mpirun() {

@@ -126,18 +126,7 @@ for i in $(seq 0 $(( 2 * FAULTS - 1 ))); do
 done
 
 sleep 1   # traffic after the last fault, too
-touch "$stop"
-rc=0
-wait "$mpi_pid" || rc=$?
-srm_untrack "$mpi_pid"
-result=$(grep '^ranks ' "$out" | tail -1)
-srm_log "    $result"
-if [ "$rc" -eq 0 ] && [ -n "$result" ]; then
-    srm_pass "stream check: nothing lost, duplicated, reordered or corrupt"
-else
-    srm_fail "stream check exit status $rc${result:+ ($result)}"
-    srm_show_log "$out" 30
-fi
+srm_netns_stream_finish "$mpi_pid" "$out" "$stop"
 if [ "$resets" -eq "$FAULTS" ] && [ "$outages" -eq "$FAULTS" ]; then
     srm_pass "$resets connection resets and $outages link outages injected while it ran"
 else
