@@ -24,6 +24,7 @@ NAME
 SYNOPSIS
     $PROG [--build DIR] [--reps N] [--iters N] [--out FILE] [--port BASE]
              [--timeout SEC] [--mr-secs SEC] [--sizes LIST] [--procs LIST]
+             [--tcp-cc NAME]
              [--prefix NAME] [--keep-logs] [--quick]
     $PROG -h | --help
 
@@ -143,6 +144,17 @@ OPTIONS
     --timeout SEC
         Time limit of each ucx_perftest process (timeout -k 5 SEC); a run
         that hits it fails (default 120; 30 with --quick).
+    --tcp-cc NAME
+        TCP congestion control of both simulated hosts (sysctl
+        net.ipv4.tcp_congestion_control in each), for srm's node channels
+        and UCX's tcp alike; the report names the one in use.  Default: the
+        kernel's, which a new network namespace inherits.  It matters for
+        the tcp baseline: where the default paces (bbr), the veths between
+        the hosts reorder a flow's packets and UCX's tcp spends its time in
+        spurious recoveries (1 MB tag_bw 1.3-1.7 GB/s here, 4.5-6.0 with
+        reno); srm, bound by its agents, hardly moves (1.0-1.6 GB/s).  A
+        namespace may allow fewer than the kernel has (here: reno and bbr,
+        not cubic).
     --mr-secs SEC
         Target measured time (a decimal number of seconds) of one pair of
         the 8 B message-rate runs.  Before the first repetition, unreported
@@ -223,7 +235,7 @@ USAGE
 
 BUILD=${SRM_BUILD_DIR:-}
 REPS='' ITERS='' OUT='' PORT_BASE=13000 TIMEOUT='' KEEP_LOGS=0 QUICK=0 MR_SECS_TARGET=
-SIZES_ARG='' PROCS_ARG=1,2,4,8 PFX=hb$$
+SIZES_ARG='' PROCS_ARG=1,2,4,8 PFX=hb$$ TCP_CC=
 
 while [[ $# -gt 0 ]]; do
     common_option "$@"
@@ -237,6 +249,8 @@ while [[ $# -gt 0 ]]; do
     --procs=*)   PROCS_ARG=${1#*=}; shift ;;
     --prefix)    need_arg "$@"; PFX=$2; shift 2 ;;
     --prefix=*)  PFX=${1#*=}; shift ;;
+    --tcp-cc)    need_arg "$@"; TCP_CC=$2; shift 2 ;;
+    --tcp-cc=*)  TCP_CC=${1#*=}; shift ;;
     -h|--help)   usage; exit 0 ;;
     *)           bad "unknown argument: $1" ;;
     esac
@@ -398,6 +412,17 @@ timeout -k 5 120 "$NC" up 2 --prefix "$PFX" >"$WORK/cluster.log" 2>&1 || {
     cat "$WORK/cluster.log" >&2
     die "netns-cluster up 2 --prefix $PFX failed"; }
 record_cmd '# cluster' '' "$NC" up 2 --prefix "$PFX"
+
+# TCP congestion control of both hosts: srm's channels and UCX's tcp alike.
+if [[ -n $TCP_CC ]]; then
+    for h in "${HOSTS[@]}"; do
+        "$NC" exec "$h" sysctl -q -w net.ipv4.tcp_congestion_control="$TCP_CC" \
+            >"$WORK/sysctl.$h.log" 2>&1 ||
+            die "--tcp-cc $TCP_CC: $h refuses it ($(head -c 200 "$WORK/sysctl.$h.log"); allowed there: $("$NC" exec "$h" cat /proc/sys/net/ipv4/tcp_allowed_congestion_control))"
+        record_cmd "# congestion control in $h" '' "$NC" exec "$h" sysctl -w net.ipv4.tcp_congestion_control="$TCP_CC"
+    done
+fi
+HOST_CC=$("$NC" exec "$H1" cat /proc/sys/net/ipv4/tcp_congestion_control)
 
 # The devices the comparison relies on, as UCX sees them inside h1.
 devs=$(timeout -k 5 60 "$NC" exec "$H1" "${BASE_ENV[@]}" "${SRM_ENV[@]}" \
@@ -914,6 +939,8 @@ report() {
         "$(ucx_version)" "$(srmd_version)" "$SRM_MODULE"
     printf -- '- hosts: %s (10.77.0.1, servers) and %s (10.77.0.2, clients), netns-cluster --prefix %s; one srmd per host on @%s (%s, nice %s)\n' \
         "$H1" "$H2" "$PFX" "$SOCK" "$AGENT_POLICY" "$AGENT_NICE"
+    printf -- '- TCP congestion control in both hosts: %s (%s)\n' "$HOST_CC" \
+        "$([[ -n $TCP_CC ]] && echo "--tcp-cc" || echo "the kernel's default; --tcp-cc sets another")"
     printf -- '- srm: UCX_TLS=srm, UCT -x srm -d node (rank -> srmd -> TCP node channel -> srmd -> rank; small messages between polling ranks through the channel socket directly); tcp: UCX_TLS=tcp UCX_NET_DEVICES=eth0, UCT -x tcp -d eth0\n'
     printf -- '- iterations (-n / -w): tag_lat %s; tag_bw %s; am_lat %d/%d; 8 B message rate %d/%d (srm) and %d/%d (tcp) per pair%s\n' \
         "$(iter_ranges LAT_N LAT_W)" "$(iter_ranges BW_N BW_W)" "$AMLAT_N" "$AMLAT_W" \
