@@ -16,7 +16,12 @@ Usage: contrib/run-main-job.sh [--no-deps] [--build DIR] [--quick]
      latency and bandwidth over a range of sizes and message rate (1, 2, 4,
      8 process pairs) for srm and for UCX tcp between the same hosts, as a
      markdown table with ratios (DIR/main-job-bench.md) and PNG plots
-     next to it (DIR/main-job-bench-{lat,bw,mr}.png, with gnuplot)
+     next to it (DIR/main-job-bench-{lat,bw,mr}.png, with gnuplot); both
+     hosts run TCP with reno (hosts.sh --tcp-cc reno), which every kernel
+     allows, so that the tcp baseline is what a loss-based congestion
+     control gives: a pacing one (bbr) makes the veths between the hosts
+     reorder packets, and UCX's tcp then loses most of its bandwidth to
+     spurious recoveries
   3. three simulated hosts x 2 ranks: Open MPI with UCX_TLS=srm only, the
      data-checking program (ping-pong, all-to-all, allreduce), then each
      host's node channels as srmctl status shows them
@@ -48,7 +53,7 @@ export SRM_BUILD_DIR=$build
 
 echo
 echo "== srm vs UCX tcp between two simulated hosts (ucx_perftest)"
-"$top/contrib/bench/hosts.sh" --build "$build" "${bench_args[@]}" \
+"$top/contrib/bench/hosts.sh" --build "$build" --tcp-cc reno "${bench_args[@]}" \
     --out "$build/main-job-bench.md"
 
 echo
