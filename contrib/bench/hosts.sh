@@ -396,11 +396,6 @@ cleanup() {
 set_traps
 cpu_group_join srm-hosts
 
-ctl() {                 # HOST SRMCTL-ARGS...: srmctl inside HOST
-    local h=$1; shift
-    timeout -k 2 10 "$NC" exec "$h" "$SRMCTL" -s "$SOCK" -t 3 "$@"
-}
-
 # ------------------------------------------------------------- cluster --
 
 if timeout 20 "$NC" list --prefix "$PFX" 2>/dev/null | grep -q ': up'; then
@@ -436,32 +431,10 @@ devs=$(timeout -k 5 60 "$NC" exec "$H1" "${BASE_ENV[@]}" "${SRM_ENV[@]}" \
 
 # ---------------------------------------------------------------- agents --
 
-AGENT_ENV=(env -u LD_PRELOAD -u UCX_SRM_SOCKET -u UCX_SRM_AGENT)
-# Started directly in the main shell (not in a function or subshell), so $!
-# is the srmd itself: netns-cluster exec execs nsenter, ip netns exec, env
-# and setsid. setsid gives each agent a session of its own, as it has when
-# UCX starts it (srmd --daemonize); see AGENT_SESSION in lib.sh.
-for h in "${HOSTS[@]}"; do
-    acmd=("$NC" exec "$h" "${AGENT_ENV[@]}" "${AGENT_SESSION[@]}" "$SRMD" -q -s "$SOCK" -l "$WORK/srmd.$h.log")
-    "${acmd[@]}" >"$WORK/srmd.$h.out" 2>&1 &
-    AGENT[$h]=$!
-    record_cmd "# agent in $h" ' &' "${acmd[@]}"
-done
-for h in "${HOSTS[@]}"; do
-    for (( i = 0; i < 50; i++ )); do
-        pid_alive "${AGENT[$h]}" || {
-            cat "$WORK/srmd.$h.out" "$WORK/srmd.$h.log" >&2 2>/dev/null || true
-            die "srmd in $h exited at start (log above)"; }
-        ctl "$h" ping >/dev/null 2>&1 && break
-        nap 0.2
-    done
-    (( i < 50 )) || die "srmd in $h does not answer on @$SOCK after 10 s"
-    spid=$(ctl "$h" status 2>/dev/null | awk '$1 == "agent:" {
-               for (i = 1; i < NF; i++) if ($i == "pid") p = $(i + 1) } END { print p }')
-    [[ $spid == "${AGENT[$h]}" ]] ||
-        die "srmd in $h reports pid '$spid', but the started process is ${AGENT[$h]}"
-done
-AGENT_POLICY=$(ctl "$H1" status 2>/dev/null | status_field policy:)
+# One srmd per host, each in a session of its own as UCX starts it (see
+# AGENT_SESSION and agents_start in lib.sh); logs srmd.HOST.run.log.
+agents_start run
+AGENT_POLICY=$(agent_ctl "$H1" status 2>/dev/null | status_field policy:)
 AGENT_NICE=$(ps -o ni= -p "${AGENT[$H1]}" | tr -d ' ')
 info "srmd pid ${AGENT[$H1]} in $H1, pid ${AGENT[$H2]} in $H2 on @$SOCK ($AGENT_POLICY, nice $AGENT_NICE)"
 
@@ -498,7 +471,7 @@ show_failure() {        # DIR: commands and logs of a failed run, agent logs
         done
         for h in "${HOSTS[@]}"; do
             pid_alive "${AGENT[$h]}" || printf -- '--- srmd in %s (pid %s) is NOT running ---\n' "$h" "${AGENT[$h]}"
-            for f in "$WORK/srmd.$h.log" "$WORK/srmd.$h.out"; do
+            for f in "$WORK/srmd.$h.run.log" "$WORK/srmd.$h.run.out"; do
                 [[ -s $f ]] || continue
                 printf -- '--- %s (last 25 lines) ---\n' "$f"
                 tail -n 25 "$f" || true
@@ -738,7 +711,7 @@ for h in "${HOSTS[@]}"; do
     # Three tries: on a loaded machine one srmctl may miss its 3 s.
     for try in 1 2 3; do
         rc=0
-        out=$(ctl "$h" ping 2>&1) || rc=$?
+        out=$(agent_ctl "$h" ping 2>&1) || rc=$?
         (( rc != 0 )) && pid_alive "${AGENT[$h]}" || break
     done
     (( rc == 0 )) || {
@@ -754,8 +727,8 @@ for h in "${HOSTS[@]}"; do
                         printf "%s%s -> %s", sep, $3, $4; sep = ", " }' "$WORK/ss.$h")
     CONNS[$h]=$(awk -v pid="pid=${AGENT[$h]}," 'index($0, "\"srmd\"") && index($0, pid) { n++ } END { print n + 0 }' "$WORK/ss.$h")
 done
-STATUS_H1=$(ctl "$H1" status 2>&1) || die "srmctl status in $H1 failed: $STATUS_H1"
-ctl "$H2" status >"$WORK/status.$H2" 2>&1 || true
+STATUS_H1=$(agent_ctl "$H1" status 2>&1) || die "srmctl status in $H1 failed: $STATUS_H1"
+agent_ctl "$H2" status >"$WORK/status.$H2" 2>&1 || true
 printf '%s\n' "$STATUS_H1" >"$WORK/status.$H1"
 WIRE_LINES=$(printf '%s\n' "$STATUS_H1" | awk '$1 == "wire:" || $1 == "node"')
 AGENT_COUNTERS=$(printf '%s\n' "$STATUS_H1" | awk '$1 == "counters:" && !d { sub(/^counters: */, ""); print; d = 1 }')
@@ -763,8 +736,8 @@ AGENT_COUNTERS=$(printf '%s\n' "$STATUS_H1" | awk '$1 == "counters:" && !d { sub
 kill_pids "${AGENT[@]}"
 for h in "${HOSTS[@]}"; do AGENT[$h]=; done
 AGENT_PROBLEMS=$(for h in "${HOSTS[@]}"; do
-                     [[ -s $WORK/srmd.$h.log ]] && sed "s/^/$h: /" "$WORK/srmd.$h.log"
-                     [[ -s $WORK/srmd.$h.out ]] && sed "s/^/$h (stderr): /" "$WORK/srmd.$h.out"
+                     [[ -s $WORK/srmd.$h.run.log ]] && sed "s/^/$h: /" "$WORK/srmd.$h.run.log"
+                     [[ -s $WORK/srmd.$h.run.out ]] && sed "s/^/$h (stderr): /" "$WORK/srmd.$h.run.out"
                  done; true)
 
 T_END=$EPOCHREALTIME
