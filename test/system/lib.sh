@@ -477,12 +477,14 @@ srm_netns_ping() { srm_netns_ctl "$1" ping >/dev/null 2>&1; }
 # srm_netns_status HOST: `srmctl status` of the srmd in HOST.
 srm_netns_status() { srm_netns_ctl "$1" status; }
 
-# srm_netns_status_field HOST LINE-TYPE FIELD: the word after FIELD on the
-# first line of HOST's status that starts with LINE-TYPE ("counters:"
-# frames, "wire:" bad_frames, ...), or nothing.
+# srm_netns_status_field HOST LINE-TYPE FIELD [KIND]: the word after FIELD
+# on the first line of HOST's status that starts with LINE-TYPE
+# ("counters:" frames, "wire:" bad_frames, ...), or nothing. With KIND,
+# only a "node" line of that channel (small, bulk) counts.
 srm_netns_status_field() {
-    srm_netns_status "$1" 2>/dev/null | awk -v t="$2" -v f="$3" '$1 == t {
-        for (i = 1; i < NF; i++) if ($i == f) { print $(i + 1); exit } }'
+    srm_netns_status "$1" 2>/dev/null |
+        awk -v t="$2" -v f="$3" -v k="${4:-}" '$1 == t && (k == "" || $5 == k) {
+            for (i = 1; i < NF; i++) if ($i == f) { print $(i + 1); exit } }'
 }
 
 # srm_netns_agent_start HOST LOG [VAR=VALUE...]: start our own srmd in

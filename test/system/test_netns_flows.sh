@@ -50,8 +50,8 @@ flows() {
 }
 
 # --------------------------------------------------------------- clean --
-bulk_before=$(srm_netns_status "${HOSTS[0]}" 2>/dev/null | awk '$1 == "node" && $5 == "bulk" {
-    for (i = 1; i < NF; i++) if ($i == "tx") { split($(i + 1), a, "/"); print a[2]; exit } }')
+bulk_before=$(srm_netns_status_field "${HOSTS[0]}" node tx bulk)
+bulk_before=${bulk_before#*/}  # tx FRAMES/BYTES
 flows clean --seed 7
 if [ "$RC" = 0 ] && [ -n "$LINE" ]; then
     srm_pass "clean: srm_flowgen exit 0"
@@ -88,8 +88,8 @@ if awk -v a="$p50" -v b="$p99" 'BEGIN { exit !(a <= b) }'; then
 else
     srm_fail "clean: short p50 $p50 > p99 $p99"
 fi
-bulk_after=$(srm_netns_status "${HOSTS[0]}" 2>/dev/null | awk '$1 == "node" && $5 == "bulk" {
-    for (i = 1; i < NF; i++) if ($i == "tx") { split($(i + 1), a, "/"); print a[2]; exit } }')
+bulk_after=$(srm_netns_status_field "${HOSTS[0]}" node tx bulk)
+bulk_after=${bulk_after#*/}
 if [ "${bulk_after:-0}" -gt "${bulk_before:-0}" ]; then
     srm_pass "clean: the long flows took the bulk channel (${HOSTS[0]} bulk tx ${bulk_after} B)"
 else

@@ -47,10 +47,9 @@ bulk_line() {
 active_path() {
     bulk_line "$1" | grep -o '[01]:ready\*' | cut -c1
 }
-# field HOST NAME: the number after NAME on HOST's bulk line
-field() {
-    bulk_line "$1" | awk -v f="$2" '{
-        for (i = 1; i < NF; i++) if ($i == f) { print $(i + 1); exit } }'
+# bulk_replaced HOST: connections HOST's bulk channel replaced
+bulk_replaced() {
+    srm_netns_status_field "$1" node replaced bulk
 }
 retransmitted() {
     "$SRM_NETNS_CLUSTER" exec "$1" nstat -az TcpRetransSegs 2>/dev/null |
@@ -106,7 +105,7 @@ NFT
 t0=$(srm_now_us)
 while [ $(( $(srm_now_us) - t0 )) -lt $(( DROP_SECS * 1000000 )) ]; do
     srm_alive "$mpi_pid" || break
-    [ "$(field "$lossy_host" replaced)" -ge 1 ] 2>/dev/null && break
+    [ "$(bulk_replaced "$lossy_host")" -ge 1 ] 2>/dev/null && break
     sleep 0.2
 done
 srm_log "    dropped for $(( ($(srm_now_us) - t0) / 1000 )) ms:" \
@@ -124,7 +123,7 @@ for h in "${HOSTS[@]}"; do
 done
 
 log=$SRM_LOG/srmd.$lossy_host.log
-replaced=$(field "$lossy_host" replaced)
+replaced=$(bulk_replaced "$lossy_host")
 now=$(active_path "$lossy_host")
 why=$(grep -m1 'TCP segments retransmitted within' "$log")
 srm_log "    $lossy_host: $resent TCP segments retransmitted, bulk channel replaced ${replaced:-?}, now active on path ${now:-none}"
@@ -146,7 +145,7 @@ else
     srm_fail "$lossy_host: the bulk channel is on path ${now:-none}, the lossy one was $lossy_path"
 fi
 # The peer lost that connection too, but retransmitted nothing itself.
-peer_replaced=$(field "$peer_host" replaced)
+peer_replaced=$(bulk_replaced "$peer_host")
 if [ "${peer_replaced:-1}" -eq 0 ] &&
    ! grep -q 'TCP segments retransmitted within' "$SRM_LOG/srmd.$peer_host.log"; then
     srm_pass "$peer_host (no drops): replaced nothing"
