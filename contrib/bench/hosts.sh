@@ -80,7 +80,11 @@ DESCRIPTION
     this machine, on the waker's CPU and across CPUs (srm_wake_cost,
     contrib/bench/srm_wake_cost.c, 1000 wakeups per case): an srm agent
     that sleeps is woken once per hop, ranks with sockets of their own
-    never.
+    never.  For every tag_bw size that srm sent on its bulk channel they
+    give that channel's turn (srmd's rtt_us in srmctl status of h2, read
+    after each srm run: the smoothed time from writing a frame until its
+    ack is back) and the bandwidth it allows: a channel keeps at most
+    CHANNEL_DEPTH unacknowledged, so it moves at most that much per turn.
 
     After the table the report links three plots, rendered with gnuplot
     (pngcairo terminal if it has one, else png) from data files written
@@ -678,6 +682,25 @@ if awk -v x="$MR_SECS_TARGET" 'BEGIN { exit !(x > 0) }'; then
         info "calibration: $tl ucp tag_bw 8 B -n $cal_n: $SUMMARY -> -n ${MR_N[$tl]} -w ${MR_W[$tl]} for about $MR_SECS_TARGET s per pair"
     done
 fi
+# note_bulk_turn ID: after an srm run, the turn of the bulk channel of h2
+# (the sender of tag_bw) to h1, if the run wrote frames on it: appended to
+# TURNS[ID]. The turn is srmd's smoothed time from writing a frame until
+# its ack is back ("rtt_us" of the channel in srmctl status).
+declare -A TURNS=()
+BULK_TX_SEEN=0
+note_bulk_turn() {
+    local line tx rtt
+    line=$(agent_ctl "$H2" status 2>/dev/null | awk '$1 == "node" && $5 == "bulk"' | head -n 1) || true
+    tx=$(status_word "$line" tx)
+    tx=${tx%%/*}
+    rtt=$(status_word "$line" rtt_us)
+    [[ $tx =~ ^[0-9]+$ ]] || return 0
+    if (( tx > BULK_TX_SEEN )) && [[ $rtt =~ ^[0-9]+$ ]]; then
+        TURNS[$1]+="$rtt "
+    fi
+    BULK_TX_SEEN=$tx
+}
+
 for (( rep = 1; rep <= REPS; rep++ )); do
     for spec in "${TESTS[@]}"; do
         IFS='|' read -r id api test size iters warmup pairs field _kind _label <<<"$spec"
@@ -685,6 +708,7 @@ for (( rep = 1; rep <= REPS; rep++ )); do
             n=$iters w=$warmup
             [[ $n != MR ]] || n=${MR_N[$tl]} w=${MR_W[$tl]}
             run_group "$tl" "$api" "$test" "$size" "$n" "$w" "$pairs" "$field" "$rep"
+            [[ $tl != srm ]] || note_bulk_turn "$id"
             if [[ $iters == MR ]]; then
                 MR_SECS[$tl]+="$PAIR_SECS "
             fi
@@ -901,6 +925,26 @@ iter_ranges() {
     printf '%s' "$text"
 }
 
+# bulk_turn_lines: a note on the window bound of srm's bulk channel for
+# every tag_bw size that moved frames on it: at most CHANNEL_DEPTH is
+# unacknowledged, so it moves at most CHANNEL_DEPTH per turn.
+bulk_turn_lines() {
+    local spec id size depth med lo hi bound bw
+    depth=$(sed -n 's/.*channel depth \([0-9]*\) B.*/\1/p' <<<"$AGENT_POLICY")
+    [[ -n $depth ]] || return 0
+    for spec in "${TESTS[@]}"; do
+        IFS='|' read -r id _ test size _ <<<"$spec"
+        [[ $test == tag_bw && $id == bw-* && -n ${TURNS[$id]:-} ]] || continue
+        # shellcheck disable=SC2086  # a list of numbers
+        read -r med lo hi < <(stats ${TURNS[$id]})
+        # shellcheck disable=SC2086
+        read -r bw _ < <(stats ${VALUES[srm/$id]})
+        bound=$(awk -v d="$depth" -v t="$med" 'BEGIN { if (t > 0) printf "%.0f", d / (t * 1e-6) / 1048576; else print "inf" }')
+        printf -- '- srm tag_bw %s: the bulk channel (%s to %s) took %.0f us [%.0f, %.0f] per turn (from writing a frame until its ack is back; srmd'"'"'s smoothed rtt_us, read after each run); with at most %s unacknowledged (CHANNEL_DEPTH) that allows at most %s MB/s, and srm moved %s MB/s\n' \
+            "$(size_label "$size")" "$H2" "$H1" "$med" "$lo" "$hi" "$(size_label "$depth")" "$bound" "$(fmt bw "$bw")"
+    done
+}
+
 report() {
     local spec id kind label tl med lo hi h
     printf '# srm vs UCX tcp between two simulated hosts (ucx_perftest)\n\n'
@@ -957,6 +1001,7 @@ report() {
     done
     printf '\n'
     printf -- '- MB/s is ucx_perftest'"'"'s unit, 2^20 bytes per second.\n'
+    bulk_turn_lines
     printf -- '- '
     wake_cost_line
     printf -- '- %d runs, %s s wall time in all (including the cluster set-up and tear-down of this script so far).\n' "$TOTAL_RUNS" "$ELAPSED"

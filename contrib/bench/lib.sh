@@ -185,6 +185,12 @@ status_field() {
     awk -v k="$1" '$1 == k && !done { sub(/^[^ ]+ */, ""); print; done = 1 }'
 }
 
+# status_word LINE FIELD: the word after FIELD in one line of srmctl
+# status, or nothing.
+status_word() {
+    awk -v f="$2" '{ for (i = 1; i < NF; i++) if ($i == f) { print $(i + 1); exit } }' <<<"$1"
+}
+
 # port_in_state PORT STATE FILE...: is there a socket on local TCP port
 # PORT in STATE (hex, 0A: LISTEN; empty: any) in the /proc/net/tcp FILEs?
 port_in_state() {

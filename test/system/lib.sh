@@ -487,6 +487,12 @@ srm_netns_status_field() {
             for (i = 1; i < NF; i++) if ($i == f) { print $(i + 1); exit } }'
 }
 
+# srm_status_word LINE FIELD: the word after FIELD in one line of a
+# status, or nothing.
+srm_status_word() {
+    awk -v f="$2" '{ for (i = 1; i < NF; i++) if ($i == f) { print $(i + 1); exit } }' <<<"$1"
+}
+
 # srm_netns_agent_start HOST LOG [VAR=VALUE...]: start our own srmd in
 # HOST on UCX_SRM_SOCKET with VAR=VALUE... in its environment, its log in
 # LOG (-l) and its output in LOG with .out for .log. Its pid goes to

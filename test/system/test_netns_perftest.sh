@@ -7,7 +7,9 @@
 # Each host runs its own srmd (started here, UCX_SRM_AGENT=never for the
 # clients). Every pair must exit 0 on both sides with a "Final:" line.
 # Afterwards `srmctl status` in h1 must show its small AND bulk channel to
-# h2 "ready" with tx and rx frames > 0. Numbers are printed, not judged.
+# h2 "ready" with tx and rx frames > 0, and a measured turn time (rtt_us,
+# from writing a frame until its ack; min_rtt_us <= rtt_us). Numbers are
+# printed, not judged.
 #
 . "$(dirname "$0")/lib.sh"
 
@@ -116,7 +118,7 @@ srm_netns_status "$H2" 2>&1 | sed 's/^/  /'
 
 # chan_check KIND: the h1 -> h2 channel of KIND is ready, tx/rx frames > 0.
 chan_check() {
-    local kind=$1 line state txf rxf
+    local kind=$1 line state txf rxf rtt rtt_min
 
     line=$(printf '%s\n' "$status" | awk -v k="$kind" '$1 == "node" && $5 == k' |
            head -n 1)
@@ -131,6 +133,13 @@ chan_check() {
         srm_pass "$H1 $kind channel: $state, tx frames $txf, rx frames $rxf"
     else
         srm_fail "$H1 $kind channel: state '$state', tx frames '$txf', rx frames '$rxf' (want ready, > 0, > 0)"
+    fi
+    rtt=$(srm_status_word "$line" rtt_us)
+    rtt_min=$(srm_status_word "$line" min_rtt_us)
+    if [[ $rtt =~ ^[0-9]+$ && $rtt_min =~ ^[0-9]+$ ]] && (( rtt > 0 && rtt_min <= rtt )); then
+        srm_pass "$H1 $kind channel: its frames' turn is $rtt us (shortest $rtt_min us)"
+    else
+        srm_fail "$H1 $kind channel: rtt_us '$rtt', min_rtt_us '$rtt_min' (want whole numbers, 0 < smoothed, shortest <= smoothed)"
     fi
 }
 chan_check small

@@ -231,6 +231,7 @@ void srm_deliver_commit(srm_agent_t *agent, srm_client_t *dst,
 /* srm_channel.c: the numbered, acknowledged frame stream of a channel */
 int srm_channel_init(srm_agent_t *agent, srm_channel_t *chan);
 size_t srm_channel_small_max(const srm_agent_t *agent);
+size_t srm_channel_depth(const srm_agent_t *agent); /* most unacknowledged */
 void srm_channel_cleanup(srm_channel_t *chan);
 srm_sched_result_t srm_channel_enqueue(srm_agent_t *agent, srm_client_t *src,
                                        const srm_frame_hdr_t *hdr,

@@ -34,7 +34,7 @@ static inline int srm_seq_before(uint32_t a, uint32_t b)
     return (int32_t)(a - b) < 0;
 }
 
-static size_t srm_channel_depth(const srm_agent_t *agent)
+size_t srm_channel_depth(const srm_agent_t *agent)
 {
     return (agent->config.channel_depth > SRM_CHANNEL_MAX_DEPTH) ?
                    SRM_CHANNEL_MAX_DEPTH : agent->config.channel_depth;
@@ -68,6 +68,7 @@ static size_t srm_channel_peek(const srm_channel_t *chan, uint64_t offset,
 int srm_channel_init(srm_agent_t *agent, srm_channel_t *chan)
 {
     memset(chan, 0, sizeof(*chan));
+    srm_rtt_init(&chan->rtt);
     return 0;
 }
 
@@ -296,9 +297,10 @@ static void srm_channel_skip_acked(srm_channel_t *chan)
     srm_channel_release(chan);
 }
 
-/* Bookkeeping after `bytes` more of the stream were written. */
+/* Bookkeeping after `bytes` more of the stream were written by a write
+ * that began at `write_at` (< 0: by clients, at times unknown). */
 static void srm_channel_advance(srm_agent_t *agent, srm_channel_t *chan,
-                                size_t bytes)
+                                size_t bytes, double write_at)
 {
     srm_frame_hdr_t hdr;
     size_t size;
@@ -314,6 +316,9 @@ static void srm_channel_advance(srm_agent_t *agent, srm_channel_t *chan,
             chan->resent++;
         } else {
             chan->sent_seq_hi = hdr.chan_seq + 1;
+            if ((write_at >= 0) && srm_rtt_wants_probe(&chan->rtt)) {
+                srm_rtt_sent(&chan->rtt, hdr.chan_seq, write_at);
+            }
         }
     }
     if (!agent->config.failover) {
@@ -358,7 +363,7 @@ int srm_channel_absorb(srm_agent_t *agent, srm_node_t *node,
     chan->tx_bytes      += bytes;
     chan->direct_frames += count;
     if (written) {
-        srm_channel_advance(agent, chan, len - unwritten);
+        srm_channel_advance(agent, chan, len - unwritten, -1.0);
     }
     return 0;
 }
@@ -376,6 +381,7 @@ static int srm_channel_write(srm_agent_t *agent, srm_node_t *node, int kind,
     int data            = (link == chan->links[chan->active]) &&
                           (chan->sent < chan->tail);
     struct iovec iov[2];
+    double write_at;
     size_t ctl_sent;
     ssize_t sent;
     int iovcnt = 0;
@@ -412,7 +418,8 @@ static int srm_channel_write(srm_agent_t *agent, srm_node_t *node, int kind,
         return 0;
     }
 
-    sent = srm_link_sendv(link, iov, iovcnt);
+    write_at = srm_agent_now();
+    sent     = srm_link_sendv(link, iov, iovcnt);
     if (sent < 0) {
         srm_link_close(agent, link, SRM_LOG_WARN, "send failed: %m");
         return -1;
@@ -421,10 +428,10 @@ static int srm_channel_write(srm_agent_t *agent, srm_node_t *node, int kind,
                                                          link->ctl_left;
     link->ctl_left -= ctl_sent;
     if ((size_t)sent > ctl_sent) {
-        srm_channel_advance(agent, chan, (size_t)sent - ctl_sent);
+        srm_channel_advance(agent, chan, (size_t)sent - ctl_sent, write_at);
     }
     if (sent > 0) {
-        link->last_tx = srm_agent_now();
+        link->last_tx = write_at;
     }
     if (link->want_write != ((link->ctl_left > 0) ||
                              (data && (chan->sent < chan->tail)))) {
@@ -539,6 +546,7 @@ static void srm_channel_activate(srm_agent_t *agent, srm_node_t *node,
     chan->sent      = chan->head;
     chan->frame_end = chan->head;
     node->dirty     = 1;
+    srm_rtt_restart(&chan->rtt);
 }
 
 void srm_channel_link_ready(srm_agent_t *agent, srm_link_t *link)
@@ -627,6 +635,7 @@ static int srm_channel_take_ack(srm_channel_t *chan, srm_node_t *node,
         return -1; /* acknowledges frames never sent */
     }
     chan->acked_seq = ack;
+    srm_rtt_acked(&chan->rtt, ack, srm_agent_now());
     srm_channel_release(chan);
     node->dirty = 1; /* space for blocked senders */
     return 0;

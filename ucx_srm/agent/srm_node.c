@@ -422,6 +422,17 @@ static int srm_node_placing(const srm_channel_t *chan)
     return count;
 }
 
+/* A turn time of the channel in whole microseconds, "-" before the first. */
+static const char *srm_node_usecs(const srm_rtt_t *rtt, double seconds,
+                                  char *buf, size_t size)
+{
+    if (rtt->samples == 0) {
+        return "-";
+    }
+    snprintf(buf, size, "%.0f", seconds * 1e6);
+    return buf;
+}
+
 void srm_node_format(srm_agent_t *agent, char *buf, size_t size,
                      size_t *len)
 {
@@ -429,7 +440,7 @@ void srm_node_format(srm_agent_t *agent, char *buf, size_t size,
                                  "auth-wait", "ready"};
     const srm_channel_t *chan;
     const srm_link_t *link;
-    char addr[32], paths[64];
+    char addr[32], paths[64], rtt[24], rtt_min[24];
     srm_node_t *node;
     unsigned i;
     int kind, n, path, used;
@@ -452,7 +463,8 @@ void srm_node_format(srm_agent_t *agent, char *buf, size_t size,
             n = snprintf(buf + *len, size - *len,
                          "node %-3u 0x%016llx %-21s %-5s %-10s state %-9s "
                          "paths %s "
-                         "queued %llu unacked %llu tx %llu/%llu "
+                         "queued %llu unacked %llu rtt_us %s min_rtt_us %s "
+                         "tx %llu/%llu "
                          "direct %llu rx %llu/%llu taken %llu "
                          "placed %llu/%llu placing %d "
                          "connects %llu failovers %llu replaced %llu "
@@ -467,6 +479,10 @@ void srm_node_format(srm_agent_t *agent, char *buf, size_t size,
                          srm_node_state_names[node->state], paths,
                          (unsigned long long)(chan->tail - chan->sent),
                          (unsigned long long)(chan->sent - chan->head),
+                         srm_node_usecs(&chan->rtt, chan->rtt.smoothed, rtt,
+                                        sizeof(rtt)),
+                         srm_node_usecs(&chan->rtt, chan->rtt.min, rtt_min,
+                                        sizeof(rtt_min)),
                          (unsigned long long)chan->tx_frames,
                          (unsigned long long)chan->tx_bytes,
                          (unsigned long long)chan->direct_frames,

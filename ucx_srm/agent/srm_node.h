@@ -18,6 +18,7 @@
 #include <ucx_srm/common/srm_frame.h>
 
 #include "srm_retrans.h"
+#include "srm_rtt.h"
 
 #include <stddef.h>
 #include <stdint.h>
@@ -119,6 +120,7 @@ typedef struct srm_channel {
     uint64_t   failovers;         /* times the active link was lost */
     uint64_t   replaced;          /* of those, closed for retransmitting */
     double     replaced_at;
+    srm_rtt_t  rtt;               /* turn time of our frames */
     uint64_t   resent;            /* frames written more than once */
     uint64_t   direct_frames;     /* of tx, written by clients themselves */
     uint64_t   taken_frames;      /* of rx, read by clients themselves */
