@@ -22,7 +22,7 @@ NAME
 
 SYNOPSIS
     $PROG [--build DIR] [--quick | --smoke] [--reps N] [--out DIR]
-            [--only LIST] [--keep-logs]
+            [--only LIST] [--tcp-cc NAME] [--keep-logs]
     $PROG -h | --help
 
 DESCRIPTION
@@ -88,6 +88,12 @@ OPTIONS
                   mesh, resources, flows, model, commas (2 and 3 are one
                   script); model.sh uses the costs of 4 when 4 ran, else
                   its defaults
+    --tcp-cc NAME TCP congestion control of the simulated hosts of the
+                  experiments that compare with UCX's tcp (hosts.sh and
+                  mesh.sh --tcp-cc; default reno, as the main job: a
+                  pacing one, this kernel's bbr, makes the veths reorder
+                  packets and holds UCX's tcp back; "default" leaves the
+                  kernel's)
     --keep-logs   keep the experiments' log directories (each script's
                   --keep-logs)
     -h, --help    this text
@@ -121,7 +127,7 @@ USAGE
 # -------------------------------------------------------------- options --
 
 BUILD=${SRM_BUILD_DIR:-}
-MODE=full REPS='' OUTDIR='' ONLY='' KEEP_LOGS=0
+MODE=full REPS='' OUTDIR='' ONLY='' KEEP_LOGS=0 TCP_CC=reno
 while [[ $# -gt 0 ]]; do
     case $1 in
     --build)     need_arg "$@"; BUILD=$2; shift 2 ;;
@@ -134,6 +140,8 @@ while [[ $# -gt 0 ]]; do
     --out=*)     OUTDIR=${1#*=}; shift ;;
     --only)      need_arg "$@"; ONLY=$2; shift 2 ;;
     --only=*)    ONLY=${1#*=}; shift ;;
+    --tcp-cc)    need_arg "$@"; TCP_CC=$2; shift 2 ;;
+    --tcp-cc=*)  TCP_CC=${1#*=}; shift ;;
     --keep-logs) KEEP_LOGS=1; shift ;;
     -h|--help)   usage; exit 0 ;;
     *)           bad "unknown argument: $1" ;;
@@ -196,6 +204,9 @@ args_of() {
     smoke/flows)     ARGS=("${common[@]}" --quick --hosts 2 --ppn 1 --loads 0.3 --duration 0.2
                            --timeout 60) ;;
     esac
+    if [[ $TCP_CC != default && ( $1 == hosts || $1 == mesh ) ]]; then
+        ARGS+=(--tcp-cc "$TCP_CC")
+    fi
     ARGS+=(--out "$OUTDIR/$1.md")
 }
 

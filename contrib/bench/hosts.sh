@@ -54,7 +54,7 @@ DESCRIPTION
                             size S of --sizes; -n N*4 KB/S, at least 20,
                             at most N
       UCP tag_bw  S         bandwidth, overall, MB/s, for every size S
-                            of --sizes; -n N*16 KB/S, at least 4, at
+                            of --sizes; -n N*256 KB/S, at least 4, at
                             most 20*N
       UCP tag_bw  8 B x P   aggregate message rate, msg/s, for every P
                             of --procs (default 1, 2, 4 and 8 concurrent
@@ -135,8 +135,8 @@ OPTIONS
     --iters N
         Base iteration count N (see above; default 5000, 200 with
         --quick).  With the default --sizes and --procs one repetition
-        takes about 3 minutes on a two-core machine, so the default run
-        takes about 10 minutes; much longer on a busy machine.
+        takes about a minute on an idle two-core machine, the default run
+        about 3 minutes; much longer on a busy machine.
     --out FILE
         Also write the report and the exact command lines of every run (and
         of the agents) to FILE, and the plots and their data next to it
@@ -349,14 +349,16 @@ size_label() {
 at_least() { echo $(( $1 > $2 ? $1 : $2 )); }
 at_most()  { echo $(( $1 < $2 ? $1 : $2 )); }
 AMLAT_N=$ITERS                  AMLAT_W=$(at_least $(( ITERS / 10 )) 1)
-# The size sweeps move about N*4 KB (tag_lat) and N*16 KB (tag_bw) per
-# run, so that the large sizes take seconds, not minutes; the floors keep
-# a p50 of some samples and a few messages in flight.
+# The size sweeps move about N*4 KB (tag_lat) and N*256 KB (tag_bw) per
+# run, so that the large sizes take seconds, not minutes, and a bandwidth
+# run outlasts the start of its connections (about a second for srm at
+# 1 MB with the default N); the floors keep a p50 of some samples and a
+# few messages in flight.
 declare -A LAT_N=() LAT_W=() BW_N=() BW_W=()
 for s in "${SIZES[@]}"; do
     LAT_N[$s]=$(at_least "$(at_most $(( ITERS * 4096 / s )) "$ITERS")" 20)
     LAT_W[$s]=$(at_least $(( LAT_N[$s] / 10 )) 1)
-    BW_N[$s]=$(at_least "$(at_most $(( ITERS * 16384 / s )) $(( ITERS * 20 )))" 4)
+    BW_N[$s]=$(at_least "$(at_most $(( ITERS * 262144 / s )) $(( ITERS * 20 )))" 4)
     BW_W[$s]=$(at_least $(( BW_N[$s] / 10 )) 1)
 done
 # The 8 B message-rate iterations; calibrated per transport unless
@@ -412,16 +414,7 @@ timeout -k 5 120 "$NC" up 2 --prefix "$PFX" >"$WORK/cluster.log" 2>&1 || {
     die "netns-cluster up 2 --prefix $PFX failed"; }
 record_cmd '# cluster' '' "$NC" up 2 --prefix "$PFX"
 
-# TCP congestion control of both hosts: srm's channels and UCX's tcp alike.
-if [[ -n $TCP_CC ]]; then
-    for h in "${HOSTS[@]}"; do
-        "$NC" exec "$h" sysctl -q -w net.ipv4.tcp_congestion_control="$TCP_CC" \
-            >"$WORK/sysctl.$h.log" 2>&1 ||
-            die "--tcp-cc $TCP_CC: $h refuses it ($(head -c 200 "$WORK/sysctl.$h.log"); allowed there: $("$NC" exec "$h" cat /proc/sys/net/ipv4/tcp_allowed_congestion_control))"
-        record_cmd "# congestion control in $h" '' "$NC" exec "$h" sysctl -w net.ipv4.tcp_congestion_control="$TCP_CC"
-    done
-fi
-HOST_CC=$("$NC" exec "$H1" cat /proc/sys/net/ipv4/tcp_congestion_control)
+hosts_tcp_cc "$TCP_CC"
 
 # The devices the comparison relies on, as UCX sees them inside h1.
 devs=$(timeout -k 5 60 "$NC" exec "$H1" "${BASE_ENV[@]}" "${SRM_ENV[@]}" \
@@ -956,8 +949,7 @@ report() {
         "$(ucx_version)" "$(srmd_version)" "$SRM_MODULE"
     printf -- '- hosts: %s (10.77.0.1, servers) and %s (10.77.0.2, clients), netns-cluster --prefix %s; one srmd per host on @%s (%s, nice %s)\n' \
         "$H1" "$H2" "$PFX" "$SOCK" "$AGENT_POLICY" "$AGENT_NICE"
-    printf -- '- TCP congestion control in both hosts: %s (%s)\n' "$HOST_CC" \
-        "$([[ -n $TCP_CC ]] && echo "--tcp-cc" || echo "the kernel's default; --tcp-cc sets another")"
+    tcp_cc_line "$TCP_CC"
     printf -- '- srm: UCX_TLS=srm, UCT -x srm -d node (rank -> srmd -> TCP node channel -> srmd -> rank; small messages between polling ranks through the channel socket directly); tcp: UCX_TLS=tcp UCX_NET_DEVICES=eth0, UCT -x tcp -d eth0\n'
     printf -- '- iterations (-n / -w): tag_lat %s; tag_bw %s; am_lat %d/%d; 8 B message rate %d/%d (srm) and %d/%d (tcp) per pair%s\n' \
         "$(iter_ranges LAT_N LAT_W)" "$(iter_ranges BW_N BW_W)" "$AMLAT_N" "$AMLAT_W" \

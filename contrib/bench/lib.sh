@@ -657,6 +657,30 @@ cluster_up() {
     record_cmd '# cluster' '' "$NC" up "$n" --prefix "$PFX"
 }
 
+# hosts_tcp_cc [NAME]: with NAME, sets the TCP congestion control of every
+# host of HOSTS (sysctl net.ipv4.tcp_congestion_control: srm's channels and
+# UCX's tcp alike) and records the commands; dies, naming what the host
+# allows, if one refuses it. Sets HOST_CC to what the first host runs.
+hosts_tcp_cc() {
+    local cc=${1:-} h
+    if [[ -n $cc ]]; then
+        for h in "${HOSTS[@]}"; do
+            "$NC" exec "$h" sysctl -q -w net.ipv4.tcp_congestion_control="$cc" \
+                >"$WORK/sysctl.$h.log" 2>&1 ||
+                die "--tcp-cc $cc: $h refuses it ($(head -c 200 "$WORK/sysctl.$h.log"); allowed there: $("$NC" exec "$h" cat /proc/sys/net/ipv4/tcp_allowed_congestion_control))"
+            record_cmd "# congestion control in $h" '' "$NC" exec "$h" sysctl -w net.ipv4.tcp_congestion_control="$cc"
+        done
+    fi
+    HOST_CC=$("$NC" exec "${HOSTS[0]}" cat /proc/sys/net/ipv4/tcp_congestion_control)
+}
+
+# tcp_cc_line SET: the report line naming the hosts' congestion control;
+# SET is the --tcp-cc given, if any.
+tcp_cc_line() {
+    printf -- '- TCP congestion control in every host: %s (%s)\n' "$HOST_CC" \
+        "$([[ -n $1 ]] && echo "--tcp-cc" || echo "the kernel's default; --tcp-cc sets another")"
+}
+
 # cluster_down: tear down the cluster if cluster_up made it (for cleanup).
 cluster_down() {
     (( ${CLUSTER_UP:-0} )) || return 0

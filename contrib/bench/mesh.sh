@@ -22,8 +22,8 @@ NAME
 SYNOPSIS
     $PROG [--build DIR] [--reps N] [--out FILE] [--timeout SEC]
             [--hosts N] [--procs LIST] [--o2m-procs P] [--sizes LIST]
-            [--seconds SEC] [--pingpong-yield LIST] [--prefix NAME]
-            [--keep-logs] [--quick]
+            [--seconds SEC] [--pingpong-yield LIST] [--tcp-cc NAME]
+            [--prefix NAME] [--keep-logs] [--quick]
     $PROG -h | --help
 
 DESCRIPTION
@@ -125,6 +125,11 @@ OPTIONS
     --pingpong-yield LIST
                     mpi_yield_when_idle values of the ping-pong, 0 and/or
                     1, or none (default 0,1)
+    --tcp-cc NAME   TCP congestion control of every host (sysctl
+                    net.ipv4.tcp_congestion_control), for srm's channels
+                    and UCX's tcp alike; the report names the one in use
+                    (default: the kernel's; hosts.sh --help says why it
+                    matters for the tcp baseline)
     --prefix NAME   netns-cluster prefix (default mb<pid>); the script
                     refuses a cluster of that prefix that is already up
     --keep-logs     keep the log directory after a complete run
@@ -161,6 +166,7 @@ USAGE
 BUILD=${SRM_BUILD_DIR:-}
 REPS='' ITERS=0 OUT='' PORT_BASE=0 TIMEOUT='' KEEP_LOGS=0 QUICK=0
 NHOSTS=3 PROCS_ARG='' O2M_PROCS='' SIZES_ARG=8,64K SECS='' PFX=mb$$ PP_YIELD_ARG=0,1
+TCP_CC=
 
 while [[ $# -gt 0 ]]; do
     common_option "$@"
@@ -181,6 +187,8 @@ while [[ $# -gt 0 ]]; do
     --seconds=*)   SECS=${1#*=}; shift ;;
     --pingpong-yield)   need_arg "$@"; PP_YIELD_ARG=$2; shift 2 ;;
     --pingpong-yield=*) PP_YIELD_ARG=${1#*=}; shift ;;
+    --tcp-cc)      need_arg "$@"; TCP_CC=$2; shift 2 ;;
+    --tcp-cc=*)    TCP_CC=${1#*=}; shift ;;
     --prefix)      need_arg "$@"; PFX=$2; shift 2 ;;
     --prefix=*)    PFX=${1#*=}; shift ;;
     -h|--help)     usage; exit 0 ;;
@@ -276,6 +284,7 @@ build_mesh "$MESH_BIN"
 
 info "bringing up $NHOSTS hosts (netns-cluster --prefix $PFX); logs in $WORK"
 cluster_up "$NHOSTS"
+hosts_tcp_cc "$TCP_CC"
 agents_start 0
 AGENT_POLICY=$(agent_ctl "${HOSTS[0]}" status 2>/dev/null | status_field policy:)
 info "srmd in every host on @$SOCK: $(for h in "${HOSTS[@]}"; do printf '%s ' "${AGENT[$h]}"; done)($AGENT_POLICY)"
@@ -540,6 +549,7 @@ report() {
         "$(srmd_version)" "$(mpirun --version 2>/dev/null | awk 'NR == 1')"
     printf -- '- hosts %s (netns-cluster --prefix %s), one srmd each on @%s (%s); srm: UCX_TLS=srm; tcp: UCX_TLS=tcp UCX_NET_DEVICES=eth0; both also between ranks of one host\n' \
         "$(IFS=,; echo "${HOSTS[*]}")" "$PFX" "$SOCK" "$AGENT_POLICY"
+    tcp_cc_line "$TCP_CC"
     printf -- '- each job: warm-up max(%s s / 10, 0.2 s), then %s s measured; every message checked by its receiver: 0 errors in every job%s\n' \
         "$SECS" "$SECS" "$([[ $QUICK == 1 ]] && printf '; **--quick smoke run, not a measurement**')"
     (( NCPU > 2 )) || printf -- '- the ranks busy-poll (Open MPI, mpi_yield_when_idle per netns-mpirun) on 2 cores shared by all hosts and agents\n'
