@@ -922,7 +922,7 @@ iter_ranges() {
 # every tag_bw size that moved frames on it: at most CHANNEL_DEPTH is
 # unacknowledged, so it moves at most CHANNEL_DEPTH per turn.
 bulk_turn_lines() {
-    local spec id size depth med lo hi bound bw
+    local spec id test size depth med lo hi bound bw
     depth=$(sed -n 's/.*channel depth \([0-9]*\) B.*/\1/p' <<<"$AGENT_POLICY")
     [[ -n $depth ]] || return 0
     for spec in "${TESTS[@]}"; do
