@@ -11,7 +11,7 @@ unset logscale
 set autoscale
 set format x "%g"
 set format y "%g"
-set title "srm vs tcp between two simulated hosts: UCP tag_lat latency vs message size\nmedian of 3 runs per point; 2026-11-30 13:35:38 UTC; vm, 2 cores"
+set title "srm vs tcp between two simulated hosts: UCP tag_lat latency vs message size\nmedian of 3 runs per point; 2026-12-01 08:07:44 UTC; vm, 2 cores\nmachine not idle in 1 of 150 runs"
 set xlabel "message size (KB = 2^10 B, MB = 2^20 B)"
 set ylabel "typical (p50) latency, half a round trip (us)"
 set logscale xy
@@ -24,7 +24,7 @@ unset logscale
 set autoscale
 set format x "%g"
 set format y "%g"
-set title "srm vs tcp between two simulated hosts: UCP tag_bw bandwidth vs message size\nmedian of 3 runs per point; 2026-11-30 13:35:38 UTC; vm, 2 cores"
+set title "srm vs tcp between two simulated hosts: UCP tag_bw bandwidth vs message size\nmedian of 3 runs per point; 2026-12-01 08:07:44 UTC; vm, 2 cores\nmachine not idle in 1 of 150 runs"
 set xlabel "message size (KB = 2^10 B, MB = 2^20 B)"
 set ylabel "bandwidth, overall (MB/s, MB = 2^20 B)"
 set logscale x
@@ -38,7 +38,7 @@ unset logscale
 set autoscale
 set format x "%g"
 set format y "%g"
-set title "srm vs tcp between two simulated hosts: UCP tag_bw 8 B aggregate message rate\nmedian of 3 runs per point; 2026-11-30 13:35:38 UTC; vm, 2 cores"
+set title "srm vs tcp between two simulated hosts: UCP tag_bw 8 B aggregate message rate\nmedian of 3 runs per point; 2026-12-01 08:07:44 UTC; vm, 2 cores\nmachine not idle in 1 of 150 runs"
 set xlabel "P: concurrent process pairs = processes per host"
 set ylabel "aggregate message rate, sum of the P clients (msg/s)"
 set logscale x 2
