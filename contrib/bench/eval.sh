@@ -77,7 +77,8 @@ OPTIONS
                   measurement)
     --smoke       the smallest run that still goes through every
                   experiment's code path: 2 hosts, 1 process per host,
-                  one size, one load, short runs; experiments 1-5 run
+                  one size (two in hosts.sh: 8 B, and 64 KB for the
+                  bulk channel), one load, short runs; experiments 1-5 run
                   at the same time, their measured runs taking turns,
                   and 6 once 4 is done (make check runs this)
     --reps N      repetitions of experiments 1-5 (their default: 3; 1 with
@@ -197,7 +198,7 @@ args_of() {
                      return 0 ;;
     full/*)          ARGS=("${common[@]}") ;;
     quick/*)         ARGS=("${common[@]}" --quick) ;;
-    smoke/hosts)     ARGS=("${common[@]}" --quick --sizes 8 --procs 1 --iters 50 --timeout 60) ;;
+    smoke/hosts)     ARGS=("${common[@]}" --quick --sizes 8,64K --procs 1 --iters 50 --timeout 60) ;;
     smoke/mesh)      ARGS=("${common[@]}" --quick --hosts 2 --procs 1 --o2m-procs 1 --sizes 8
                            --seconds 0.1 --pingpong-yield 1 --timeout 60) ;;
     smoke/resources) ARGS=("${common[@]}" --quick --hosts 2 --procs 1 --hold 30 --timeout 60) ;;
