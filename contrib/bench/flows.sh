@@ -231,10 +231,7 @@ cleanup() {
     trap - EXIT INT TERM
     trap '' INT TERM        # a second Ctrl-C must not leave the cluster up
     kill_pids "${PIDS[@]}" "${AGENT[@]}"
-    if (( CLUSTER_UP )); then
-        timeout -k 5 60 "$NC" down --prefix "$PFX" >>"$WORK/cluster.log" 2>&1 ||
-            info "WARNING: 'netns-cluster down --prefix $PFX' failed (see $WORK/cluster.log)"
-    fi
+    cluster_down
     cpu_group_leave
     drop_work_dir
     exit "$rc"
@@ -250,17 +247,8 @@ ctl() {                 # CONFIG HOST SRMCTL-ARGS...: srmctl of CONFIG's agent i
 
 # ------------------------------------------------------ cluster, agents --
 
-if timeout 20 "$NC" list --prefix "$PFX" 2>/dev/null | grep -q ': up'; then
-    die "a cluster with prefix $PFX is already up (not ours); not touching it"
-fi
 info "bringing up $NHOSTS hosts (netns-cluster --prefix $PFX); logs in $WORK"
-CLUSTER_UP=1
-timeout -k 5 120 "$NC" up "$NHOSTS" --prefix "$PFX" >"$WORK/cluster.log" 2>&1 || {
-    cat "$WORK/cluster.log" >&2
-    die "netns-cluster up $NHOSTS --prefix $PFX failed"; }
-record_cmd '# cluster' '' "$NC" up "$NHOSTS" --prefix "$PFX"
-mapfile -t HOSTS < <("$NC" hosts --prefix "$PFX")
-(( ${#HOSTS[@]} == NHOSTS )) || die "netns-cluster hosts lists ${#HOSTS[@]} hosts, not $NHOSTS"
+cluster_up "$NHOSTS"
 
 AGENT_ENV=(env -u LD_PRELOAD -u UCX_SRM_SOCKET -u UCX_SRM_AGENT -u UCX_SRM_LARGE_THRESH)
 # Started in the main shell, so $! is the srmd itself (netns-cluster exec

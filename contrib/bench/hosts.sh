@@ -391,10 +391,7 @@ cleanup() {
     trap - EXIT INT TERM
     trap '' INT TERM        # a second Ctrl-C must not leave the cluster up
     kill_pids "${PIDS[@]}" "${AGENT[@]}"
-    if (( CLUSTER_UP )); then
-        timeout -k 5 60 "$NC" down --prefix "$PFX" >>"$WORK/cluster.log" 2>&1 ||
-            info "WARNING: 'netns-cluster down --prefix $PFX' failed (see $WORK/cluster.log)"
-    fi
+    cluster_down
     cpu_group_leave
     drop_work_dir
     exit "$rc"
@@ -404,15 +401,8 @@ cpu_group_join srm-hosts
 
 # ------------------------------------------------------------- cluster --
 
-if timeout 20 "$NC" list --prefix "$PFX" 2>/dev/null | grep -q ': up'; then
-    die "a cluster with prefix $PFX is already up (not ours); not touching it"
-fi
 info "bringing up hosts $H1 and $H2 (netns-cluster --prefix $PFX); logs in $WORK"
-CLUSTER_UP=1
-timeout -k 5 120 "$NC" up 2 --prefix "$PFX" >"$WORK/cluster.log" 2>&1 || {
-    cat "$WORK/cluster.log" >&2
-    die "netns-cluster up 2 --prefix $PFX failed"; }
-record_cmd '# cluster' '' "$NC" up 2 --prefix "$PFX"
+cluster_up 2
 
 hosts_tcp_cc "$TCP_CC"
 
