@@ -89,12 +89,12 @@ OPTIONS
                   mesh, resources, flows, model, commas (2 and 3 are one
                   script); model.sh uses the costs of 4 when 4 ran, else
                   its defaults
-    --tcp-cc NAME TCP congestion control of the simulated hosts of the
-                  experiments that compare with UCX's tcp (hosts.sh and
-                  mesh.sh --tcp-cc; default reno, as the main job: a
-                  pacing one, this kernel's bbr, makes the veths reorder
-                  packets and holds UCX's tcp back; "default" leaves the
-                  kernel's)
+    --tcp-cc NAME TCP congestion control of the simulated hosts of
+                  experiments 1-3 (hosts.sh and mesh.sh --tcp-cc;
+                  resources.sh and flows.sh keep the kernel's); default
+                  reno, as the main job: a pacing one, this kernel's
+                  bbr, makes the veths reorder packets and holds UCX's
+                  tcp back; "default" leaves the kernel's
     --keep-logs   keep the experiments' log directories (each script's
                   --keep-logs)
     -h, --help    this text
