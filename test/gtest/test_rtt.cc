@@ -20,12 +20,9 @@ protected:
         srm_rtt_init(&rtt);
     }
 
-    /* Writes frame `seq` at `now` as the channel does: only if no probe. */
     void sent(uint32_t seq, double now)
     {
-        if (srm_rtt_wants_probe(&rtt)) {
-            srm_rtt_sent(&rtt, seq, now);
-        }
+        srm_rtt_sent(&rtt, seq, now);
     }
 };
 
@@ -44,7 +41,7 @@ TEST_F(rtt_test, an_ack_that_does_not_cover_the_probe_is_no_sample)
     sent(7, 10.0);
     srm_rtt_acked(&rtt, 7, 10.001); /* every frame before 7: not 7 itself */
     EXPECT_EQ(0u, rtt.samples);
-    EXPECT_FALSE(srm_rtt_wants_probe(&rtt));
+    EXPECT_TRUE(rtt.probing);
     srm_rtt_acked(&rtt, 9, 10.002);
     EXPECT_EQ(1u, rtt.samples);
     EXPECT_NEAR(0.002, rtt.smoothed, 1e-9);
@@ -58,7 +55,7 @@ TEST_F(rtt_test, frames_written_while_one_is_timed_do_not_restart_the_clock)
     srm_rtt_acked(&rtt, 4, 11.0); /* covers all three: timed from frame 1 */
     EXPECT_EQ(1u, rtt.samples);
     EXPECT_NEAR(1.0, rtt.smoothed, 1e-9);
-    EXPECT_TRUE(srm_rtt_wants_probe(&rtt));
+    EXPECT_FALSE(rtt.probing);
 }
 
 TEST_F(rtt_test, later_turns_are_smoothed_and_the_shortest_is_kept)

@@ -127,8 +127,10 @@ chan_check() {
         return
     fi
     state=$(awk '{ print $6 }' <<<"$line")
-    txf=$(awk '{ for (i = 1; i < NF; i++) if ($i == "tx") { split($(i+1), a, "/"); print a[1] } }' <<<"$line")
-    rxf=$(awk '{ for (i = 1; i < NF; i++) if ($i == "rx") { split($(i+1), a, "/"); print a[1] } }' <<<"$line")
+    txf=$(srm_status_word "$line" tx)
+    txf=${txf%%/*}  # tx FRAMES/BYTES
+    rxf=$(srm_status_word "$line" rx)
+    rxf=${rxf%%/*}
     if [ "$state" = ready ] && [ "${txf:-0}" -gt 0 ] && [ "${rxf:-0}" -gt 0 ]; then
         srm_pass "$H1 $kind channel: $state, tx frames $txf, rx frames $rxf"
     else

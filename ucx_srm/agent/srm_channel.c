@@ -316,7 +316,7 @@ static void srm_channel_advance(srm_agent_t *agent, srm_channel_t *chan,
             chan->resent++;
         } else {
             chan->sent_seq_hi = hdr.chan_seq + 1;
-            if ((write_at >= 0) && srm_rtt_wants_probe(&chan->rtt)) {
+            if (write_at >= 0) {
                 srm_rtt_sent(&chan->rtt, hdr.chan_seq, write_at);
             }
         }

@@ -33,13 +33,8 @@ typedef struct srm_rtt {
 
 void srm_rtt_init(srm_rtt_t *rtt);
 
-/* Whether no frame is being timed (the next one written may be). */
-static inline int srm_rtt_wants_probe(const srm_rtt_t *rtt)
-{
-    return !rtt->probing;
-}
-
-/* A frame, chan_seq `seq`, was written for the first time at `now`. */
+/* A frame, chan_seq `seq`, was written for the first time at `now`: it
+ * is timed unless another one is. */
 void srm_rtt_sent(srm_rtt_t *rtt, uint32_t seq, double now);
 
 /* The peer has every frame before `ack` (cumulative), seen at `now`. */
