@@ -729,15 +729,14 @@ srm_vm_hosts_up() {
     fi
 }
 
-# srm_vm_qps OWNERS [FILE]: the QPs `rdma resource show qp` lists (kept in
-# FILE if given), one line per owner, device, type and state: "OWNER DEV
-# TYPE STATE N". OWNERS names whose QPs count: "COMM-PATTERN:OWNER ...",
-# e.g. "srmd:srmd srm_alltoall*:rank"; a QP is listed with the thread that
-# made it (UCX's async thread makes QPs too), so every thread of a matching
-# process counts. No command per QP or process: under TCG every fork is
-# slow.
-srm_vm_qps() {
-    local file=${2:-} f comm t o who tids=" " owners
+# srm_vm_owner_tids OWNERS: " TID:OWNER ..." for every thread of every
+# process whose comm matches one of OWNERS, "COMM-PATTERN:OWNER ...", e.g.
+# "srmd:srmd srm_alltoall*:rank". `rdma resource show` lists an object
+# with the thread that made it (UCX's async thread makes QPs too), so every
+# thread of a matching process counts. No command per process: under TCG
+# every fork is slow.
+srm_vm_owner_tids() {
+    local f comm t o who tids=" " owners
 
     read -ra owners <<<"$1" # no pathname expansion of the patterns
     for f in /proc/[0-9]*/comm; do
@@ -751,26 +750,54 @@ srm_vm_qps() {
         f=${f%/comm}
         for t in "$f"/task/*; do tids="$tids${t##*/}:$who "; done
     done
+    printf '%s\n' "$tids"
+}
+
+# srm_vm_resources KIND OWNERS [FILE]: `rdma resource show KIND` (qp or mr;
+# kept in FILE if given), summed per owner (srm_vm_owner_tids) and device,
+# and for QPs per type and state: "OWNER DEV TYPE STATE N" for qp, "OWNER
+# DEV N BYTES" for mr (N regions of BYTES in all).
+srm_vm_resources() {
+    local kind=$1 file=${3:-} tids
+
+    tids=$(srm_vm_owner_tids "$2")
     if [ -n "$file" ]; then
-        rdma resource show qp >"$file" 2>&1
+        rdma resource show "$kind" >"$file" 2>&1
         cat "$file"
     else
-        rdma resource show qp 2>/dev/null
-    fi | awk -v tids="$tids" '{
-            dev = ""; type = ""; st = ""; pid = ""
+        rdma resource show "$kind" 2>/dev/null
+    fi | awk -v tids="$tids" -v kind="$kind" '{
+            dev = ""; type = ""; st = ""; pid = ""; len = 0
             for (i = 1; i < NF; i++) {
                 if ($i == "link") { dev = $(i + 1); sub(/\/.*/, "", dev) }
+                if ($i == "dev") dev = $(i + 1)
                 if ($i == "type") type = $(i + 1)
                 if ($i == "state") st = $(i + 1)
                 if ($i == "pid") pid = $(i + 1)
+                if ($i == "mrlen") len = $(i + 1)
             }
             if (pid == "" || !match(tids, " " pid ":[a-z]+ "))
                 next
             who = substr(tids, RSTART + length(pid) + 2,
                          RLENGTH - length(pid) - 3)
-            n[who " " dev " " type " " st]++
+            if (kind == "mr") {
+                n[who " " dev]++
+                bytes[who " " dev] += len
+            } else {
+                n[who " " dev " " type " " st]++
+            }
         }
-        END { for (x in n) print x, n[x] }'
+        END {
+            for (x in n) {
+                if (kind == "mr") print x, n[x], bytes[x]
+                else print x, n[x]
+            }
+        }'
+}
+
+# srm_vm_qps OWNERS [FILE]: srm_vm_resources qp.
+srm_vm_qps() {
+    srm_vm_resources qp "$@"
 }
 
 # srm_vm_gtests LABEL ADDR FILTER TIMEOUT [VAR=VALUE...]: in the guest,

@@ -22,12 +22,15 @@
 #      8 links ready on queue pairs (with UCX_SRM_FAILOVER=y, the default,
 #      every path of both channels connects at a node's first use, though
 #      8-byte messages only ever take the small channel); the ranks must
-#      hold no QP;
+#      hold no QP; srmd's registered memory (`rdma resource show mr`) must
+#      be its device's one shared receive queue (320 x 8 KB) and 32 send
+#      slots of 8 KB per QP, no receive buffers per QP;
 #   2. UCX_TLS=rc_verbs,ud_verbs,sm,self, the same job: its ranks' QPs in
 #      state RTS per host and type, the most of 3 samples a second apart.
 #      No exact figure is asserted (it is UCX's), only that RC joins each
 #      rank to every remote rank: at least P*P*(N-1) = 32 RC QPs per host.
-# Both are printed side by side, per host and type. The ranks yield when
+# Both are printed side by side, per host and type, and so is the memory
+# each job registered per host. The ranks yield when
 # idle (mpi_yield_when_idle 1) and the agents sleep (UCX_SRM_POLL=block):
 # under TCG, 12 busy-polling ranks on 2 vCPUs starve each other.
 #
@@ -73,6 +76,20 @@ srm_pass "srmd in every host on its rxe device ($(srm_netns_agent_pids)) ($(secs
 qp_sample() {
     srm_vm_qps "srmd:srmd srm_alltoall*:rank" "$1"
 }
+
+# mr_sample LABEL FILE: `rdma resource show mr` into FILE; keeps the
+# largest sample per owner and device in M[LABEL,OWNER,DEV] ("N BYTES").
+declare -A M=()
+mr_sample() {
+    local who d n bytes key
+    while read -r who d n bytes; do
+        key=$1,$who,$d
+        [ "${M[$key]#* }" -ge "$bytes" ] 2>/dev/null || M[$key]="$n $bytes"
+    done < <(srm_vm_resources mr "srmd:srmd srm_alltoall*:rank" "$2")
+}
+
+# mib BYTES: BYTES in MiB, one decimal.
+mib() { awk -v b="$1" 'BEGIN { printf "%.1f", b / 1048576 }'; }
 
 # job_start LABEL CMD...: CMD (a netns-mpirun command line running
 # srm_alltoall_hold on every host, PPN ranks each, 8-byte messages,
@@ -146,6 +163,7 @@ for s in $(seq $((SAMPLES + 2))); do
     [ "$done_all" = 1 ] && break
     sleep 1
 done
+mr_sample srm "$SRM_LOG/srm.mrs.txt"
 for h in "${HOSTS[@]}"; do
     srm_netns_status "$h" >"$SRM_LOG/srm.status.$h.txt" 2>&1
 done
@@ -176,6 +194,19 @@ for h in "${HOSTS[@]}"; do
         srm_fail "  srmctl status of $h: $ready node channels with both paths ready (want $((2 * (NHOSTS - 1)))): $links"
         sed 's/^/    | /' "$SRM_LOG/srm.status.$h.txt"
     fi
+    # Registered: the device's shared receive queue once (320 buffers of
+    # 8 KB), and 32 send slots of 8 KB per queue pair; nothing per rank or
+    # per receive queue of a QP.
+    reg=${M[srm,srmd,$d]:-0 0}
+    want_reg=$(( (320 + want * 32) * 8192 ))
+    if [ "${reg#* }" = "$want_reg" ]; then
+        srm_pass "  srmd of $h registered $(mib "${reg#* }") MiB in ${reg% *} regions: one shared receive queue (2.5 MiB) and the send slots of its $want QPs"
+    else
+        srm_fail "  srmd of $h registered ${reg#* } bytes in ${reg% *} regions, want $want_reg (320 receive buffers shared by all QPs, 32 send slots per QP); see $SRM_LOG/srm.mrs.txt"
+    fi
+    grep -q "^receives rxe_$h:1: shared queue of 320 x 8192 B" \
+        "$SRM_LOG/srm.status.$h.txt" ||
+        srm_fail "  srmctl status of $h has no line for its shared receive queue"
 done
 srm_log "  what each channel carried (tx/rx frames/bytes, per host and remote node):"
 for h in "${HOSTS[@]}"; do
@@ -216,6 +247,7 @@ if job_start rc env UCX_TLS=$RC_TLS UCX_UD_VERBS_ETH_DGID_CHECK=n \
             [ "$who" = rank ] || continue
             [ "${Q[rc,rank,$d,$ty,$st]:-0}" -ge "$n" ] || Q[rc,rank,$d,$ty,$st]=$n
         done < <(qp_sample "$SRM_LOG/rc.qps.$s.txt")
+        mr_sample rc "$SRM_LOG/rc.mrs.$s.txt"
         [ "$s" = $SAMPLES ] || sleep 1
     done
 fi
@@ -259,6 +291,16 @@ srm_log "  $PPN ranks x $((PPN * NHOSTS)) endpoints = $((PPN * PPN * NHOSTS)) pe
 srm_log "  keep an rc_verbs lane beside sm and self, see the lanes above), and one"
 srm_log "  UD QP per rank (ud_verbs)."
 srm_log "QP count, $NHOSTS hosts x $PPN ranks: srm ${srmrow[*]} vs rc_verbs ${rcrow[*]} RC/UD per host; $srm_tot vs $rc_tot in the job"
+srm_log ""
+srm_log "Memory registered per host (rdma resource show mr; rc_verbs: the most of $SAMPLES samples):"
+srm_reg=() rc_reg=()
+for h in "${HOSTS[@]}"; do
+    a=${M[srm,srmd,rxe_$h]:-0 0} b=${M[srm,rank,rxe_$h]:-0 0} c=${M[rc,rank,rxe_$h]:-0 0}
+    srm_reg+=("$(mib $(( ${a#* } + ${b#* } )))")
+    rc_reg+=("$(mib "${c#* }")")
+    srm_log "  $h: srm: srmd $(mib "${a#* }") MiB in ${a% *} regions, ranks $(mib "${b#* }") MiB in ${b% *}; rc_verbs: ranks $(mib "${c#* }") MiB in ${c% *} regions"
+done
+srm_log "Registered MiB per host, $NHOSTS hosts x $PPN ranks: srm ${srm_reg[*]} vs rc_verbs ${rc_reg[*]}"
 srm_log ""
 srm_log "timings: guest part $(secs_since "$GUEST_T0") s"
 srm_done

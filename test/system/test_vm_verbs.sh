@@ -9,7 +9,9 @@
 # In the guest:
 #   1. the wire gtests (test_wire.cc: streams on both channels, a queue
 #      pair forced to the error state mid-stream, silent links, failover
-#      off, secrets, unreachable and paused nodes) with
+#      off, secrets, unreachable and paused nodes; test_verbs_srq.cc: queue
+#      pairs on the device's shared receive queue, one left unread while
+#      the others flow, buffers given back by dead queue pairs) with
 #      SRM_TEST_WIRE_DEVICE=rxe on a veth of the guest, all agents on it
 #      (not the one that stops a spinning agent under a fake TCP peer: it
 #      tests the tcp wire's timers, on the host, and under TCG a spinning
@@ -20,7 +22,9 @@
 #      "xrc: no" (rxe has no XRC) and shows the queue pairs;
 #   3. ucx_perftest with UCX_TLS=srm h2 -> h1: UCT am_lat, am_bw, UCP
 #      tag_lat 8 B, tag_bw 8 B, 64 KB and 4 MB; the agents' queue pairs must
-#      have carried it (send work requests counted);
+#      have carried it (send work requests counted), h1's receives must
+#      have come from its device's shared receive queue, reposted in
+#      batches, all buffers back in it at rest;
 #   4. Open MPI 2 hosts x 2 ranks, test/mpi/srm_mpi_check.c over srm;
 #   5. the queue pairs of the srm job, counted with `rdma resource show
 #      qp`: srmd's own RC QPs (2 channels x 2 paths per remote node, per
@@ -49,7 +53,7 @@ export UCX_SRM_FAILOVER_TIMEOUT=2s UCX_SRM_PEER_TIMEOUT=20s UCX_SRM_POLL=block
 
 # --- 1. the wire gtests on rxe ---------------------------------------------
 srm_vm_gtests "wire gtests" 10.79.250.1 \
-    'wire.*:-wire.an_agent_that_was_not_scheduled_*' 600 \
+    'wire.*:verbs_srq.*:-wire.an_agent_that_was_not_scheduled_*' 600 \
     SRM_TEST_WIRE_DEVICE=rxe_gt:1 SRM_TEST_TIME_SCALE=10
 
 # --- 2. two hosts, srmd on the verbs wire ------------------------------------
@@ -98,6 +102,17 @@ if [ "$wrs" -gt 0 ]; then
     srm_pass "vvh2's queue pairs posted $wrs send work requests in $bells doorbells"
 else
     srm_fail "vvh2's status shows no send work requests on queue pairs"
+fi
+# vvh1, the receiver of the runs above, took every receive from its
+# device's one shared queue, in batches, and at rest holds none unread.
+srq=$(srm_netns_status vvh1 | grep '^receives rxe_vvh1:1:')
+recv_wrs=$(node_sum vvh1 recv_wrs)
+refills=$(awk '{ for (i = 1; i < NF; i++) if ($i == "refills") print $(i + 1) }' <<<"$srq")
+if [[ $srq == *"shared queue of 320 x 8192 B"*"posted 256 held 0 "* ]] &&
+   [ "${refills:-0}" -gt 1 ] && [ "$recv_wrs" -gt "${refills:-0}" ]; then
+    srm_pass "vvh1: $recv_wrs receives from one shared queue, reposted in $refills batches: $srq"
+else
+    srm_fail "vvh1's shared receive queue is not as it should be at rest after $recv_wrs receives: '$srq'"
 fi
 
 # --- 4, 5. MPI over srm/verbs, and its queue pairs ------------------------------

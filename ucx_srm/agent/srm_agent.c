@@ -191,6 +191,11 @@ static void srm_agent_handle_event(srm_agent_t *agent,
     } else if (kind == SRM_EPOLL_VERBS) {
         srm_link_verbs_event(agent, slot);
         return;
+    } else if (kind == SRM_EPOLL_VERBS_ASYNC) {
+        if ((slot < SRM_WIRE_PATHS) && (agent->verbs[slot] != NULL)) {
+            srm_verbs_dev_async(agent->verbs[slot]);
+        }
+        return;
     }
     client = (slot < agent->num_slots) ? agent->slots[slot] : NULL;
     if (client == NULL) {

@@ -30,6 +30,7 @@ enum {
     SRM_EPOLL_WIRE     = 3, /* the tcp wire's listening socket (slot: path) */
     SRM_EPOLL_LINK     = 4, /* a connection to another agent */
     SRM_EPOLL_VERBS    = 5, /* a verbs device's completions (slot: path) */
+    SRM_EPOLL_VERBS_ASYNC = 6, /* its asynchronous events (slot: path) */
 };
 
 #define SRM_EPOLL_DATA(_kind, _slot) (((uint64_t)(_kind) << 32) | (_slot))

@@ -1165,6 +1165,9 @@ static int srm_link_listen(srm_agent_t *agent, unsigned path,
     struct epoll_event verbs_ev = {
         .events   = EPOLLIN,
         .data.u64 = SRM_EPOLL_DATA(SRM_EPOLL_VERBS, path)};
+    struct epoll_event async_ev = {
+        .events   = EPOLLIN,
+        .data.u64 = SRM_EPOLL_DATA(SRM_EPOLL_VERBS_ASYNC, path)};
     uint16_t bound_port = 0;
     char addr[32], netdev[32];
     uint32_t ipv4;
@@ -1177,10 +1180,14 @@ static int srm_link_listen(srm_agent_t *agent, unsigned path,
                                 sizeof(netdev)) != 0)) {
             return -1;
         }
-        if (epoll_ctl(agent->epoll_fd, EPOLL_CTL_ADD,
-                      srm_verbs_dev_event_fd(agent->verbs[path]),
-                      &verbs_ev) != 0) {
-            srm_error("epoll on the completions of %s failed: %m", device);
+        if ((epoll_ctl(agent->epoll_fd, EPOLL_CTL_ADD,
+                       srm_verbs_dev_event_fd(agent->verbs[path]),
+                       &verbs_ev) != 0) ||
+            (epoll_ctl(agent->epoll_fd, EPOLL_CTL_ADD,
+                       srm_verbs_dev_async_fd(agent->verbs[path]),
+                       &async_ev) != 0)) {
+            srm_error("epoll on the completions or events of %s failed: %m",
+                      device);
             return -1;
         }
         device = netdev;

@@ -42,6 +42,23 @@ static void srm_text_add(srm_text_t *text, const char *fmt, ...)
  * the agent registers in its own PD) on the verbs wire; user memory never,
  * for want of ibv_import_pd (DESIGN.md, "Wires").
  */
+/* "receives DEV: ..." for a verbs device: its shared receive queue. */
+static void srm_status_srq(const srm_verbs_dev_t *dev, srm_text_t *text)
+{
+    const srm_verbs_srq_stats_t *srq;
+
+    if ((dev == NULL) || ((srq = srm_verbs_dev_srq_stats(dev)) == NULL)) {
+        return;
+    }
+    srm_text_add(text, "receives %s: shared queue of %u x %u B (%u in "
+                 "reserve), posted %u held %u refills %llu low_water %llu "
+                 "spilled %llu B\n", srm_verbs_dev_name(dev), srq->slots,
+                 SRM_VERBS_SLOT_SIZE, SRM_VERBS_SRQ_RESERVE, srq->posted,
+                 srq->held, (unsigned long long)srq->refills,
+                 (unsigned long long)srq->low_water,
+                 (unsigned long long)srq->spilled_bytes);
+}
+
 static void srm_status_memory(srm_agent_t *agent, srm_text_t *text)
 {
     const char *dev = (agent->verbs[0] != NULL) ?
@@ -142,6 +159,9 @@ size_t srm_status_format(srm_agent_t *agent, char *buf, size_t size)
                      agent->config.failover_timeout * 1e3,
                      agent->config.peer_timeout,
                      (agent->auth.len > 0) ? "required" : "none");
+        for (i = 0; i < agent->num_devices; ++i) {
+            srm_status_srq(agent->verbs[i], &text);
+        }
         srm_node_format(agent, text.buf, text.size, &text.len);
     } else {
         srm_text_add(&text, "wire: none (this node only)\n");

@@ -6,6 +6,11 @@
  * order. Only some sends ask for a completion (every quarter of the ring,
  * and the one that fills it); since RC completes in order, a completion
  * frees its slot and every slot before it.
+ *
+ * Receive buffers belong to the device's shared receive queue. A receive
+ * completes on the queue pair that took it, which keeps the buffer until
+ * its bytes are read (or copied aside: SRM_VERBS_QP_HELD) and then gives
+ * it back; given-back buffers are posted again in one batch.
  */
 #define _GNU_SOURCE
 #include "srm_wire_verbs.h"
@@ -42,6 +47,18 @@ int srm_verbs_is_device_spec(const char *spec)
 #define SRM_VERBS_MAX_INLINE   256u
 #define SRM_VERBS_POLL_BATCH   16
 #define SRM_VERBS_RMA_WR       (1ull << 63) /* wr_id of an RDMA op */
+#define SRM_VERBS_RECV_WR      (1ull << 62) /* wr_id of a receive: | slot */
+#define SRM_VERBS_POST_BATCH   64u
+#define SRM_VERBS_CQ_SIZE      (SRM_VERBS_SEND_SLOTS + SRM_VERBS_RMA_SLOTS + \
+                                SRM_VERBS_SRQ_SLOTS + SRM_VERBS_SRQ_RESERVE)
+#define SRM_VERBS_FLUSH_WAIT_US 200 /* for a dying QP's receives */
+
+/* Where a receive buffer of the shared queue is. */
+typedef enum {
+    SRM_VERBS_SLOT_FREE = 0, /* with the agent, to be posted */
+    SRM_VERBS_SLOT_POSTED,   /* in the queue, or being filled */
+    SRM_VERBS_SLOT_HELD      /* received by a queue pair, unread */
+} srm_verbs_slot_t;
 
 /* A received buffer waiting to be read. */
 typedef struct srm_verbs_rx {
@@ -61,17 +78,19 @@ struct srm_verbs_qp {
     struct ibv_cq     *cq;
     struct ibv_qp     *qp;
     struct ibv_mr     *mr;
-    uint8_t           *buf;          /* send slots, then receive slots */
+    uint8_t           *buf;          /* send slots */
     uint32_t          psn;
     uint32_t          remote_qpn;
     uint32_t          max_inline;
     uint64_t          send_head;     /* sends posted */
     uint64_t          send_done;     /* sends known complete */
     uint64_t          last_signaled; /* send_head after the last signaled */
-    srm_verbs_rx_t    rx[SRM_VERBS_RECV_SLOTS]; /* completed, unread */
+    srm_verbs_rx_t    rx[SRM_VERBS_QP_HELD]; /* completed, unread */
     unsigned          rx_first, rx_count;
     size_t            rx_offset;     /* bytes of rx[rx_first] already read */
-    size_t            rx_bytes;      /* unread bytes in rx[] */
+    size_t            rx_bytes;      /* unread bytes: spill and rx[] */
+    uint8_t           *spill;        /* input older than rx[], copied out */
+    size_t            spill_off, spill_len, spill_cap;
     unsigned          rma_inflight;
     srm_verbs_rma_done_t rma_done[SRM_VERBS_RMA_SLOTS];
     unsigned          rma_first, rma_count;
@@ -90,10 +109,10 @@ static uint8_t *srm_verbs_send_slot(srm_verbs_qp_t *qp, uint64_t n)
     return qp->buf + (n % SRM_VERBS_SEND_SLOTS) * SRM_VERBS_SLOT_SIZE;
 }
 
-static uint8_t *srm_verbs_recv_slot(srm_verbs_qp_t *qp, uint32_t slot)
+static uint8_t *srm_verbs_recv_slot(const srm_verbs_dev_t *dev,
+                                    uint32_t slot)
 {
-    return qp->buf +
-           (SRM_VERBS_SEND_SLOTS + slot) * (size_t)SRM_VERBS_SLOT_SIZE;
+    return dev->srq_buf + slot * (size_t)SRM_VERBS_SLOT_SIZE;
 }
 
 /* "NAME[:PORT][@NETDEV]" into its parts. */
@@ -177,6 +196,14 @@ static int srm_verbs_find_gid(srm_verbs_dev_t *dev, int gid_table_len,
     return (found >= 0) ? 0 : -1;
 }
 
+static int srm_verbs_set_nonblock(int fd)
+{
+    int flags = fcntl(fd, F_GETFL);
+
+    return ((flags < 0) || (fcntl(fd, F_SETFL, flags | O_NONBLOCK) != 0)) ?
+                   -1 : 0;
+}
+
 static struct ibv_context *srm_verbs_open_by_name(const char *name)
 {
     struct ibv_device **list;
@@ -241,6 +268,177 @@ static int srm_verbs_dev_init_xrc(srm_verbs_dev_t *dev, unsigned mode)
     return 0;
 }
 
+/* Posts free buffers until the queue holds srq_target of them, in one
+ * ibv_post_srq_recv per batch; -1 with errno if the device refused. */
+static int srm_verbs_srq_refill(srm_verbs_dev_t *dev)
+{
+    struct ibv_recv_wr wr[SRM_VERBS_POST_BATCH], *bad;
+    struct ibv_sge sge[SRM_VERBS_POST_BATCH];
+    srm_verbs_srq_stats_t *stats = &dev->srq_stats;
+    unsigned count, i;
+    uint32_t slot;
+    int ret;
+
+    while ((stats->posted < dev->srq_target) && (dev->srq_num_free > 0)) {
+        count = dev->srq_target - stats->posted;
+        if (count > dev->srq_num_free) {
+            count = dev->srq_num_free;
+        }
+        if (count > SRM_VERBS_POST_BATCH) {
+            count = SRM_VERBS_POST_BATCH;
+        }
+        for (i = 0; i < count; ++i) {
+            slot          = dev->srq_free[dev->srq_num_free - 1 - i];
+            sge[i].addr   = (uintptr_t)srm_verbs_recv_slot(dev, slot);
+            sge[i].length = SRM_VERBS_SLOT_SIZE;
+            sge[i].lkey   = dev->srq_mr->lkey;
+            wr[i].wr_id   = SRM_VERBS_RECV_WR | slot;
+            wr[i].sg_list = &sge[i];
+            wr[i].num_sge = 1;
+            wr[i].next    = (i + 1 < count) ? &wr[i + 1] : NULL;
+        }
+        ret = ibv_post_srq_recv(dev->srq, wr, &bad);
+        if (ret != 0) {
+            count = (unsigned)(bad - wr); /* those before it are in */
+        }
+        for (i = 0; i < count; ++i) {
+            dev->srq_state[dev->srq_free[--dev->srq_num_free]] =
+                    SRM_VERBS_SLOT_POSTED;
+        }
+        stats->posted += count;
+        stats->refills++;
+        if (ret != 0) {
+            srm_error("verbs device %s: ibv_post_srq_recv failed: %s",
+                      dev->name, strerror(ret));
+            errno = ret;
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* A buffer that is free again; posted at the next refill. */
+static void srm_verbs_srq_give(srm_verbs_dev_t *dev, uint32_t slot)
+{
+    dev->srq_state[slot]               = SRM_VERBS_SLOT_FREE;
+    dev->srq_free[dev->srq_num_free++] = slot;
+}
+
+/* Asks the device to say when fewer than SRM_VERBS_SRQ_LOW buffers are
+ * left in the queue (it says so once per arming). */
+static void srm_verbs_srq_arm(srm_verbs_dev_t *dev)
+{
+    struct ibv_srq_attr attr = {.srq_limit = SRM_VERBS_SRQ_LOW};
+
+    if (ibv_modify_srq(dev->srq, &attr, IBV_SRQ_LIMIT) != 0) {
+        srm_debug("verbs device %s: no low-water event on the shared "
+                  "receive queue: %m", dev->name);
+    }
+}
+
+static int srm_verbs_srq_open(srm_verbs_dev_t *dev)
+{
+    const unsigned total = SRM_VERBS_SRQ_SLOTS + SRM_VERBS_SRQ_RESERVE;
+    struct ibv_srq_init_attr init = {.attr = {.max_wr  = total,
+                                              .max_sge = 1}};
+    size_t size = (size_t)total * SRM_VERBS_SLOT_SIZE;
+    unsigned i;
+
+    if ((posix_memalign((void**)&dev->srq_buf, 4096, size) != 0) ||
+        ((dev->srq_state = calloc(total, sizeof(*dev->srq_state))) == NULL) ||
+        ((dev->srq_free = calloc(total, sizeof(*dev->srq_free))) == NULL)) {
+        srm_error("verbs device %s: no memory for receive buffers",
+                  dev->name);
+        return -1;
+    }
+    dev->srq_mr = ibv_reg_mr(dev->pd, dev->srq_buf, size,
+                             IBV_ACCESS_LOCAL_WRITE);
+    dev->srq    = ibv_create_srq(dev->pd, &init);
+    if ((dev->srq_mr == NULL) || (dev->srq == NULL)) {
+        srm_error("verbs device %s: cannot %s: %m", dev->name,
+                  (dev->srq_mr == NULL) ? "register receive buffers" :
+                                          "create a shared receive queue");
+        return -1;
+    }
+    /* Lowest slots on top of the stack: they are posted first. */
+    for (i = 0; i < total; ++i) {
+        srm_verbs_srq_give(dev, total - 1 - i);
+    }
+    dev->srq_stats.slots = total;
+    dev->srq_target      = SRM_VERBS_SRQ_SLOTS;
+    if (srm_verbs_srq_refill(dev) != 0) {
+        return -1;
+    }
+    srm_verbs_srq_arm(dev);
+    return 0;
+}
+
+static void srm_verbs_srq_close(srm_verbs_dev_t *dev)
+{
+    if (dev->srq != NULL) {
+        ibv_destroy_srq(dev->srq);
+    }
+    if (dev->srq_mr != NULL) {
+        ibv_dereg_mr(dev->srq_mr);
+    }
+    free(dev->srq_buf);
+    free(dev->srq_state);
+    free(dev->srq_free);
+}
+
+/*
+ * The queue ran low although the agent posts every buffer it gets back:
+ * buffers are still being filled, or were lost with a queue pair that died
+ * while filling them. The reserve goes in; were it gone already, the
+ * queue is short of buffers for good, which the log says once.
+ */
+static void srm_verbs_srq_low(srm_verbs_dev_t *dev)
+{
+    srm_verbs_srq_stats_t *stats = &dev->srq_stats;
+
+    stats->low_water++;
+    if (dev->srq_target < stats->slots) {
+        srm_info("verbs device %s: fewer than %u receive buffers left in the "
+                 "shared queue (%u posted, %u held): posting the %u in "
+                 "reserve", dev->name, SRM_VERBS_SRQ_LOW, stats->posted,
+                 stats->held, stats->slots - dev->srq_target);
+        dev->srq_target = stats->slots;
+        srm_verbs_srq_refill(dev);
+    } else if (stats->low_water == 2) {
+        srm_warn("verbs device %s: the shared receive queue runs low again "
+                 "with its reserve posted (%u posted, %u held of %u): "
+                 "senders wait for receive buffers (RNR)", dev->name,
+                 stats->posted, stats->held, stats->slots);
+    }
+    srm_verbs_srq_arm(dev);
+}
+
+int srm_verbs_dev_async_fd(const srm_verbs_dev_t *dev)
+{
+    return dev->ctx->async_fd;
+}
+
+void srm_verbs_dev_async(srm_verbs_dev_t *dev)
+{
+    struct ibv_async_event event;
+
+    while (ibv_get_async_event(dev->ctx, &event) == 0) {
+        if (event.event_type == IBV_EVENT_SRQ_LIMIT_REACHED) {
+            srm_verbs_srq_low(dev);
+        } else {
+            /* Queue pair errors also show in their completions. */
+            srm_debug("verbs device %s: %s", dev->name,
+                      ibv_event_type_str(event.event_type));
+        }
+        ibv_ack_async_event(&event);
+    }
+}
+
+const srm_verbs_srq_stats_t *srm_verbs_dev_srq_stats(const srm_verbs_dev_t *dev)
+{
+    return &dev->srq_stats;
+}
+
 int srm_verbs_dev_open(const char *spec, unsigned xrc_mode,
                        srm_verbs_dev_t **dev_p, char *netdev,
                        size_t netdev_size)
@@ -249,7 +447,6 @@ int srm_verbs_dev_open(const char *spec, unsigned xrc_mode,
     char name[48];
     unsigned port;
     srm_verbs_dev_t *dev;
-    int flags;
 
     if (srm_verbs_parse_spec(spec, name, sizeof(name), &port, netdev,
                              netdev_size) != 0) {
@@ -311,21 +508,22 @@ int srm_verbs_dev_open(const char *spec, unsigned xrc_mode,
                   "completion channel: %m", dev->name);
         goto err;
     }
-    flags = fcntl(dev->channel->fd, F_GETFL);
-    if ((flags < 0) ||
-        (fcntl(dev->channel->fd, F_SETFL, flags | O_NONBLOCK) != 0)) {
-        srm_error("verbs device %s: completion channel: %m", dev->name);
+    if ((srm_verbs_set_nonblock(dev->channel->fd) != 0) ||
+        (srm_verbs_set_nonblock(dev->ctx->async_fd) != 0)) {
+        srm_error("verbs device %s: completion channel or event file: %m",
+                  dev->name);
         goto err;
     }
-    if (srm_verbs_dev_init_xrc(dev, xrc_mode) != 0) {
+    if ((srm_verbs_srq_open(dev) != 0) ||
+        (srm_verbs_dev_init_xrc(dev, xrc_mode) != 0)) {
         goto err;
     }
     srm_info("verbs device %s: %s, mtu %d, gid index %u, handshake on %s, "
-             "xrc: %s (%s)", dev->name,
+             "xrc: %s (%s), %u receive buffers shared", dev->name,
              (dev->link_layer == IBV_LINK_LAYER_ETHERNET) ? "RoCE v2" :
                                                              "InfiniBand",
              128 << dev->mtu, dev->gid_index, netdev,
-             dev->xrc ? "yes" : "no", dev->xrc_why);
+             dev->xrc ? "yes" : "no", dev->xrc_why, dev->srq_stats.slots);
     *dev_p = dev;
     return 0;
 
@@ -340,6 +538,7 @@ void srm_verbs_dev_close(srm_verbs_dev_t *dev)
         return;
     }
     srm_verbs_xrc_domain_close(dev->xrc_domain);
+    srm_verbs_srq_close(dev);
     if (dev->channel != NULL) {
         ibv_destroy_comp_channel(dev->channel);
     }
@@ -399,36 +598,6 @@ static void srm_verbs_fail(srm_verbs_qp_t *qp, const char *fmt, const char *what
     }
 }
 
-static int srm_verbs_post_recvs(srm_verbs_qp_t *qp, const uint32_t *slots,
-                                unsigned count)
-{
-    struct ibv_recv_wr wr[SRM_VERBS_RECV_SLOTS], *bad;
-    struct ibv_sge sge[SRM_VERBS_RECV_SLOTS];
-    unsigned i;
-    int ret;
-
-    if (count == 0) {
-        return 0;
-    }
-    for (i = 0; i < count; ++i) {
-        sge[i].addr   = (uintptr_t)srm_verbs_recv_slot(qp, slots[i]);
-        sge[i].length = SRM_VERBS_SLOT_SIZE;
-        sge[i].lkey   = qp->mr->lkey;
-        wr[i].wr_id   = slots[i];
-        wr[i].sg_list = &sge[i];
-        wr[i].num_sge = 1;
-        wr[i].next    = (i + 1 < count) ? &wr[i + 1] : NULL;
-    }
-    ret = ibv_post_recv(qp->qp, wr, &bad);
-    if (ret != 0) {
-        srm_verbs_fail(qp, "ibv_post_recv failed: %s", strerror(ret));
-        errno = ret;
-        return -1;
-    }
-    qp->stats.recv_doorbells++;
-    return 0;
-}
-
 static int srm_verbs_to_init(srm_verbs_qp_t *qp)
 {
     struct ibv_qp_attr attr = {
@@ -447,21 +616,17 @@ static int srm_verbs_to_init(srm_verbs_qp_t *qp)
 
 srm_verbs_qp_t *srm_verbs_qp_create(srm_verbs_dev_t *dev, unsigned owner)
 {
-    size_t size = (size_t)(SRM_VERBS_SEND_SLOTS + SRM_VERBS_RECV_SLOTS) *
-                  SRM_VERBS_SLOT_SIZE;
+    size_t size = (size_t)SRM_VERBS_SEND_SLOTS * SRM_VERBS_SLOT_SIZE;
     struct ibv_qp_init_attr init = {
         .cap = {.max_send_wr     = SRM_VERBS_SEND_SLOTS +
                                    SRM_VERBS_RMA_SLOTS,
-                .max_recv_wr     = SRM_VERBS_RECV_SLOTS,
                 .max_send_sge    = 1,
-                .max_recv_sge    = 1,
                 .max_inline_data = SRM_VERBS_MAX_INLINE},
+        .srq        = dev->srq,
         .qp_type    = IBV_QPT_RC,
         .sq_sig_all = 0,
     };
-    uint32_t slots[SRM_VERBS_RECV_SLOTS];
     srm_verbs_qp_t *qp;
-    uint32_t i;
 
     qp = calloc(1, sizeof(*qp));
     if ((qp == NULL) || (posix_memalign((void**)&qp->buf, 4096, size) != 0)) {
@@ -472,10 +637,9 @@ srm_verbs_qp_t *srm_verbs_qp_create(srm_verbs_dev_t *dev, unsigned owner)
     qp->dev   = dev;
     qp->owner = owner;
     qp->mr    = ibv_reg_mr(dev->pd, qp->buf, size, IBV_ACCESS_LOCAL_WRITE);
-    qp->cq    = ibv_create_cq(dev->ctx,
-                              SRM_VERBS_SEND_SLOTS + SRM_VERBS_RECV_SLOTS +
-                              SRM_VERBS_RMA_SLOTS, qp,
-                              dev->channel, 0);
+    /* Room for every receive it could take from the shared queue. */
+    qp->cq    = ibv_create_cq(dev->ctx, SRM_VERBS_CQ_SIZE, qp, dev->channel,
+                              0);
     if ((qp->mr == NULL) || (qp->cq == NULL) ||
         (ibv_req_notify_cq(qp->cq, 0) != 0)) {
         srm_error("%s: cannot register buffers or create a completion queue: "
@@ -499,13 +663,6 @@ srm_verbs_qp_t *srm_verbs_qp_create(srm_verbs_dev_t *dev, unsigned owner)
                   qp->qp->qp_num);
         goto err;
     }
-    for (i = 0; i < SRM_VERBS_RECV_SLOTS; ++i) {
-        slots[i] = i;
-    }
-    if (srm_verbs_post_recvs(qp, slots, SRM_VERBS_RECV_SLOTS) != 0) {
-        srm_error("%s: %s", dev->name, qp->error);
-        goto err;
-    }
     qp->psn = srm_verbs_new_psn();
     return qp;
 
@@ -514,20 +671,55 @@ err:
     return NULL;
 }
 
+/*
+ * A queue pair to be destroyed gives back the buffers it took from the
+ * shared queue: those it holds, and those it was filling, which the error
+ * state flushes to its completion queue (on devices that do: rxe loses
+ * the one being filled, which is what the reserve is for).
+ */
+static void srm_verbs_qp_flush(srm_verbs_qp_t *qp)
+{
+    struct ibv_qp_attr attr = {.qp_state = IBV_QPS_ERR};
+    struct timespec start, now;
+    long waited_us;
+
+    if (ibv_modify_qp(qp->qp, &attr, IBV_QP_STATE) != 0) {
+        return;
+    }
+    clock_gettime(CLOCK_MONOTONIC, &start);
+    do {
+        srm_verbs_qp_poll(qp);
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        waited_us = (now.tv_sec - start.tv_sec) * 1000000L +
+                    (now.tv_nsec - start.tv_nsec) / 1000;
+    } while (waited_us < SRM_VERBS_FLUSH_WAIT_US);
+}
+
 void srm_verbs_qp_destroy(srm_verbs_qp_t *qp)
 {
+    srm_verbs_dev_t *dev;
+
     if (qp == NULL) {
         return;
     }
+    dev = qp->dev;
     if (qp->qp != NULL) {
+        srm_verbs_qp_flush(qp);
         ibv_destroy_qp(qp->qp);
     }
     if (qp->cq != NULL) {
         ibv_destroy_cq(qp->cq);
     }
+    for (; qp->rx_count > 0; qp->rx_count--) {
+        srm_verbs_srq_give(dev, qp->rx[qp->rx_first].slot);
+        qp->rx_first = (qp->rx_first + 1) % SRM_VERBS_QP_HELD;
+        dev->srq_stats.held--;
+    }
+    srm_verbs_srq_refill(dev);
     if (qp->mr != NULL) {
         ibv_dereg_mr(qp->mr);
     }
+    free(qp->spill);
     free(qp->buf);
     free(qp);
 }
@@ -682,10 +874,89 @@ int srm_verbs_qp_rma_next(srm_verbs_qp_t *qp, uint64_t *id, int *ok)
     return 1;
 }
 
+/*
+ * Copies the oldest held buffer's unread bytes to the end of the spill and
+ * gives the buffer back. -1 (the queue pair failed) past SPILL_MAX.
+ */
+static int srm_verbs_spill_oldest(srm_verbs_qp_t *qp)
+{
+    srm_verbs_rx_t *rx = &qp->rx[qp->rx_first];
+    size_t bytes       = rx->len - qp->rx_offset;
+    size_t need, cap;
+    uint8_t *spill;
+
+    if (qp->spill_off > 0) {
+        memmove(qp->spill, qp->spill + qp->spill_off,
+                qp->spill_len - qp->spill_off);
+        qp->spill_len -= qp->spill_off;
+        qp->spill_off  = 0;
+    }
+    need = qp->spill_len + bytes;
+    if (need > SRM_VERBS_SPILL_MAX) {
+        srm_verbs_fail(qp, "%s", "the peer sent more than any channel "
+                       "window allows while its input was not read");
+        return -1;
+    }
+    if (need > qp->spill_cap) {
+        cap   = (qp->spill_cap == 0) ? 4 * SRM_VERBS_SLOT_SIZE :
+                                       2 * qp->spill_cap;
+        cap   = (cap < need) ? need : cap;
+        spill = realloc(qp->spill, cap);
+        if (spill == NULL) {
+            srm_verbs_fail(qp, "%s", "no memory for input not yet read");
+            return -1;
+        }
+        qp->spill     = spill;
+        qp->spill_cap = cap;
+    }
+    memcpy(qp->spill + qp->spill_len,
+           srm_verbs_recv_slot(qp->dev, rx->slot) + qp->rx_offset, bytes);
+    qp->spill_len                         += bytes;
+    qp->dev->srq_stats.spilled_bytes      += bytes;
+    qp->rx_offset                          = 0;
+    qp->rx_first = (qp->rx_first + 1) % SRM_VERBS_QP_HELD;
+    qp->rx_count--;
+    qp->dev->srq_stats.held--;
+    srm_verbs_srq_give(qp->dev, rx->slot);
+    return 0;
+}
+
+/* A receive of the shared queue completed on this queue pair. */
+static void srm_verbs_recv_complete(srm_verbs_qp_t *qp,
+                                    const struct ibv_wc *wc)
+{
+    uint64_t slot        = wc->wr_id & ~SRM_VERBS_RECV_WR;
+    srm_verbs_dev_t *dev = qp->dev;
+    srm_verbs_rx_t *rx;
+
+    if ((slot >= dev->srq_stats.slots) ||
+        (dev->srq_state[slot] != SRM_VERBS_SLOT_POSTED)) {
+        srm_verbs_fail(qp, "%s", "a receive completed twice");
+        return;
+    }
+    dev->srq_stats.posted--;
+    if ((wc->status != IBV_WC_SUCCESS) || qp->failed ||
+        ((qp->rx_count == SRM_VERBS_QP_HELD) &&
+         (srm_verbs_spill_oldest(qp) != 0))) {
+        srm_verbs_fail(qp, "work request failed: %s",
+                       ibv_wc_status_str(wc->status));
+        srm_verbs_srq_give(dev, (uint32_t)slot);
+        return;
+    }
+    dev->srq_state[slot] = SRM_VERBS_SLOT_HELD;
+    dev->srq_stats.held++;
+    rx       = &qp->rx[(qp->rx_first + qp->rx_count) % SRM_VERBS_QP_HELD];
+    rx->slot = (uint32_t)slot;
+    rx->len  = wc->byte_len;
+    qp->rx_count++;
+    qp->rx_bytes += wc->byte_len;
+    qp->stats.recv_wrs++;
+    qp->stats.recv_bytes += wc->byte_len;
+}
+
 int srm_verbs_qp_poll(srm_verbs_qp_t *qp)
 {
     struct ibv_wc wc[SRM_VERBS_POLL_BATCH];
-    srm_verbs_rx_t *rx;
     int i, n;
 
     do {
@@ -695,35 +966,22 @@ int srm_verbs_qp_poll(srm_verbs_qp_t *qp)
             break;
         }
         for (i = 0; i < n; ++i) {
-            /* Before the status: a failed completion has no opcode. */
+            /* By wr_id, before the status: a failed completion has no
+             * opcode. */
             if (wc[i].wr_id & SRM_VERBS_RMA_WR) {
                 srm_verbs_rma_complete(qp, &wc[i]);
-                continue;
-            }
-            if (wc[i].status != IBV_WC_SUCCESS) {
+            } else if (wc[i].wr_id & SRM_VERBS_RECV_WR) {
+                srm_verbs_recv_complete(qp, &wc[i]);
+            } else if (wc[i].status != IBV_WC_SUCCESS) {
                 srm_verbs_fail(qp, "work request failed: %s",
                                ibv_wc_status_str(wc[i].status));
-                continue;
-            }
-            if (!(wc[i].opcode & IBV_WC_RECV)) {
+            } else {
                 qp->send_done = wc[i].wr_id + 1;
-                continue;
             }
-            if ((wc[i].wr_id >= SRM_VERBS_RECV_SLOTS) ||
-                (qp->rx_count == SRM_VERBS_RECV_SLOTS)) {
-                srm_verbs_fail(qp, "%s", "a receive completed twice");
-                continue;
-            }
-            rx = &qp->rx[(qp->rx_first + qp->rx_count) %
-                         SRM_VERBS_RECV_SLOTS];
-            rx->slot = (uint32_t)wc[i].wr_id;
-            rx->len  = wc[i].byte_len;
-            qp->rx_count++;
-            qp->rx_bytes += wc[i].byte_len;
-            qp->stats.recv_wrs++;
-            qp->stats.recv_bytes += wc[i].byte_len;
         }
     } while (n == SRM_VERBS_POLL_BATCH);
+    /* Buffers spilled or flushed go back in at once. */
+    srm_verbs_srq_refill(qp->dev);
     return qp->failed ? -1 : 0;
 }
 
@@ -808,14 +1066,23 @@ ssize_t srm_verbs_qp_sendv(srm_verbs_qp_t *qp, const struct iovec *iov,
 
 ssize_t srm_verbs_qp_recv(srm_verbs_qp_t *qp, void *buf, size_t len)
 {
-    uint32_t done[SRM_VERBS_RECV_SLOTS];
-    unsigned num_done = 0;
+    srm_verbs_dev_t *dev = qp->dev;
     size_t total = 0, chunk;
     srm_verbs_rx_t *rx;
 
     if (srm_verbs_qp_poll(qp) != 0) {
         errno = EIO;
         return -1;
+    }
+    chunk = qp->spill_len - qp->spill_off; /* the oldest input */
+    if (chunk > len) {
+        chunk = len;
+    }
+    if (chunk > 0) {
+        memcpy(buf, qp->spill + qp->spill_off, chunk);
+        total          = chunk;
+        qp->spill_off += chunk;
+        qp->rx_bytes  -= chunk;
     }
     while ((qp->rx_count > 0) && (total < len)) {
         rx    = &qp->rx[qp->rx_first];
@@ -824,18 +1091,21 @@ ssize_t srm_verbs_qp_recv(srm_verbs_qp_t *qp, void *buf, size_t len)
             chunk = len - total;
         }
         memcpy((uint8_t*)buf + total,
-               srm_verbs_recv_slot(qp, rx->slot) + qp->rx_offset, chunk);
+               srm_verbs_recv_slot(dev, rx->slot) + qp->rx_offset, chunk);
         total         += chunk;
         qp->rx_offset += chunk;
         qp->rx_bytes  -= chunk;
         if (qp->rx_offset == rx->len) {
-            done[num_done++] = rx->slot;
-            qp->rx_first     = (qp->rx_first + 1) % SRM_VERBS_RECV_SLOTS;
+            srm_verbs_srq_give(dev, rx->slot);
+            dev->srq_stats.held--;
+            qp->rx_first  = (qp->rx_first + 1) % SRM_VERBS_QP_HELD;
             qp->rx_count--;
-            qp->rx_offset    = 0;
+            qp->rx_offset = 0;
         }
     }
-    if (srm_verbs_post_recvs(qp, done, num_done) != 0) {
+    if (srm_verbs_srq_refill(dev) != 0) {
+        srm_verbs_fail(qp, "%s", "the shared receive queue takes no more "
+                       "buffers");
         return -1;
     }
     return (ssize_t)total;
@@ -878,8 +1148,19 @@ int srm_verbs_qp_drain(srm_verbs_qp_t *qp, double timeout)
 void srm_verbs_qp_force_error(srm_verbs_qp_t *qp)
 {
     struct ibv_qp_attr attr = {.qp_state = IBV_QPS_ERR};
+    struct ibv_send_wr wr   = {.opcode     = IBV_WR_SEND,
+                               .send_flags = IBV_SEND_SIGNALED}, *bad;
 
-    ibv_modify_qp(qp->qp, &attr, IBV_QP_STATE);
+    if (ibv_modify_qp(qp->qp, &attr, IBV_QP_STATE) != 0) {
+        return;
+    }
+    /* Its receives belong to the shared queue, which the error state does
+     * not flush: a send flushed at once shows the error on the completion
+     * queue, where a real failure would. */
+    wr.wr_id = qp->send_head;
+    if (ibv_post_send(qp->qp, &wr, &bad) == 0) {
+        qp->send_head++;
+    }
 }
 
 const char *srm_verbs_qp_error(const srm_verbs_qp_t *qp)
@@ -951,6 +1232,12 @@ int srm_verbs_dev_open(const char *spec, unsigned xrc_mode,
 void srm_verbs_dev_close(srm_verbs_dev_t *dev) {}
 const char *srm_verbs_dev_name(const srm_verbs_dev_t *dev) { return ""; }
 int srm_verbs_dev_event_fd(const srm_verbs_dev_t *dev) { return -1; }
+int srm_verbs_dev_async_fd(const srm_verbs_dev_t *dev) { return -1; }
+void srm_verbs_dev_async(srm_verbs_dev_t *dev) {}
+const srm_verbs_srq_stats_t *srm_verbs_dev_srq_stats(const srm_verbs_dev_t *dev)
+{
+    return NULL;
+}
 int srm_verbs_dev_xrc(const srm_verbs_dev_t *dev, const char **why)
 {
     *why = "no verbs";

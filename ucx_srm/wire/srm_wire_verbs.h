@@ -23,8 +23,24 @@
 
 #define SRM_VERBS_SLOT_SIZE  8192u /* bytes per work request: one unit */
 #define SRM_VERBS_SEND_SLOTS 32u   /* 256 KB in flight: the channel depth */
-#define SRM_VERBS_RECV_SLOTS 32u
 #define SRM_VERBS_RMA_SLOTS  16u   /* RDMA WRITE/READ in flight per QP */
+
+/*
+ * Receives come from one shared receive queue per device, whatever the
+ * number of queue pairs: SRQ_SLOTS buffers posted, and a reserve posted
+ * only once the device says the queue runs low (buffers a queue pair took
+ * and never completed, as rxe loses the one a dying queue pair was
+ * filling). A queue pair keeps at most QP_HELD received buffers unread;
+ * what arrives beyond that (its link not being read: the receiver waits
+ * for room) is copied aside, so that one stalled link cannot starve the
+ * others. The peer's channel window bounds that copy; SPILL_MAX is only a
+ * guard against a peer that ignores it.
+ */
+#define SRM_VERBS_SRQ_SLOTS   256u
+#define SRM_VERBS_SRQ_RESERVE 64u
+#define SRM_VERBS_SRQ_LOW     32u      /* the device warns below it */
+#define SRM_VERBS_QP_HELD     16u
+#define SRM_VERBS_SPILL_MAX   (16u << 20)
 
 typedef struct srm_verbs_dev srm_verbs_dev_t;
 typedef struct srm_verbs_qp  srm_verbs_qp_t;
@@ -37,9 +53,18 @@ typedef struct srm_verbs_stats {
     uint64_t doorbells;     /* ibv_post_send calls: one per batch */
     uint64_t send_bytes;
     uint64_t recv_wrs;      /* receives completed */
-    uint64_t recv_doorbells;
     uint64_t recv_bytes;
 } srm_verbs_stats_t;
+
+/* The device's shared receive queue. */
+typedef struct srm_verbs_srq_stats {
+    unsigned slots;         /* receive buffers, the reserve included */
+    unsigned posted;        /* in the queue, as far as the agent knows */
+    unsigned held;          /* received by a queue pair, not yet read */
+    uint64_t refills;       /* ibv_post_srq_recv calls: one per batch */
+    uint64_t low_water;     /* times the device said the queue ran low */
+    uint64_t spilled_bytes; /* copied aside for links not being read */
+} srm_verbs_srq_stats_t;
 
 /* Whether this build has the verbs wire. */
 int srm_verbs_built(void);
@@ -65,6 +90,13 @@ void srm_verbs_dev_close(srm_verbs_dev_t *dev);
 const char *srm_verbs_dev_name(const srm_verbs_dev_t *dev);
 int srm_verbs_dev_event_fd(const srm_verbs_dev_t *dev);
 
+/* The file descriptor of the device's asynchronous events, and their
+ * handler (nothing to do when there are none). */
+int srm_verbs_dev_async_fd(const srm_verbs_dev_t *dev);
+void srm_verbs_dev_async(srm_verbs_dev_t *dev);
+
+const srm_verbs_srq_stats_t *srm_verbs_dev_srq_stats(const srm_verbs_dev_t *dev);
+
 /* 1 if the device was opened with XRC, else 0; *why says why. */
 int srm_verbs_dev_xrc(const srm_verbs_dev_t *dev, const char **why);
 
@@ -72,8 +104,9 @@ int srm_verbs_dev_xrc(const srm_verbs_dev_t *dev, const char **why);
  * queue armed again), or NULL when there is none left. */
 srm_verbs_qp_t *srm_verbs_dev_next_event(srm_verbs_dev_t *dev);
 
-/* A new RC queue pair with its receives posted; owner is returned by
- * srm_verbs_qp_owner (the link's index). NULL with the reason logged. */
+/* A new RC queue pair on the device's shared receive queue; owner is
+ * returned by srm_verbs_qp_owner (the link's index). NULL with the reason
+ * logged. Destroying it gives the buffers it holds back to the queue. */
 srm_verbs_qp_t *srm_verbs_qp_create(srm_verbs_dev_t *dev, unsigned owner);
 void srm_verbs_qp_destroy(srm_verbs_qp_t *qp);
 unsigned srm_verbs_qp_owner(const srm_verbs_qp_t *qp);

@@ -25,6 +25,15 @@ struct srm_verbs_dev {
     int                      xrc;           /* 1: XRC chosen, 0: RC only */
     const char               *xrc_why;
     srm_verbs_xrc_domain_t   *xrc_domain;   /* the node's, when xrc */
+    /* The shared receive queue of every RC queue pair (srm_wire_verbs.c). */
+    struct ibv_srq           *srq;
+    struct ibv_mr            *srq_mr;
+    uint8_t                  *srq_buf;      /* slots of SLOT_SIZE */
+    uint8_t                  *srq_state;    /* per slot: srm_verbs_slot_t */
+    uint32_t                 *srq_free;     /* slots to post, a stack */
+    unsigned                 srq_num_free;
+    unsigned                 srq_target;    /* slots to keep posted */
+    srm_verbs_srq_stats_t    srq_stats;
 };
 
 /* A random 24-bit packet sequence number to start a queue pair at. */
