@@ -1,5 +1,6 @@
 /*
- * The verbs wire's shared receive queue, on a real device: queue pairs
+ * The verbs wire's shared receive queue and send pool, on a real device:
+ * queue pairs
  * connected to each other on the device that SRM_TEST_WIRE_DEVICE names
  * (test/system/test_vm_verbs.sh runs these on rxe in the soft-RoCE VM).
  * Without a device there is nothing to test: make check leaves the suite
@@ -79,6 +80,11 @@ protected:
     const srm_verbs_srq_stats_t &srq() const
     {
         return *srm_verbs_dev_srq_stats(m_dev.get());
+    }
+
+    const srm_verbs_tx_stats_t &tx() const
+    {
+        return *srm_verbs_dev_tx_stats(m_dev.get());
     }
 
     /* Two queue pairs of the device, connected to each other. */
@@ -270,6 +276,71 @@ TEST_F(verbs_srq, a_queue_pair_in_error_fails_and_keeps_no_buffer)
     b.reset();
     EXPECT_EQ(0u, srq().held);
     EXPECT_EQ(SRM_VERBS_SRQ_SLOTS, srq().posted);
+}
+
+/*
+ * Quiet links hold send buffers whose sends asked for no completion. When
+ * they hold the whole pool, a link with data to send must still get some:
+ * the quiet ones are made to complete (an empty signaled send each), and
+ * the stream goes on.
+ */
+TEST_F(verbs_srq, quiet_links_give_the_send_pool_back_to_a_busy_one)
+{
+    /* Sends 1..7 of a queue pair ask for no completion: together they
+     * hold exactly the pool, and none of them ran out. */
+    const unsigned per_quiet = SRM_VERBS_SEND_SLOTS / 4 - 1;
+    const unsigned quiet     = (SRM_VERBS_TX_SLOTS + per_quiet - 1) /
+                               per_quiet;
+    const size_t stream      = 1024 * 1024;
+    std::vector<qp_ptr> qa(quiet), qb(quiet);
+    std::vector<size_t> qsent(quiet), qreceived(quiet), qtotal(quiet);
+    qp_ptr a, b;
+    size_t sent = 0, received = 0;
+    unsigned q;
+    double deadline;
+
+    EXPECT_EQ(SRM_VERBS_TX_SLOTS, tx().slots);
+    EXPECT_EQ(SRM_VERBS_TX_SLOTS, tx().free);
+    for (q = 0; q < quiet; ++q) {
+        qtotal[q] = ((q + 1 < quiet) ? per_quiet :
+                     SRM_VERBS_TX_SLOTS - per_quiet * (quiet - 1)) *
+                    SRM_VERBS_SLOT_SIZE;
+        connected_pair(&qa[q], &qb[q]);
+    }
+    connected_pair(&a, &b);
+    deadline = now_s() + time_limit_s(10);
+    while ((tx().free > 0) && (now_s() < deadline)) {
+        for (q = 0; q < quiet; ++q) {
+            send_some(qa[q].get(), 10 + q, qtotal[q], &qsent[q]);
+            read_some(qb[q].get(), 10 + q, &qreceived[q]);
+        }
+    }
+    ASSERT_EQ(0u, tx().free) << "the quiet links did not take the pool";
+    EXPECT_EQ(0u, tx().reclaims);
+
+    deadline = now_s() + time_limit_s(20);
+    while ((received < stream) && (now_s() < deadline)) {
+        send_some(a.get(), 5, stream, &sent);
+        read_some(b.get(), 5, &received);
+        for (q = 0; q < quiet; ++q) {
+            ASSERT_EQ(0, srm_verbs_qp_poll(qa[q].get()));
+            read_some(qb[q].get(), 10 + q, &qreceived[q]);
+        }
+    }
+    EXPECT_EQ(stream, received) << "the busy link found no send buffer";
+    for (q = 0; q < 100; ++q) {
+        ASSERT_EQ(0, srm_verbs_qp_poll(a.get())); /* its last completions */
+    }
+    EXPECT_GT(tx().waits, 0u);
+    EXPECT_GE(tx().reclaims, quiet - 1);
+    for (q = 0; q < quiet; ++q) {
+        EXPECT_EQ(qsent[q], qreceived[q]) << "quiet pair " << q;
+    }
+    /* Only the stream's last unsignaled sends may still hold buffers. */
+    EXPECT_GE(tx().free, SRM_VERBS_TX_SLOTS - per_quiet);
+    a.reset();
+    EXPECT_EQ(SRM_VERBS_TX_SLOTS, tx().free) << "a destroyed queue pair "
+                                                "kept send buffers";
 }
 
 } // namespace

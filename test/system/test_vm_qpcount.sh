@@ -23,8 +23,8 @@
 #      every path of both channels connects at a node's first use, though
 #      8-byte messages only ever take the small channel); the ranks must
 #      hold no QP; srmd's registered memory (`rdma resource show mr`) must
-#      be its device's one shared receive queue (320 x 8 KB) and 32 send
-#      slots of 8 KB per QP, no receive buffers per QP;
+#      be its device's one shared receive queue (320 x 8 KB) and one send
+#      pool (128 x 8 KB), no buffers per QP;
 #   2. UCX_TLS=rc_verbs,ud_verbs,sm,self, the same job: its ranks' QPs in
 #      state RTS per host and type, the most of 3 samples a second apart.
 #      No exact figure is asserted (it is UCX's), only that RC joins each
@@ -194,19 +194,21 @@ for h in "${HOSTS[@]}"; do
         srm_fail "  srmctl status of $h: $ready node channels with both paths ready (want $((2 * (NHOSTS - 1)))): $links"
         sed 's/^/    | /' "$SRM_LOG/srm.status.$h.txt"
     fi
-    # Registered: the device's shared receive queue once (320 buffers of
-    # 8 KB), and 32 send slots of 8 KB per queue pair; nothing per rank or
-    # per receive queue of a QP.
+    # Registered: the device's shared receive queue (320 buffers of 8 KB)
+    # and its send pool (128 of 8 KB), once, whatever the number of QPs;
+    # nothing per QP, nothing per rank.
     reg=${M[srm,srmd,$d]:-0 0}
-    want_reg=$(( (320 + want * 32) * 8192 ))
-    if [ "${reg#* }" = "$want_reg" ]; then
-        srm_pass "  srmd of $h registered $(mib "${reg#* }") MiB in ${reg% *} regions: one shared receive queue (2.5 MiB) and the send slots of its $want QPs"
+    want_reg=$(( (320 + 128) * 8192 ))
+    if [ "$reg" = "2 $want_reg" ]; then
+        srm_pass "  srmd of $h registered $(mib "${reg#* }") MiB in 2 regions for its $want QPs: one shared receive queue (2.5 MiB), one send pool (1 MiB)"
     else
-        srm_fail "  srmd of $h registered ${reg#* } bytes in ${reg% *} regions, want $want_reg (320 receive buffers shared by all QPs, 32 send slots per QP); see $SRM_LOG/srm.mrs.txt"
+        srm_fail "  srmd of $h registered ${reg#* } bytes in ${reg% *} regions, want $want_reg in 2 (320 receive and 128 send buffers shared by all QPs); see $SRM_LOG/srm.mrs.txt"
     fi
     grep -q "^receives rxe_$h:1: shared queue of 320 x 8192 B" \
-        "$SRM_LOG/srm.status.$h.txt" ||
-        srm_fail "  srmctl status of $h has no line for its shared receive queue"
+        "$SRM_LOG/srm.status.$h.txt" &&
+        grep -q "^sends rxe_$h:1: pool of 128 x 8192 B" \
+            "$SRM_LOG/srm.status.$h.txt" ||
+        srm_fail "  srmctl status of $h has no line for its shared receive queue or send pool"
 done
 srm_log "  what each channel carried (tx/rx frames/bytes, per host and remote node):"
 for h in "${HOSTS[@]}"; do

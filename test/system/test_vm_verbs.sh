@@ -114,6 +114,12 @@ if [[ $srq == *"shared queue of 320 x 8192 B"*"posted 256 held 0 "* ]] &&
 else
     srm_fail "vvh1's shared receive queue is not as it should be at rest after $recv_wrs receives: '$srq'"
 fi
+pool=$(srm_netns_status vvh2 | grep '^sends rxe_vvh2:1:')
+if [[ $pool == *"pool of 128 x 8192 B"* ]]; then
+    srm_pass "vvh2 sent from its device's send pool: $pool"
+else
+    srm_fail "vvh2's status has no send pool line: '$pool'"
+fi
 
 # --- 4, 5. MPI over srm/verbs, and its queue pairs ------------------------------
 bin=$SRM_LOG/srm_mpi_check

@@ -933,6 +933,17 @@ void srm_link_verbs_event(srm_agent_t *agent, unsigned path)
             srm_channel_write_link(agent, link, 0);
         }
     }
+    if (srm_verbs_dev_take_room(agent->verbs[path])) {
+        /* The device's send buffers had run out: whoever waited for
+         * them tries again (a link whose room comes from its own
+         * completions is among them, and finds it). */
+        for (index = 0; index < agent->num_links; ++index) {
+            link = agent->links[index];
+            if ((link != NULL) && srm_link_on_qp(link) && link->want_write) {
+                srm_channel_write_link(agent, link, 0);
+            }
+        }
+    }
 }
 
 /* Links whose input waited for room try again; returns how many went on. */

@@ -42,12 +42,15 @@ static void srm_text_add(srm_text_t *text, const char *fmt, ...)
  * the agent registers in its own PD) on the verbs wire; user memory never,
  * for want of ibv_import_pd (DESIGN.md, "Wires").
  */
-/* "receives DEV: ..." for a verbs device: its shared receive queue. */
-static void srm_status_srq(const srm_verbs_dev_t *dev, srm_text_t *text)
+/* "receives DEV: ..." and "sends DEV: ..." for a verbs device: its
+ * shared receive queue and its pool of send buffers. */
+static void srm_status_buffers(const srm_verbs_dev_t *dev, srm_text_t *text)
 {
     const srm_verbs_srq_stats_t *srq;
+    const srm_verbs_tx_stats_t *tx;
 
-    if ((dev == NULL) || ((srq = srm_verbs_dev_srq_stats(dev)) == NULL)) {
+    if ((dev == NULL) || ((srq = srm_verbs_dev_srq_stats(dev)) == NULL) ||
+        ((tx = srm_verbs_dev_tx_stats(dev)) == NULL)) {
         return;
     }
     srm_text_add(text, "receives %s: shared queue of %u x %u B (%u in "
@@ -57,6 +60,11 @@ static void srm_status_srq(const srm_verbs_dev_t *dev, srm_text_t *text)
                  srq->held, (unsigned long long)srq->refills,
                  (unsigned long long)srq->low_water,
                  (unsigned long long)srq->spilled_bytes);
+    srm_text_add(text, "sends %s: pool of %u x %u B, free %u waits %llu "
+                 "reclaims %llu\n", srm_verbs_dev_name(dev), tx->slots,
+                 SRM_VERBS_SLOT_SIZE, tx->free,
+                 (unsigned long long)tx->waits,
+                 (unsigned long long)tx->reclaims);
 }
 
 static void srm_status_memory(srm_agent_t *agent, srm_text_t *text)
@@ -160,7 +168,7 @@ size_t srm_status_format(srm_agent_t *agent, char *buf, size_t size)
                      agent->config.peer_timeout,
                      (agent->auth.len > 0) ? "required" : "none");
         for (i = 0; i < agent->num_devices; ++i) {
-            srm_status_srq(agent->verbs[i], &text);
+            srm_status_buffers(agent->verbs[i], &text);
         }
         srm_node_format(agent, text.buf, text.size, &text.len);
     } else {

@@ -2,10 +2,11 @@
  * The verbs wire (see srm_wire_verbs.h): devices, RC queue pairs, and the
  * byte stream over SEND/RECV.
  *
- * Send room is a ring of SRM_VERBS_SEND_SLOTS registered slots used in
- * order. Only some sends ask for a completion (every quarter of the ring,
- * and the one that fills it); since RC completes in order, a completion
- * frees its slot and every slot before it.
+ * A queue pair has at most SRM_VERBS_SEND_SLOTS sends in flight; those
+ * that are not inline hold a buffer of the device's send pool. Only some
+ * sends ask for a completion (every quarter of the ring, and the last of a
+ * batch that ran out of room); since RC completes in order, a completion
+ * gives back its buffer and those of every send before it.
  *
  * Receive buffers belong to the device's shared receive queue. A receive
  * completes on the queue pair that took it, which keeps the buffer until
@@ -52,6 +53,7 @@ int srm_verbs_is_device_spec(const char *spec)
 #define SRM_VERBS_CQ_SIZE      (SRM_VERBS_SEND_SLOTS + SRM_VERBS_RMA_SLOTS + \
                                 SRM_VERBS_SRQ_SLOTS + SRM_VERBS_SRQ_RESERVE)
 #define SRM_VERBS_FLUSH_WAIT_US 200 /* for a dying QP's receives */
+#define SRM_VERBS_NO_SLOT      UINT32_MAX   /* a send that holds no buffer */
 
 /* Where a receive buffer of the shared queue is. */
 typedef enum {
@@ -77,14 +79,14 @@ struct srm_verbs_qp {
     unsigned          owner;
     struct ibv_cq     *cq;
     struct ibv_qp     *qp;
-    struct ibv_mr     *mr;
-    uint8_t           *buf;          /* send slots */
+    srm_verbs_qp_t    *next;         /* in dev->qps */
     uint32_t          psn;
     uint32_t          remote_qpn;
     uint32_t          max_inline;
     uint64_t          send_head;     /* sends posted */
     uint64_t          send_done;     /* sends known complete */
     uint64_t          last_signaled; /* send_head after the last signaled */
+    uint32_t          tx_slot[SRM_VERBS_SEND_SLOTS]; /* of send n at n % */
     srm_verbs_rx_t    rx[SRM_VERBS_QP_HELD]; /* completed, unread */
     unsigned          rx_first, rx_count;
     size_t            rx_offset;     /* bytes of rx[rx_first] already read */
@@ -104,9 +106,10 @@ int srm_verbs_built(void)
     return 1;
 }
 
-static uint8_t *srm_verbs_send_slot(srm_verbs_qp_t *qp, uint64_t n)
+static uint8_t *srm_verbs_send_slot(const srm_verbs_dev_t *dev,
+                                    uint32_t slot)
 {
-    return qp->buf + (n % SRM_VERBS_SEND_SLOTS) * SRM_VERBS_SLOT_SIZE;
+    return dev->tx_buf + slot * (size_t)SRM_VERBS_SLOT_SIZE;
 }
 
 static uint8_t *srm_verbs_recv_slot(const srm_verbs_dev_t *dev,
@@ -386,6 +389,106 @@ static void srm_verbs_srq_close(srm_verbs_dev_t *dev)
     free(dev->srq_free);
 }
 
+static int srm_verbs_tx_open(srm_verbs_dev_t *dev)
+{
+    size_t size = (size_t)SRM_VERBS_TX_SLOTS * SRM_VERBS_SLOT_SIZE;
+    uint32_t i;
+
+    if ((posix_memalign((void**)&dev->tx_buf, 4096, size) != 0) ||
+        ((dev->tx_free = calloc(SRM_VERBS_TX_SLOTS,
+                                sizeof(*dev->tx_free))) == NULL)) {
+        srm_error("verbs device %s: no memory for send buffers", dev->name);
+        return -1;
+    }
+    dev->tx_mr = ibv_reg_mr(dev->pd, dev->tx_buf, size,
+                            IBV_ACCESS_LOCAL_WRITE);
+    if (dev->tx_mr == NULL) {
+        srm_error("verbs device %s: cannot register send buffers: %m",
+                  dev->name);
+        return -1;
+    }
+    for (i = 0; i < SRM_VERBS_TX_SLOTS; ++i) {
+        dev->tx_free[i] = SRM_VERBS_TX_SLOTS - 1 - i;
+    }
+    dev->tx_stats.slots = SRM_VERBS_TX_SLOTS;
+    dev->tx_stats.free  = SRM_VERBS_TX_SLOTS;
+    return 0;
+}
+
+static void srm_verbs_tx_close(srm_verbs_dev_t *dev)
+{
+    if (dev->tx_mr != NULL) {
+        ibv_dereg_mr(dev->tx_mr);
+    }
+    free(dev->tx_buf);
+    free(dev->tx_free);
+}
+
+/* Sends before send number `upto` are done: their buffers go back. */
+static void srm_verbs_tx_done(srm_verbs_qp_t *qp, uint64_t upto)
+{
+    srm_verbs_dev_t *dev = qp->dev;
+    uint32_t slot;
+
+    for (; qp->send_done < upto; qp->send_done++) {
+        slot = qp->tx_slot[qp->send_done % SRM_VERBS_SEND_SLOTS];
+        if (slot != SRM_VERBS_NO_SLOT) {
+            dev->tx_free[dev->tx_stats.free++] = slot;
+        }
+    }
+    if (dev->tx_ran_out && (dev->tx_stats.free > 0)) {
+        dev->tx_ran_out   = 0;
+        dev->tx_room_back = 1;
+    }
+}
+
+/* Posts an empty send that asks for a completion; 0 or an errno. */
+static int srm_verbs_post_empty(srm_verbs_qp_t *qp)
+{
+    struct ibv_send_wr wr = {.wr_id      = qp->send_head,
+                             .opcode     = IBV_WR_SEND,
+                             .send_flags = IBV_SEND_SIGNALED}, *bad;
+    int ret               = ibv_post_send(qp->qp, &wr, &bad);
+
+    if (ret == 0) {
+        qp->tx_slot[qp->send_head % SRM_VERBS_SEND_SLOTS] = SRM_VERBS_NO_SLOT;
+        qp->last_signaled = ++qp->send_head;
+    }
+    return ret;
+}
+
+/*
+ * The pool ran out: every queue pair whose last sends asked for no
+ * completion gets an empty send that does (the peer reads zero bytes), so
+ * that the buffers held by quiet links come back.
+ */
+static void srm_verbs_tx_reclaim(srm_verbs_dev_t *dev)
+{
+    srm_verbs_qp_t *qp;
+
+    for (qp = dev->qps; qp != NULL; qp = qp->next) {
+        if (!qp->failed && (qp->remote_qpn != 0) &&
+            (qp->last_signaled != qp->send_head) &&
+            ((qp->send_head - qp->send_done) < SRM_VERBS_SEND_SLOTS) &&
+            (srm_verbs_post_empty(qp) == 0)) {
+            dev->tx_stats.reclaims++;
+        }
+    }
+}
+
+int srm_verbs_dev_take_room(srm_verbs_dev_t *dev)
+{
+    int back = dev->tx_room_back;
+
+    dev->tx_room_back = 0;
+    return back;
+}
+
+const srm_verbs_tx_stats_t *srm_verbs_dev_tx_stats(const srm_verbs_dev_t *dev)
+{
+    return &dev->tx_stats;
+}
+
 /*
  * The queue ran low although the agent posts every buffer it gets back:
  * buffers are still being filled, or were lost with a queue pair that died
@@ -514,16 +617,18 @@ int srm_verbs_dev_open(const char *spec, unsigned xrc_mode,
                   dev->name);
         goto err;
     }
-    if ((srm_verbs_srq_open(dev) != 0) ||
+    if ((srm_verbs_srq_open(dev) != 0) || (srm_verbs_tx_open(dev) != 0) ||
         (srm_verbs_dev_init_xrc(dev, xrc_mode) != 0)) {
         goto err;
     }
     srm_info("verbs device %s: %s, mtu %d, gid index %u, handshake on %s, "
-             "xrc: %s (%s), %u receive buffers shared", dev->name,
+             "xrc: %s (%s), %u receive and %u send buffers shared",
+             dev->name,
              (dev->link_layer == IBV_LINK_LAYER_ETHERNET) ? "RoCE v2" :
                                                              "InfiniBand",
              128 << dev->mtu, dev->gid_index, netdev,
-             dev->xrc ? "yes" : "no", dev->xrc_why, dev->srq_stats.slots);
+             dev->xrc ? "yes" : "no", dev->xrc_why, dev->srq_stats.slots,
+             dev->tx_stats.slots);
     *dev_p = dev;
     return 0;
 
@@ -539,6 +644,7 @@ void srm_verbs_dev_close(srm_verbs_dev_t *dev)
     }
     srm_verbs_xrc_domain_close(dev->xrc_domain);
     srm_verbs_srq_close(dev);
+    srm_verbs_tx_close(dev);
     if (dev->channel != NULL) {
         ibv_destroy_comp_channel(dev->channel);
     }
@@ -616,7 +722,6 @@ static int srm_verbs_to_init(srm_verbs_qp_t *qp)
 
 srm_verbs_qp_t *srm_verbs_qp_create(srm_verbs_dev_t *dev, unsigned owner)
 {
-    size_t size = (size_t)SRM_VERBS_SEND_SLOTS * SRM_VERBS_SLOT_SIZE;
     struct ibv_qp_init_attr init = {
         .cap = {.max_send_wr     = SRM_VERBS_SEND_SLOTS +
                                    SRM_VERBS_RMA_SLOTS,
@@ -629,21 +734,19 @@ srm_verbs_qp_t *srm_verbs_qp_create(srm_verbs_dev_t *dev, unsigned owner)
     srm_verbs_qp_t *qp;
 
     qp = calloc(1, sizeof(*qp));
-    if ((qp == NULL) || (posix_memalign((void**)&qp->buf, 4096, size) != 0)) {
+    if (qp == NULL) {
         srm_error("no memory for a queue pair on %s", dev->name);
-        free(qp);
         return NULL;
     }
     qp->dev   = dev;
     qp->owner = owner;
-    qp->mr    = ibv_reg_mr(dev->pd, qp->buf, size, IBV_ACCESS_LOCAL_WRITE);
+    qp->next  = dev->qps;
+    dev->qps  = qp;
     /* Room for every receive it could take from the shared queue. */
     qp->cq    = ibv_create_cq(dev->ctx, SRM_VERBS_CQ_SIZE, qp, dev->channel,
                               0);
-    if ((qp->mr == NULL) || (qp->cq == NULL) ||
-        (ibv_req_notify_cq(qp->cq, 0) != 0)) {
-        srm_error("%s: cannot register buffers or create a completion queue: "
-                  "%m", dev->name);
+    if ((qp->cq == NULL) || (ibv_req_notify_cq(qp->cq, 0) != 0)) {
+        srm_error("%s: cannot create a completion queue: %m", dev->name);
         goto err;
     }
     init.send_cq = qp->cq;
@@ -697,6 +800,7 @@ static void srm_verbs_qp_flush(srm_verbs_qp_t *qp)
 
 void srm_verbs_qp_destroy(srm_verbs_qp_t *qp)
 {
+    srm_verbs_qp_t **link;
     srm_verbs_dev_t *dev;
 
     if (qp == NULL) {
@@ -710,17 +814,17 @@ void srm_verbs_qp_destroy(srm_verbs_qp_t *qp)
     if (qp->cq != NULL) {
         ibv_destroy_cq(qp->cq);
     }
+    srm_verbs_tx_done(qp, qp->send_head); /* the device reads them no more */
+    for (link = &dev->qps; *link != qp; link = &(*link)->next) {
+    }
+    *link = qp->next;
     for (; qp->rx_count > 0; qp->rx_count--) {
         srm_verbs_srq_give(dev, qp->rx[qp->rx_first].slot);
         qp->rx_first = (qp->rx_first + 1) % SRM_VERBS_QP_HELD;
         dev->srq_stats.held--;
     }
     srm_verbs_srq_refill(dev);
-    if (qp->mr != NULL) {
-        ibv_dereg_mr(qp->mr);
-    }
     free(qp->spill);
-    free(qp->buf);
     free(qp);
 }
 
@@ -976,7 +1080,7 @@ int srm_verbs_qp_poll(srm_verbs_qp_t *qp)
                 srm_verbs_fail(qp, "work request failed: %s",
                                ibv_wc_status_str(wc[i].status));
             } else {
-                qp->send_done = wc[i].wr_id + 1;
+                srm_verbs_tx_done(qp, wc[i].wr_id + 1);
             }
         }
     } while (n == SRM_VERBS_POLL_BATCH);
@@ -985,15 +1089,39 @@ int srm_verbs_qp_poll(srm_verbs_qp_t *qp)
     return qp->failed ? -1 : 0;
 }
 
+/* Gathers up to `len` bytes of iov from (*i, *off) on into dst. */
+static void srm_verbs_gather(uint8_t *dst, size_t len, const struct iovec *iov,
+                             int *i, size_t *off)
+{
+    size_t done = 0, chunk;
+
+    while (done < len) {
+        chunk = iov[*i].iov_len - *off;
+        if (chunk > len - done) {
+            chunk = len - done;
+        }
+        memcpy(dst + done, (const uint8_t*)iov[*i].iov_base + *off, chunk);
+        done += chunk;
+        *off += chunk;
+        if (*off == iov[*i].iov_len) {
+            ++*i;
+            *off = 0;
+        }
+    }
+}
+
 ssize_t srm_verbs_qp_sendv(srm_verbs_qp_t *qp, const struct iovec *iov,
                            int iovcnt)
 {
     struct ibv_send_wr wr[SRM_VERBS_SEND_SLOTS], *bad;
     struct ibv_sge sge[SRM_VERBS_SEND_SLOTS];
-    size_t iov_off = 0, total = 0, len, chunk;
-    unsigned count = 0, room;
-    uint8_t *slot;
-    int i = 0, ret;
+    uint8_t inl[SRM_VERBS_SEND_SLOTS][SRM_VERBS_MAX_INLINE];
+    srm_verbs_dev_t *dev = qp->dev;
+    size_t iov_off = 0, total = 0, left = 0, len;
+    unsigned count = 0, room, taken = 0;
+    uint32_t slot;
+    uint8_t *buf;
+    int i, ret, short_of_room, pool_out;
 
     if ((qp->send_head - qp->send_done) >= SRM_VERBS_SEND_SLOTS / 2) {
         srm_verbs_qp_poll(qp);
@@ -1002,54 +1130,64 @@ ssize_t srm_verbs_qp_sendv(srm_verbs_qp_t *qp, const struct iovec *iov,
         errno = EIO;
         return -1;
     }
+    for (i = 0; i < iovcnt; ++i) {
+        left += iov[i].iov_len;
+    }
+    i    = 0;
     room = SRM_VERBS_SEND_SLOTS - (unsigned)(qp->send_head - qp->send_done);
-    while ((count < room) && (i < iovcnt)) {
-        slot = srm_verbs_send_slot(qp, qp->send_head + count);
-        len  = 0;
-        while ((len < SRM_VERBS_SLOT_SIZE) && (i < iovcnt)) {
-            chunk = iov[i].iov_len - iov_off;
-            if (chunk > SRM_VERBS_SLOT_SIZE - len) {
-                chunk = SRM_VERBS_SLOT_SIZE - len;
-            }
-            memcpy(slot + len, (const uint8_t*)iov[i].iov_base + iov_off,
-                   chunk);
-            len     += chunk;
-            iov_off += chunk;
-            if (iov_off == iov[i].iov_len) {
-                ++i;
-                iov_off = 0;
-            }
-        }
-        if (len == 0) {
+    while ((count < room) && (left > 0)) {
+        len = (left < SRM_VERBS_SLOT_SIZE) ? left : SRM_VERBS_SLOT_SIZE;
+        memset(&wr[count], 0, sizeof(wr[count]));
+        if (len <= qp->max_inline) {
+            /* Copied at the post: it needs no buffer of the pool. */
+            buf                   = inl[count];
+            slot                  = SRM_VERBS_NO_SLOT;
+            wr[count].send_flags |= IBV_SEND_INLINE;
+        } else if (taken < dev->tx_stats.free) {
+            slot = dev->tx_free[dev->tx_stats.free - 1 - taken++];
+            buf  = srm_verbs_send_slot(dev, slot);
+        } else {
             break;
         }
-        memset(&wr[count], 0, sizeof(wr[count]));
-        sge[count].addr       = (uintptr_t)slot;
-        sge[count].length     = (uint32_t)len;
-        sge[count].lkey       = qp->mr->lkey;
-        wr[count].wr_id       = qp->send_head + count;
-        wr[count].sg_list     = &sge[count];
-        wr[count].num_sge     = 1;
-        wr[count].opcode      = IBV_WR_SEND;
-        if (len <= qp->max_inline) {
-            wr[count].send_flags |= IBV_SEND_INLINE;
-            qp->stats.inline_wrs++;
-        }
-        /* A completion every quarter ring, and for the send that fills it
-         * (else nothing would tell us when room comes back). */
-        if ((((qp->send_head + count + 1) % SRM_VERBS_SIGNAL_EVERY) == 0) ||
-            (count + 1 == room)) {
-            wr[count].send_flags |= IBV_SEND_SIGNALED;
-            qp->stats.signaled++;
-        }
+        srm_verbs_gather(buf, len, iov, &i, &iov_off);
+        qp->tx_slot[(qp->send_head + count) % SRM_VERBS_SEND_SLOTS] = slot;
+        sge[count].addr   = (uintptr_t)buf;
+        sge[count].length = (uint32_t)len;
+        sge[count].lkey   = dev->tx_mr->lkey;
+        wr[count].wr_id   = qp->send_head + count;
+        wr[count].sg_list = &sge[count];
+        wr[count].num_sge = 1;
+        wr[count].opcode  = IBV_WR_SEND;
         if (count > 0) {
             wr[count - 1].next = &wr[count];
         }
         total += len;
+        left  -= len;
         ++count;
     }
+    short_of_room = (left > 0);
+    pool_out      = short_of_room && (count < room);
+    if (pool_out) {
+        dev->tx_stats.waits++;
+        dev->tx_ran_out = 1;
+    }
     if (count == 0) {
+        if (pool_out) {
+            srm_verbs_tx_reclaim(dev);
+        }
         return 0;
+    }
+    /* A completion every quarter ring, and for the last send of a batch
+     * that ran out of room (else nothing would tell us when room comes
+     * back). */
+    for (i = 0; i < (int)count; ++i) {
+        if ((((qp->send_head + i + 1) % SRM_VERBS_SIGNAL_EVERY) == 0) ||
+            (short_of_room && (i + 1 == (int)count))) {
+            wr[i].send_flags |= IBV_SEND_SIGNALED;
+            qp->stats.signaled++;
+            qp->last_signaled = qp->send_head + i + 1;
+        }
+        qp->stats.inline_wrs += !!(wr[i].send_flags & IBV_SEND_INLINE);
     }
     ret = ibv_post_send(qp->qp, wr, &bad);
     if (ret != 0) {
@@ -1057,10 +1195,14 @@ ssize_t srm_verbs_qp_sendv(srm_verbs_qp_t *qp, const struct iovec *iov,
         errno = ret;
         return -1;
     }
-    qp->send_head += count;
-    qp->stats.send_wrs += count;
+    dev->tx_stats.free  -= taken;
+    qp->send_head       += count;
+    qp->stats.send_wrs  += count;
     qp->stats.doorbells++;
     qp->stats.send_bytes += total;
+    if (pool_out) {
+        srm_verbs_tx_reclaim(dev); /* this one's last send asks already */
+    }
     return (ssize_t)total;
 }
 
@@ -1118,8 +1260,6 @@ size_t srm_verbs_qp_pending(const srm_verbs_qp_t *qp)
 
 int srm_verbs_qp_drain(srm_verbs_qp_t *qp, double timeout)
 {
-    struct ibv_send_wr wr = {.opcode = IBV_WR_SEND,
-                             .send_flags = IBV_SEND_SIGNALED}, *bad;
     struct timespec start, now;
 
     if (qp->failed || (qp->send_head == qp->send_done)) {
@@ -1128,10 +1268,7 @@ int srm_verbs_qp_drain(srm_verbs_qp_t *qp, double timeout)
     if ((qp->send_head - qp->send_done) < SRM_VERBS_SEND_SLOTS) {
         /* An empty send that asks for a completion covers the unsignaled
          * ones before it; the peer reads zero bytes. */
-        wr.wr_id = qp->send_head;
-        if (ibv_post_send(qp->qp, &wr, &bad) == 0) {
-            qp->send_head++;
-        }
+        srm_verbs_post_empty(qp);
     }
     clock_gettime(CLOCK_MONOTONIC, &start);
     do {
@@ -1148,8 +1285,6 @@ int srm_verbs_qp_drain(srm_verbs_qp_t *qp, double timeout)
 void srm_verbs_qp_force_error(srm_verbs_qp_t *qp)
 {
     struct ibv_qp_attr attr = {.qp_state = IBV_QPS_ERR};
-    struct ibv_send_wr wr   = {.opcode     = IBV_WR_SEND,
-                               .send_flags = IBV_SEND_SIGNALED}, *bad;
 
     if (ibv_modify_qp(qp->qp, &attr, IBV_QP_STATE) != 0) {
         return;
@@ -1157,10 +1292,7 @@ void srm_verbs_qp_force_error(srm_verbs_qp_t *qp)
     /* Its receives belong to the shared queue, which the error state does
      * not flush: a send flushed at once shows the error on the completion
      * queue, where a real failure would. */
-    wr.wr_id = qp->send_head;
-    if (ibv_post_send(qp->qp, &wr, &bad) == 0) {
-        qp->send_head++;
-    }
+    srm_verbs_post_empty(qp);
 }
 
 const char *srm_verbs_qp_error(const srm_verbs_qp_t *qp)
@@ -1238,6 +1370,11 @@ const srm_verbs_srq_stats_t *srm_verbs_dev_srq_stats(const srm_verbs_dev_t *dev)
 {
     return NULL;
 }
+const srm_verbs_tx_stats_t *srm_verbs_dev_tx_stats(const srm_verbs_dev_t *dev)
+{
+    return NULL;
+}
+int srm_verbs_dev_take_room(srm_verbs_dev_t *dev) { return 0; }
 int srm_verbs_dev_xrc(const srm_verbs_dev_t *dev, const char **why)
 {
     *why = "no verbs";

@@ -26,6 +26,17 @@
 #define SRM_VERBS_RMA_SLOTS  16u   /* RDMA WRITE/READ in flight per QP */
 
 /*
+ * Sends that are not inline are copied into buffers of one pool per
+ * device, shared by its queue pairs, as receives share one queue: memory
+ * that does not grow with the number of remote nodes. A queue pair gets
+ * its buffers back from its own completions; when the pool runs out, the
+ * queue pairs that hold buffers without a completion to come (the last
+ * sends of a quiet link) get an empty signaled send, so that everything
+ * comes back.
+ */
+#define SRM_VERBS_TX_SLOTS   128u
+
+/*
  * Receives come from one shared receive queue per device, whatever the
  * number of queue pairs: SRQ_SLOTS buffers posted, and a reserve posted
  * only once the device says the queue runs low (buffers a queue pair took
@@ -66,6 +77,14 @@ typedef struct srm_verbs_srq_stats {
     uint64_t spilled_bytes; /* copied aside for links not being read */
 } srm_verbs_srq_stats_t;
 
+/* The device's pool of send buffers. */
+typedef struct srm_verbs_tx_stats {
+    unsigned slots;         /* send buffers */
+    unsigned free;          /* of them, not in flight */
+    uint64_t waits;         /* batches cut short for want of one */
+    uint64_t reclaims;      /* empty sends posted to have buffers back */
+} srm_verbs_tx_stats_t;
+
 /* Whether this build has the verbs wire. */
 int srm_verbs_built(void);
 
@@ -96,6 +115,11 @@ int srm_verbs_dev_async_fd(const srm_verbs_dev_t *dev);
 void srm_verbs_dev_async(srm_verbs_dev_t *dev);
 
 const srm_verbs_srq_stats_t *srm_verbs_dev_srq_stats(const srm_verbs_dev_t *dev);
+const srm_verbs_tx_stats_t *srm_verbs_dev_tx_stats(const srm_verbs_dev_t *dev);
+
+/* 1, once, after send buffers came back to a pool that had run out: the
+ * links that wait for room may write again. */
+int srm_verbs_dev_take_room(srm_verbs_dev_t *dev);
 
 /* 1 if the device was opened with XRC, else 0; *why says why. */
 int srm_verbs_dev_xrc(const srm_verbs_dev_t *dev, const char **why);
@@ -118,7 +142,8 @@ int srm_verbs_qp_connect(srm_verbs_qp_t *qp, const srm_hello_qp_t *remote);
 /*
  * Posts as much of iov as there is send room for, in units of at most
  * SRM_VERBS_SLOT_SIZE, all in one ibv_post_send. Returns the bytes taken
- * (0: no room; a completion will free some), or -1 with errno.
+ * (0: no room; a completion of this queue pair, or the pool's room coming
+ * back, srm_verbs_dev_take_room, will make some), or -1 with errno.
  */
 ssize_t srm_verbs_qp_sendv(srm_verbs_qp_t *qp, const struct iovec *iov,
                            int iovcnt);

@@ -34,6 +34,14 @@ struct srm_verbs_dev {
     unsigned                 srq_num_free;
     unsigned                 srq_target;    /* slots to keep posted */
     srm_verbs_srq_stats_t    srq_stats;
+    /* The pool of send buffers, and the queue pairs that draw on it. */
+    struct ibv_mr            *tx_mr;
+    uint8_t                  *tx_buf;       /* slots of SLOT_SIZE */
+    uint32_t                 *tx_free;      /* a stack */
+    srm_verbs_tx_stats_t     tx_stats;      /* .free: its depth */
+    int                      tx_ran_out;    /* since room last came back */
+    int                      tx_room_back;
+    srm_verbs_qp_t           *qps;
 };
 
 /* A random 24-bit packet sequence number to start a queue pair at. */
