@@ -279,6 +279,38 @@ TEST_F(verbs_srq, a_queue_pair_in_error_fails_and_keeps_no_buffer)
 }
 
 /*
+ * Receives the agent has not collected yet leave the queue short: below
+ * SRM_VERBS_SRQ_LOW the device says so, and the reserve goes in.
+ */
+TEST_F(verbs_srq, a_queue_running_low_gets_its_reserve)
+{
+    const size_t total = (SRM_VERBS_SRQ_SLOTS - SRM_VERBS_SRQ_LOW + 8) *
+                         (size_t)SRM_VERBS_SLOT_SIZE;
+    qp_ptr a, b;
+    size_t sent = 0, received = 0;
+    double deadline;
+
+    connected_pair(&a, &b);
+    deadline = now_s() + time_limit_s(10);
+    while ((srq().low_water == 0) && (now_s() < deadline)) {
+        send_some(a.get(), 6, total, &sent); /* b's completions wait */
+        srm_verbs_dev_async(m_dev.get());
+    }
+    ASSERT_EQ(1u, srq().low_water) << "no low-water event with " << sent
+                                   << " bytes in receives not collected";
+    EXPECT_EQ(srq().slots, srq().posted) << "the reserve did not go in";
+
+    deadline = now_s() + time_limit_s(10);
+    while ((received < total) && (now_s() < deadline)) {
+        send_some(a.get(), 6, total, &sent);
+        read_some(b.get(), 6, &received);
+    }
+    EXPECT_EQ(total, received);
+    EXPECT_EQ(0u, srq().held);
+    EXPECT_EQ(srq().slots, srq().posted); /* the reserve stays posted */
+}
+
+/*
  * Quiet links hold send buffers whose sends asked for no completion. When
  * they hold the whole pool, a link with data to send must still get some:
  * the quiet ones are made to complete (an empty signaled send each), and

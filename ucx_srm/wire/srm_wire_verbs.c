@@ -501,10 +501,11 @@ static void srm_verbs_srq_low(srm_verbs_dev_t *dev)
 
     stats->low_water++;
     if (dev->srq_target < stats->slots) {
-        srm_info("verbs device %s: fewer than %u receive buffers left in the "
-                 "shared queue (%u posted, %u held): posting the %u in "
-                 "reserve", dev->name, SRM_VERBS_SRQ_LOW, stats->posted,
-                 stats->held, stats->slots - dev->srq_target);
+        srm_info("verbs device %s: the shared receive queue fell below %u "
+                 "buffers (%u posted and not yet seen completed, %u held "
+                 "unread): posting the %u in reserve", dev->name,
+                 SRM_VERBS_SRQ_LOW, stats->posted, stats->held,
+                 stats->slots - dev->srq_target);
         dev->srq_target = stats->slots;
         srm_verbs_srq_refill(dev);
     } else if (stats->low_water == 2) {
