@@ -24,7 +24,8 @@
 #      tag_lat 8 B, tag_bw 8 B, 64 KB and 4 MB; the agents' queue pairs must
 #      have carried it (send work requests counted), h1's receives must
 #      have come from its device's shared receive queue, reposted in
-#      batches, all buffers back in it at rest;
+#      batches, all buffers back in it at rest, and h1 must have placed
+#      large frames straight into the ranks' rings;
 #   4. Open MPI 2 hosts x 2 ranks, test/mpi/srm_mpi_check.c over srm;
 #   5. the queue pairs of the srm job, counted with `rdma resource show
 #      qp`: srmd's own RC QPs (2 channels x 2 paths per remote node, per
@@ -113,6 +114,14 @@ if [[ $srq == *"shared queue of 320 x 8192 B"*"posted 256 held 0 "* ]] &&
     srm_pass "vvh1: $recv_wrs receives from one shared queue, reposted in $refills batches: $srq"
 else
     srm_fail "vvh1's shared receive queue is not as it should be at rest after $recv_wrs receives: '$srq'"
+fi
+# Large frames are read from the received buffers straight into the
+# receiving rank's ring (placement), as from a socket on the tcp wire.
+placed=$(node_sum vvh1 placed)
+if [ "$placed" -gt 0 ]; then
+    srm_pass "vvh1 placed $placed large frames straight into its ranks' rings"
+else
+    srm_fail "vvh1 placed no frame from its queue pairs into a ring"
 fi
 pool=$(srm_netns_status vvh2 | grep '^sends rxe_vvh2:1:')
 if [[ $pool == *"pool of 128 x 8192 B"* ]]; then

@@ -743,11 +743,17 @@ static int srm_link_parse(srm_agent_t *agent, srm_link_t *link)
  * link died. */
 static int srm_link_read_qp(srm_agent_t *agent, srm_link_t *link)
 {
+    struct iovec iov[2];
     ssize_t got;
+    int iovcnt;
 
     while (!link->in_blocked) {
-        got = srm_verbs_qp_recv(link->qp, link->in_buf + link->in_len,
-                                SRM_LINK_IN_BUF - link->in_len);
+        /* As from a socket: a frame being placed first (srm_place.c). */
+        iovcnt               = srm_place_iov(link, &iov[0]);
+        iov[iovcnt].iov_base = link->in_buf + link->in_len;
+        iov[iovcnt].iov_len  = SRM_LINK_IN_BUF - link->in_len;
+        ++iovcnt;
+        got = srm_verbs_qp_recvv(link->qp, iov, iovcnt);
         if (got < 0) {
             srm_link_close(agent, link, SRM_LOG_WARN,
                            "queue pair 0x%x: %s", srm_verbs_qp_num(link->qp),
@@ -759,10 +765,11 @@ static int srm_link_read_qp(srm_agent_t *agent, srm_link_t *link)
             return 0;
         }
         if (link->muted) {
+            srm_place_cancel(link);
             continue; /* a dead path: what arrives is lost */
         }
         link->last_rx  = srm_agent_now();
-        link->in_len  += (size_t)got;
+        link->in_len  += srm_place_fill(agent, link, (size_t)got);
         if (srm_link_parse(agent, link) != 0) {
             return -1;
         }

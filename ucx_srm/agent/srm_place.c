@@ -1,7 +1,7 @@
 /*
- * Placement on the tcp wire: the payload of a large AM is read from its
- * link's socket straight into the destination client's RX ring, not through
- * the link's input buffer and a copy.
+ * Placement: the payload of a large AM is read from its link (a socket, or
+ * a queue pair's received buffers) straight into the destination client's
+ * RX ring, not through the link's input buffer and a copy.
  *
  * A placement starts when a frame's header is in and most of its payload
  * is still to come, for a frame the channel would deliver at once (next on
@@ -34,7 +34,7 @@ int srm_place_begin(srm_agent_t *agent, srm_link_t *link,
     srm_client_t *dst;
 
     if (!agent->config.place || (hdr->type != SRM_FRAME_AM) ||
-        (link->qp != NULL) || link->muted ||
+        link->muted ||
         (link->state != SRM_LINK_READY) || (link->place.dst != NULL) ||
         (have_len >= hdr->length) ||
         ((hdr->length - have_len) < SRM_PLACE_MIN_REST) ||

@@ -1207,34 +1207,55 @@ ssize_t srm_verbs_qp_sendv(srm_verbs_qp_t *qp, const struct iovec *iov,
     return (ssize_t)total;
 }
 
-ssize_t srm_verbs_qp_recv(srm_verbs_qp_t *qp, void *buf, size_t len)
+/* Copies len bytes from src into iov from (*i, *off) on; how many fit. */
+static size_t srm_verbs_scatter(const struct iovec *iov, int iovcnt, int *i,
+                                size_t *off, const uint8_t *src, size_t len)
+{
+    size_t done = 0, chunk;
+
+    while ((done < len) && (*i < iovcnt)) {
+        chunk = iov[*i].iov_len - *off;
+        if (chunk > len - done) {
+            chunk = len - done;
+        }
+        memcpy((uint8_t*)iov[*i].iov_base + *off, src + done, chunk);
+        done += chunk;
+        *off += chunk;
+        if (*off == iov[*i].iov_len) {
+            ++*i;
+            *off = 0;
+        }
+    }
+    return done;
+}
+
+ssize_t srm_verbs_qp_recvv(srm_verbs_qp_t *qp, const struct iovec *iov,
+                           int iovcnt)
 {
     srm_verbs_dev_t *dev = qp->dev;
-    size_t total = 0, chunk;
+    size_t total = 0, off = 0, chunk;
     srm_verbs_rx_t *rx;
+    int i = 0;
 
     if (srm_verbs_qp_poll(qp) != 0) {
         errno = EIO;
         return -1;
     }
-    chunk = qp->spill_len - qp->spill_off; /* the oldest input */
-    if (chunk > len) {
-        chunk = len;
-    }
-    if (chunk > 0) {
-        memcpy(buf, qp->spill + qp->spill_off, chunk);
+    if (qp->spill_len > qp->spill_off) {
+        /* The oldest input first: what was copied aside. */
+        chunk          = srm_verbs_scatter(iov, iovcnt, &i, &off,
+                                           qp->spill + qp->spill_off,
+                                           qp->spill_len - qp->spill_off);
         total          = chunk;
         qp->spill_off += chunk;
         qp->rx_bytes  -= chunk;
     }
-    while ((qp->rx_count > 0) && (total < len)) {
+    while ((qp->rx_count > 0) && (i < iovcnt)) {
         rx    = &qp->rx[qp->rx_first];
-        chunk = rx->len - qp->rx_offset;
-        if (chunk > len - total) {
-            chunk = len - total;
-        }
-        memcpy((uint8_t*)buf + total,
-               srm_verbs_recv_slot(dev, rx->slot) + qp->rx_offset, chunk);
+        chunk = srm_verbs_scatter(iov, iovcnt, &i, &off,
+                                  srm_verbs_recv_slot(dev, rx->slot) +
+                                          qp->rx_offset,
+                                  rx->len - qp->rx_offset);
         total         += chunk;
         qp->rx_offset += chunk;
         qp->rx_bytes  -= chunk;
@@ -1252,6 +1273,13 @@ ssize_t srm_verbs_qp_recv(srm_verbs_qp_t *qp, void *buf, size_t len)
         return -1;
     }
     return (ssize_t)total;
+}
+
+ssize_t srm_verbs_qp_recv(srm_verbs_qp_t *qp, void *buf, size_t len)
+{
+    struct iovec iov = {.iov_base = buf, .iov_len = len};
+
+    return srm_verbs_qp_recvv(qp, &iov, 1);
 }
 
 size_t srm_verbs_qp_pending(const srm_verbs_qp_t *qp)
@@ -1405,6 +1433,12 @@ ssize_t srm_verbs_qp_sendv(srm_verbs_qp_t *qp, const struct iovec *iov,
     return -1;
 }
 ssize_t srm_verbs_qp_recv(srm_verbs_qp_t *qp, void *buf, size_t len)
+{
+    errno = ENOSYS;
+    return -1;
+}
+ssize_t srm_verbs_qp_recvv(srm_verbs_qp_t *qp, const struct iovec *iov,
+                           int iovcnt)
 {
     errno = ENOSYS;
     return -1;

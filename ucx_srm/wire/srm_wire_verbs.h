@@ -152,6 +152,10 @@ ssize_t srm_verbs_qp_sendv(srm_verbs_qp_t *qp, const struct iovec *iov,
  * a work request failed: the queue pair is in the error state. */
 ssize_t srm_verbs_qp_recv(srm_verbs_qp_t *qp, void *buf, size_t len);
 
+/* The same into iov, filling each piece before the next. */
+ssize_t srm_verbs_qp_recvv(srm_verbs_qp_t *qp, const struct iovec *iov,
+                           int iovcnt);
+
 /* Takes the completions that are there; -1 once the queue pair failed. */
 int srm_verbs_qp_poll(srm_verbs_qp_t *qp);
 
