@@ -26,6 +26,12 @@ extern "C" {
 
 namespace {
 
+/* The defaults of UCX_SRM_VERBS_RECV_BUFS and UCX_SRM_VERBS_SEND_BUFS. */
+const unsigned kRecvBufs    = 256;
+const unsigned kRecvReserve = kRecvBufs / 4;
+const unsigned kRecvLow     = kRecvBufs / 8;
+const unsigned kSendBufs    = 128;
+
 double now_s()
 {
     struct timespec ts;
@@ -72,7 +78,9 @@ protected:
                 << "SRM_TEST_WIRE_DEVICE names no verbs device: these tests "
                    "need one (test_vm_verbs runs them on rxe)";
         ASSERT_TRUE(srm_verbs_built()) << "built without libibverbs";
-        ASSERT_EQ(0, srm_verbs_dev_open(spec, SRM_XRC_NO, &dev, netdev,
+        srm_verbs_dev_params_t params = {SRM_XRC_NO, kRecvBufs, kSendBufs};
+
+        ASSERT_EQ(0, srm_verbs_dev_open(spec, &params, &dev, netdev,
                                         sizeof(netdev)));
         m_dev.reset(dev);
     }
@@ -142,6 +150,27 @@ protected:
     dev_ptr m_dev;
 };
 
+TEST_F(verbs_srq, buffer_counts_the_device_cannot_have_are_refused)
+{
+    const char *spec = getenv("SRM_TEST_WIRE_DEVICE");
+    const srm_verbs_dev_params_t bad[] = {
+        {SRM_XRC_NO, SRM_VERBS_MIN_RECV_BUFS - 1, kSendBufs},
+        {SRM_XRC_NO, kRecvBufs, SRM_VERBS_MIN_SEND_BUFS - 1},
+        {SRM_XRC_NO, 1u << 30, kSendBufs}, /* deeper than any device */
+    };
+    char netdev[32];
+    srm_verbs_dev_t *dev;
+
+    for (const srm_verbs_dev_params_t &params : bad) {
+        dev = nullptr;
+        EXPECT_EQ(-1, srm_verbs_dev_open(spec, &params, &dev, netdev,
+                                         sizeof(netdev)))
+                << params.recv_bufs << " receive, " << params.send_bufs
+                << " send buffers";
+        EXPECT_EQ(nullptr, dev);
+    }
+}
+
 TEST_F(verbs_srq, queue_pairs_share_one_receive_queue)
 {
     const unsigned pairs = 4;
@@ -151,14 +180,14 @@ TEST_F(verbs_srq, queue_pairs_share_one_receive_queue)
     unsigned p, done = 0;
     double deadline;
 
-    EXPECT_EQ(SRM_VERBS_SRQ_SLOTS + SRM_VERBS_SRQ_RESERVE, srq().slots);
-    EXPECT_EQ(SRM_VERBS_SRQ_SLOTS, srq().posted);
+    EXPECT_EQ(kRecvBufs + kRecvReserve, srq().slots);
+    EXPECT_EQ(kRecvBufs, srq().posted);
     for (p = 0; p < pairs; ++p) {
         connected_pair(&a[p], &b[p]);
     }
     /* Eight queue pairs and still the one queue: no buffers per pair. */
-    EXPECT_EQ(SRM_VERBS_SRQ_SLOTS + SRM_VERBS_SRQ_RESERVE, srq().slots);
-    EXPECT_EQ(SRM_VERBS_SRQ_SLOTS, srq().posted);
+    EXPECT_EQ(kRecvBufs + kRecvReserve, srq().slots);
+    EXPECT_EQ(kRecvBufs, srq().posted);
 
     deadline = now_s() + time_limit_s(20);
     while ((done < pairs) && (now_s() < deadline)) {
@@ -174,7 +203,7 @@ TEST_F(verbs_srq, queue_pairs_share_one_receive_queue)
     }
     /* Every buffer read went back in. */
     EXPECT_EQ(0u, srq().held);
-    EXPECT_EQ(SRM_VERBS_SRQ_SLOTS, srq().posted);
+    EXPECT_EQ(kRecvBufs, srq().posted);
     EXPECT_EQ(0u, srq().spilled_bytes);
     EXPECT_GT(srq().refills, 1u);
 }
@@ -188,7 +217,7 @@ TEST_F(verbs_srq, queue_pairs_share_one_receive_queue)
 TEST_F(verbs_srq, an_unread_queue_pair_does_not_starve_the_others)
 {
     const size_t stalled_total =
-            2 * (SRM_VERBS_SRQ_SLOTS + SRM_VERBS_SRQ_RESERVE) *
+            2 * (kRecvBufs + kRecvReserve) *
             SRM_VERBS_SLOT_SIZE;
     const size_t flowing_total = 1024 * 1024;
     qp_ptr sa, sb, fa, fb;
@@ -224,7 +253,7 @@ TEST_F(verbs_srq, an_unread_queue_pair_does_not_starve_the_others)
     }
     EXPECT_EQ(stalled_total, stalled_received);
     EXPECT_EQ(0u, srq().held);
-    EXPECT_EQ(SRM_VERBS_SRQ_SLOTS, srq().posted);
+    EXPECT_EQ(kRecvBufs, srq().posted);
 }
 
 TEST_F(verbs_srq, a_destroyed_queue_pair_gives_its_buffers_back)
@@ -241,12 +270,12 @@ TEST_F(verbs_srq, a_destroyed_queue_pair_gives_its_buffers_back)
         ASSERT_EQ(0, srm_verbs_qp_poll(b.get()));
     }
     ASSERT_EQ(10u, srq().held);
-    EXPECT_EQ(SRM_VERBS_SRQ_SLOTS, srq().posted); /* refilled meanwhile */
+    EXPECT_EQ(kRecvBufs, srq().posted); /* refilled meanwhile */
     EXPECT_EQ(total, srm_verbs_qp_pending(b.get()));
 
     b.reset();
     EXPECT_EQ(0u, srq().held);
-    EXPECT_EQ(SRM_VERBS_SRQ_SLOTS, srq().posted);
+    EXPECT_EQ(kRecvBufs, srq().posted);
 }
 
 TEST_F(verbs_srq, a_queue_pair_in_error_fails_and_keeps_no_buffer)
@@ -275,16 +304,16 @@ TEST_F(verbs_srq, a_queue_pair_in_error_fails_and_keeps_no_buffer)
     EXPECT_STRNE("", srm_verbs_qp_error(b.get()));
     b.reset();
     EXPECT_EQ(0u, srq().held);
-    EXPECT_EQ(SRM_VERBS_SRQ_SLOTS, srq().posted);
+    EXPECT_EQ(kRecvBufs, srq().posted);
 }
 
 /*
  * Receives the agent has not collected yet leave the queue short: below
- * SRM_VERBS_SRQ_LOW the device says so, and the reserve goes in.
+ * kRecvLow the device says so, and the reserve goes in.
  */
 TEST_F(verbs_srq, a_queue_running_low_gets_its_reserve)
 {
-    const size_t total = (SRM_VERBS_SRQ_SLOTS - SRM_VERBS_SRQ_LOW + 8) *
+    const size_t total = (kRecvBufs - kRecvLow + 8) *
                          (size_t)SRM_VERBS_SLOT_SIZE;
     qp_ptr a, b;
     size_t sent = 0, received = 0;
@@ -321,7 +350,7 @@ TEST_F(verbs_srq, quiet_links_give_the_send_pool_back_to_a_busy_one)
     /* Sends 1..7 of a queue pair ask for no completion: together they
      * hold exactly the pool, and none of them ran out. */
     const unsigned per_quiet = SRM_VERBS_SEND_SLOTS / 4 - 1;
-    const unsigned quiet     = (SRM_VERBS_TX_SLOTS + per_quiet - 1) /
+    const unsigned quiet     = (kSendBufs + per_quiet - 1) /
                                per_quiet;
     const size_t stream      = 1024 * 1024;
     std::vector<qp_ptr> qa(quiet), qb(quiet);
@@ -331,11 +360,11 @@ TEST_F(verbs_srq, quiet_links_give_the_send_pool_back_to_a_busy_one)
     unsigned q;
     double deadline;
 
-    EXPECT_EQ(SRM_VERBS_TX_SLOTS, tx().slots);
-    EXPECT_EQ(SRM_VERBS_TX_SLOTS, tx().free);
+    EXPECT_EQ(kSendBufs, tx().slots);
+    EXPECT_EQ(kSendBufs, tx().free);
     for (q = 0; q < quiet; ++q) {
         qtotal[q] = ((q + 1 < quiet) ? per_quiet :
-                     SRM_VERBS_TX_SLOTS - per_quiet * (quiet - 1)) *
+                     kSendBufs - per_quiet * (quiet - 1)) *
                     SRM_VERBS_SLOT_SIZE;
         connected_pair(&qa[q], &qb[q]);
     }
@@ -369,9 +398,9 @@ TEST_F(verbs_srq, quiet_links_give_the_send_pool_back_to_a_busy_one)
         EXPECT_EQ(qsent[q], qreceived[q]) << "quiet pair " << q;
     }
     /* Only the stream's last unsignaled sends may still hold buffers. */
-    EXPECT_GE(tx().free, SRM_VERBS_TX_SLOTS - per_quiet);
+    EXPECT_GE(tx().free, kSendBufs - per_quiet);
     a.reset();
-    EXPECT_EQ(SRM_VERBS_TX_SLOTS, tx().free) << "a destroyed queue pair "
+    EXPECT_EQ(kSendBufs, tx().free) << "a destroyed queue pair "
                                                 "kept send buffers";
 }
 

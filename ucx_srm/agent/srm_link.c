@@ -1186,6 +1186,10 @@ static int srm_link_listen(srm_agent_t *agent, unsigned path,
     struct epoll_event async_ev = {
         .events   = EPOLLIN,
         .data.u64 = SRM_EPOLL_DATA(SRM_EPOLL_VERBS_ASYNC, path)};
+    srm_verbs_dev_params_t params = {
+        .xrc_mode  = agent->config.xrc,
+        .recv_bufs = agent->config.verbs_recv_bufs,
+        .send_bufs = agent->config.verbs_send_bufs};
     uint16_t bound_port = 0;
     char addr[32], netdev[32];
     uint32_t ipv4;
@@ -1193,7 +1197,7 @@ static int srm_link_listen(srm_agent_t *agent, unsigned path,
 
     if (srm_verbs_is_device_spec(device)) {
         /* Frames go on queue pairs; handshakes on the port's interface. */
-        if ((srm_verbs_dev_open(device, agent->config.xrc,
+        if ((srm_verbs_dev_open(device, &params,
                                 &agent->verbs[path], netdev,
                                 sizeof(netdev)) != 0)) {
             return -1;

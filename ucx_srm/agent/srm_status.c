@@ -56,7 +56,7 @@ static void srm_status_buffers(const srm_verbs_dev_t *dev, srm_text_t *text)
     srm_text_add(text, "receives %s: shared queue of %u x %u B (%u in "
                  "reserve), posted %u held %u refills %llu low_water %llu "
                  "spilled %llu B\n", srm_verbs_dev_name(dev), srq->slots,
-                 SRM_VERBS_SLOT_SIZE, SRM_VERBS_SRQ_RESERVE, srq->posted,
+                 SRM_VERBS_SLOT_SIZE, srq->reserve, srq->posted,
                  srq->held, (unsigned long long)srq->refills,
                  (unsigned long long)srq->low_water,
                  (unsigned long long)srq->spilled_bytes);

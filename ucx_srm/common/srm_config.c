@@ -183,6 +183,19 @@ ucs_config_field_t srm_agent_config_table[] = {
      offsetof(srm_agent_config_t, xrc),
      UCS_CONFIG_TYPE_ENUM(srm_xrc_mode_names)},
 
+    {"VERBS_RECV_BUFS", "256",
+     "Receive buffers (8 KB each) of a verbs device's one shared receive\n"
+     "queue, which every queue pair of the agent receives from, whatever\n"
+     "the number of nodes; a quarter as many more are kept in reserve and\n"
+     "posted when the device says the queue runs low. At least 64.",
+     offsetof(srm_agent_config_t, verbs_recv_bufs), UCS_CONFIG_TYPE_UINT},
+
+    {"VERBS_SEND_BUFS", "128",
+     "Send buffers (8 KB each) of a verbs device, shared by its queue pairs:\n"
+     "every send that is not inline is copied into one until it completes.\n"
+     "At least 16.",
+     offsetof(srm_agent_config_t, verbs_send_bufs), UCS_CONFIG_TYPE_UINT},
+
     {"LOG_FILE", "",
      "Where srmd writes its log; empty means standard error.",
      offsetof(srm_agent_config_t, log_file), UCS_CONFIG_TYPE_STRING},

@@ -68,6 +68,8 @@ typedef struct srm_agent_config {
     double   peer_timeout;     /* seconds without a path before a node fails */
     char     *secret_file;     /* cluster secret for agent handshakes; "" none */
     unsigned xrc;              /* srm_xrc_mode_t */
+    unsigned verbs_recv_bufs;  /* per device: its shared receive queue */
+    unsigned verbs_send_bufs;  /* per device: its send pool */
     size_t   mem_limit;        /* md-allocated bytes mapped per process */
 } srm_agent_config_t;
 

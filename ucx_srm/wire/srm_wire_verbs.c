@@ -50,8 +50,6 @@ int srm_verbs_is_device_spec(const char *spec)
 #define SRM_VERBS_RMA_WR       (1ull << 63) /* wr_id of an RDMA op */
 #define SRM_VERBS_RECV_WR      (1ull << 62) /* wr_id of a receive: | slot */
 #define SRM_VERBS_POST_BATCH   64u
-#define SRM_VERBS_CQ_SIZE      (SRM_VERBS_SEND_SLOTS + SRM_VERBS_RMA_SLOTS + \
-                                SRM_VERBS_SRQ_SLOTS + SRM_VERBS_SRQ_RESERVE)
 #define SRM_VERBS_FLUSH_WAIT_US 200 /* for a dying QP's receives */
 #define SRM_VERBS_NO_SLOT      UINT32_MAX   /* a send that holds no buffer */
 
@@ -61,6 +59,13 @@ typedef enum {
     SRM_VERBS_SLOT_POSTED,   /* in the queue, or being filled */
     SRM_VERBS_SLOT_HELD      /* received by a queue pair, unread */
 } srm_verbs_slot_t;
+
+/* A queue pair's completion queue: its sends, its RDMA operations, and
+ * every receive it could take from the shared queue. */
+static unsigned srm_verbs_cq_size(unsigned recv_total)
+{
+    return SRM_VERBS_SEND_SLOTS + SRM_VERBS_RMA_SLOTS + recv_total;
+}
 
 /* A received buffer waiting to be read. */
 typedef struct srm_verbs_rx {
@@ -327,11 +332,11 @@ static void srm_verbs_srq_give(srm_verbs_dev_t *dev, uint32_t slot)
     dev->srq_free[dev->srq_num_free++] = slot;
 }
 
-/* Asks the device to say when fewer than SRM_VERBS_SRQ_LOW buffers are
- * left in the queue (it says so once per arming). */
+/* Asks the device to say when fewer than srq_stats.low buffers are left
+ * in the queue (it says so once per arming). */
 static void srm_verbs_srq_arm(srm_verbs_dev_t *dev)
 {
-    struct ibv_srq_attr attr = {.srq_limit = SRM_VERBS_SRQ_LOW};
+    struct ibv_srq_attr attr = {.srq_limit = dev->srq_stats.low};
 
     if (ibv_modify_srq(dev->srq, &attr, IBV_SRQ_LIMIT) != 0) {
         srm_debug("verbs device %s: no low-water event on the shared "
@@ -339,14 +344,43 @@ static void srm_verbs_srq_arm(srm_verbs_dev_t *dev)
     }
 }
 
-static int srm_verbs_srq_open(srm_verbs_dev_t *dev)
+/*
+ * What the device allows: the shared queue's buffers and the completion
+ * queue of a queue pair, which must hold every receive it could take.
+ */
+static int srm_verbs_check_limits(srm_verbs_dev_t *dev, unsigned recv_total)
 {
-    const unsigned total = SRM_VERBS_SRQ_SLOTS + SRM_VERBS_SRQ_RESERVE;
+    struct ibv_device_attr attr;
+
+    if (ibv_query_device(dev->ctx, &attr) != 0) {
+        srm_error("verbs device %s: ibv_query_device failed: %m", dev->name);
+        return -1;
+    }
+    if ((attr.max_srq == 0) || ((unsigned)attr.max_srq_wr < recv_total) ||
+        ((unsigned)attr.max_cqe < srm_verbs_cq_size(recv_total))) {
+        srm_error("verbs device %s: %u receive buffers in a shared queue "
+                  "(UCX_SRM_VERBS_RECV_BUFS and its reserve) need a shared "
+                  "receive queue of that depth and completion queues of %u; "
+                  "the device has %d of at most %d and completion queues of "
+                  "at most %d", dev->name, recv_total,
+                  srm_verbs_cq_size(recv_total), attr.max_srq,
+                  attr.max_srq_wr, attr.max_cqe);
+        return -1;
+    }
+    return 0;
+}
+
+static int srm_verbs_srq_open(srm_verbs_dev_t *dev, unsigned recv_bufs)
+{
+    const unsigned total = recv_bufs + recv_bufs / 4;
     struct ibv_srq_init_attr init = {.attr = {.max_wr  = total,
                                               .max_sge = 1}};
     size_t size = (size_t)total * SRM_VERBS_SLOT_SIZE;
     unsigned i;
 
+    if (srm_verbs_check_limits(dev, total) != 0) {
+        return -1;
+    }
     if ((posix_memalign((void**)&dev->srq_buf, 4096, size) != 0) ||
         ((dev->srq_state = calloc(total, sizeof(*dev->srq_state))) == NULL) ||
         ((dev->srq_free = calloc(total, sizeof(*dev->srq_free))) == NULL)) {
@@ -367,8 +401,10 @@ static int srm_verbs_srq_open(srm_verbs_dev_t *dev)
     for (i = 0; i < total; ++i) {
         srm_verbs_srq_give(dev, total - 1 - i);
     }
-    dev->srq_stats.slots = total;
-    dev->srq_target      = SRM_VERBS_SRQ_SLOTS;
+    dev->srq_stats.slots   = total;
+    dev->srq_stats.reserve = total - recv_bufs;
+    dev->srq_stats.low     = recv_bufs / 8;
+    dev->srq_target        = recv_bufs;
     if (srm_verbs_srq_refill(dev) != 0) {
         return -1;
     }
@@ -389,14 +425,13 @@ static void srm_verbs_srq_close(srm_verbs_dev_t *dev)
     free(dev->srq_free);
 }
 
-static int srm_verbs_tx_open(srm_verbs_dev_t *dev)
+static int srm_verbs_tx_open(srm_verbs_dev_t *dev, unsigned send_bufs)
 {
-    size_t size = (size_t)SRM_VERBS_TX_SLOTS * SRM_VERBS_SLOT_SIZE;
+    size_t size = (size_t)send_bufs * SRM_VERBS_SLOT_SIZE;
     uint32_t i;
 
     if ((posix_memalign((void**)&dev->tx_buf, 4096, size) != 0) ||
-        ((dev->tx_free = calloc(SRM_VERBS_TX_SLOTS,
-                                sizeof(*dev->tx_free))) == NULL)) {
+        ((dev->tx_free = calloc(send_bufs, sizeof(*dev->tx_free))) == NULL)) {
         srm_error("verbs device %s: no memory for send buffers", dev->name);
         return -1;
     }
@@ -407,11 +442,11 @@ static int srm_verbs_tx_open(srm_verbs_dev_t *dev)
                   dev->name);
         return -1;
     }
-    for (i = 0; i < SRM_VERBS_TX_SLOTS; ++i) {
-        dev->tx_free[i] = SRM_VERBS_TX_SLOTS - 1 - i;
+    for (i = 0; i < send_bufs; ++i) {
+        dev->tx_free[i] = send_bufs - 1 - i;
     }
-    dev->tx_stats.slots = SRM_VERBS_TX_SLOTS;
-    dev->tx_stats.free  = SRM_VERBS_TX_SLOTS;
+    dev->tx_stats.slots = send_bufs;
+    dev->tx_stats.free  = send_bufs;
     return 0;
 }
 
@@ -504,7 +539,7 @@ static void srm_verbs_srq_low(srm_verbs_dev_t *dev)
         srm_info("verbs device %s: the shared receive queue fell below %u "
                  "buffers (%u posted and not yet seen completed, %u held "
                  "unread): posting the %u in reserve", dev->name,
-                 SRM_VERBS_SRQ_LOW, stats->posted, stats->held,
+                 stats->low, stats->posted, stats->held,
                  stats->slots - dev->srq_target);
         dev->srq_target = stats->slots;
         srm_verbs_srq_refill(dev);
@@ -543,7 +578,7 @@ const srm_verbs_srq_stats_t *srm_verbs_dev_srq_stats(const srm_verbs_dev_t *dev)
     return &dev->srq_stats;
 }
 
-int srm_verbs_dev_open(const char *spec, unsigned xrc_mode,
+int srm_verbs_dev_open(const char *spec, const srm_verbs_dev_params_t *params,
                        srm_verbs_dev_t **dev_p, char *netdev,
                        size_t netdev_size)
 {
@@ -618,8 +653,17 @@ int srm_verbs_dev_open(const char *spec, unsigned xrc_mode,
                   dev->name);
         goto err;
     }
-    if ((srm_verbs_srq_open(dev) != 0) || (srm_verbs_tx_open(dev) != 0) ||
-        (srm_verbs_dev_init_xrc(dev, xrc_mode) != 0)) {
+    if ((params->recv_bufs < SRM_VERBS_MIN_RECV_BUFS) ||
+        (params->send_bufs < SRM_VERBS_MIN_SEND_BUFS)) {
+        srm_error("verbs device %s: UCX_SRM_VERBS_RECV_BUFS (%u) must be at "
+                  "least %u and UCX_SRM_VERBS_SEND_BUFS (%u) at least %u",
+                  dev->name, params->recv_bufs, SRM_VERBS_MIN_RECV_BUFS,
+                  params->send_bufs, SRM_VERBS_MIN_SEND_BUFS);
+        goto err;
+    }
+    if ((srm_verbs_srq_open(dev, params->recv_bufs) != 0) ||
+        (srm_verbs_tx_open(dev, params->send_bufs) != 0) ||
+        (srm_verbs_dev_init_xrc(dev, params->xrc_mode) != 0)) {
         goto err;
     }
     srm_info("verbs device %s: %s, mtu %d, gid index %u, handshake on %s, "
@@ -743,9 +787,9 @@ srm_verbs_qp_t *srm_verbs_qp_create(srm_verbs_dev_t *dev, unsigned owner)
     qp->owner = owner;
     qp->next  = dev->qps;
     dev->qps  = qp;
-    /* Room for every receive it could take from the shared queue. */
-    qp->cq    = ibv_create_cq(dev->ctx, SRM_VERBS_CQ_SIZE, qp, dev->channel,
-                              0);
+    qp->cq    = ibv_create_cq(dev->ctx,
+                              (int)srm_verbs_cq_size(dev->srq_stats.slots),
+                              qp, dev->channel, 0);
     if ((qp->cq == NULL) || (ibv_req_notify_cq(qp->cq, 0) != 0)) {
         srm_error("%s: cannot create a completion queue: %m", dev->name);
         goto err;
@@ -1379,7 +1423,7 @@ int srm_verbs_built(void)
     return 0;
 }
 
-int srm_verbs_dev_open(const char *spec, unsigned xrc_mode,
+int srm_verbs_dev_open(const char *spec, const srm_verbs_dev_params_t *params,
                        srm_verbs_dev_t **dev_p, char *netdev,
                        size_t netdev_size)
 {

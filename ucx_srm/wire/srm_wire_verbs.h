@@ -27,31 +27,35 @@
 
 /*
  * Sends that are not inline are copied into buffers of one pool per
- * device, shared by its queue pairs, as receives share one queue: memory
- * that does not grow with the number of remote nodes. A queue pair gets
- * its buffers back from its own completions; when the pool runs out, the
- * queue pairs that hold buffers without a completion to come (the last
- * sends of a quiet link) get an empty signaled send, so that everything
- * comes back.
- */
-#define SRM_VERBS_TX_SLOTS   128u
-
-/*
+ * device (send_bufs), shared by its queue pairs, as receives share one
+ * queue: memory that does not grow with the number of remote nodes. A
+ * queue pair gets its buffers back from its own completions; when the
+ * pool runs out, the queue pairs that hold buffers without a completion to
+ * come (the last sends of a quiet link) get an empty signaled send, so
+ * that everything comes back.
+ *
  * Receives come from one shared receive queue per device, whatever the
- * number of queue pairs: SRQ_SLOTS buffers posted, and a reserve posted
- * only once the device says the queue runs low (buffers a queue pair took
- * and never completed, as rxe loses the one a dying queue pair was
+ * number of queue pairs: recv_bufs buffers posted, and a reserve of a
+ * quarter as many more posted only once the device says that fewer than
+ * an eighth are left (buffers not collected yet, or taken by a queue pair
+ * that never completed them, as rxe loses the one a dying queue pair was
  * filling). A queue pair keeps at most QP_HELD received buffers unread;
  * what arrives beyond that (its link not being read: the receiver waits
  * for room) is copied aside, so that one stalled link cannot starve the
  * others. The peer's channel window bounds that copy; SPILL_MAX is only a
  * guard against a peer that ignores it.
  */
-#define SRM_VERBS_SRQ_SLOTS   256u
-#define SRM_VERBS_SRQ_RESERVE 64u
-#define SRM_VERBS_SRQ_LOW     32u      /* the device warns below it */
-#define SRM_VERBS_QP_HELD     16u
-#define SRM_VERBS_SPILL_MAX   (16u << 20)
+#define SRM_VERBS_MIN_RECV_BUFS 64u
+#define SRM_VERBS_MIN_SEND_BUFS 16u
+#define SRM_VERBS_QP_HELD       16u
+#define SRM_VERBS_SPILL_MAX     (16u << 20)
+
+/* How to open a device: srm_verbs_dev_open. */
+typedef struct srm_verbs_dev_params {
+    unsigned xrc_mode;   /* srm_xrc_mode_t, with the device's capabilities */
+    unsigned recv_bufs;  /* UCX_SRM_VERBS_RECV_BUFS */
+    unsigned send_bufs;  /* UCX_SRM_VERBS_SEND_BUFS */
+} srm_verbs_dev_params_t;
 
 typedef struct srm_verbs_dev srm_verbs_dev_t;
 typedef struct srm_verbs_qp  srm_verbs_qp_t;
@@ -70,6 +74,8 @@ typedef struct srm_verbs_stats {
 /* The device's shared receive queue. */
 typedef struct srm_verbs_srq_stats {
     unsigned slots;         /* receive buffers, the reserve included */
+    unsigned reserve;       /* of them, posted only once the queue ran low */
+    unsigned low;           /* the device says so below this many */
     unsigned posted;        /* in the queue, as far as the agent knows */
     unsigned held;          /* received by a queue pair, not yet read */
     uint64_t refills;       /* ibv_post_srq_recv calls: one per batch */
@@ -93,14 +99,14 @@ int srm_verbs_built(void);
 int srm_verbs_is_device_spec(const char *spec);
 
 /*
- * Opens "NAME[:PORT][@NETDEV]": the device, one protection domain and one
- * completion channel, and with XRC (xrc_mode, srm_xrc_mode_t, and the
- * device's capabilities decide: srm_wire_verbs_xrc.h) the node's XRC
- * domain. netdev gets the interface the handshake connections use: NETDEV
- * if given, else the one behind the port's RoCE v2 IPv4 GID. On error, -1
- * with the reason logged.
+ * Opens "NAME[:PORT][@NETDEV]": the device, one protection domain, one
+ * completion channel, its shared receive queue and send pool, and with XRC
+ * (the params' xrc_mode and the device's capabilities decide:
+ * srm_wire_verbs_xrc.h) the node's XRC domain. netdev gets the interface
+ * the handshake connections use: NETDEV if given, else the one behind the
+ * port's RoCE v2 IPv4 GID. On error, -1 with the reason logged.
  */
-int srm_verbs_dev_open(const char *spec, unsigned xrc_mode,
+int srm_verbs_dev_open(const char *spec, const srm_verbs_dev_params_t *params,
                        srm_verbs_dev_t **dev_p, char *netdev,
                        size_t netdev_size);
 void srm_verbs_dev_close(srm_verbs_dev_t *dev);
