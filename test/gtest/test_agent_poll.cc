@@ -145,7 +145,10 @@ TEST_F(agent_poll_test, local_spins_for_the_answer_between_local_ports)
 
 TEST_F(agent_poll_test, block_sleeps_after_every_local_message)
 {
-    EXPECT_GE(sleeps("block", false, 500), 900u);
+    /* About twice a round trip: 925-947 measured, but 856 once, when
+     * answers came before the agent's last look and were taken without a
+     * sleep; either way far above what spinning leaves (local, above). */
+    EXPECT_GE(sleeps("block", false, 500), 750u);
 }
 
 TEST_F(agent_poll_test, local_sleeps_at_once_after_traffic_between_nodes)

@@ -480,7 +480,11 @@ TEST_F(uct_direct_test, an_8k_message_and_its_header_stay_on_the_small_channel)
     for (int i = 0; i < 50; ++i) {
         ASSERT_NO_FATAL_FAILURE(send_zcopy(8192));
     }
-    EXPECT_GE(direct(), direct_before + 40u) << node_a_->status();
+    /* Most of them: the lane is shut for a moment whenever the agent
+     * writes (an ack), and a send then goes by the ring (36-39 of 50
+     * direct were seen in about one run in ten; 0 if the lane refused
+     * them). */
+    EXPECT_GE(direct(), direct_before + 30u) << node_a_->status();
     EXPECT_EQ(0u, bulk_rx_frames(*node_b_));
 
     for (int i = 0; i < 20; ++i) {
