@@ -18,10 +18,10 @@ extern "C" {
 #include <sys/uio.h>
 #include <time.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdlib>
 #include <memory>
-#include <string>
 #include <vector>
 
 namespace {
