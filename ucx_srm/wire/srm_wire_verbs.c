@@ -332,6 +332,16 @@ static void srm_verbs_srq_give(srm_verbs_dev_t *dev, uint32_t slot)
     dev->srq_free[dev->srq_num_free++] = slot;
 }
 
+/* The oldest held buffer is read (or copied aside): back to the queue. */
+static void srm_verbs_rx_pop(srm_verbs_qp_t *qp)
+{
+    srm_verbs_srq_give(qp->dev, qp->rx[qp->rx_first].slot);
+    qp->dev->srq_stats.held--;
+    qp->rx_first  = (qp->rx_first + 1) % SRM_VERBS_QP_HELD;
+    qp->rx_count--;
+    qp->rx_offset = 0;
+}
+
 /* Asks the device to say when fewer than srq_stats.low buffers are left
  * in the queue (it says so once per arming). */
 static void srm_verbs_srq_arm(srm_verbs_dev_t *dev)
@@ -863,10 +873,8 @@ void srm_verbs_qp_destroy(srm_verbs_qp_t *qp)
     for (link = &dev->qps; *link != qp; link = &(*link)->next) {
     }
     *link = qp->next;
-    for (; qp->rx_count > 0; qp->rx_count--) {
-        srm_verbs_srq_give(dev, qp->rx[qp->rx_first].slot);
-        qp->rx_first = (qp->rx_first + 1) % SRM_VERBS_QP_HELD;
-        dev->srq_stats.held--;
+    while (qp->rx_count > 0) {
+        srm_verbs_rx_pop(qp);
     }
     srm_verbs_srq_refill(dev);
     free(qp->spill);
@@ -1060,13 +1068,9 @@ static int srm_verbs_spill_oldest(srm_verbs_qp_t *qp)
     }
     memcpy(qp->spill + qp->spill_len,
            srm_verbs_recv_slot(qp->dev, rx->slot) + qp->rx_offset, bytes);
-    qp->spill_len                         += bytes;
-    qp->dev->srq_stats.spilled_bytes      += bytes;
-    qp->rx_offset                          = 0;
-    qp->rx_first = (qp->rx_first + 1) % SRM_VERBS_QP_HELD;
-    qp->rx_count--;
-    qp->dev->srq_stats.held--;
-    srm_verbs_srq_give(qp->dev, rx->slot);
+    qp->spill_len                    += bytes;
+    qp->dev->srq_stats.spilled_bytes += bytes;
+    srm_verbs_rx_pop(qp);
     return 0;
 }
 
@@ -1304,11 +1308,7 @@ ssize_t srm_verbs_qp_recvv(srm_verbs_qp_t *qp, const struct iovec *iov,
         qp->rx_offset += chunk;
         qp->rx_bytes  -= chunk;
         if (qp->rx_offset == rx->len) {
-            srm_verbs_srq_give(dev, rx->slot);
-            dev->srq_stats.held--;
-            qp->rx_first  = (qp->rx_first + 1) % SRM_VERBS_QP_HELD;
-            qp->rx_count--;
-            qp->rx_offset = 0;
+            srm_verbs_rx_pop(qp);
         }
     }
     if (srm_verbs_srq_refill(dev) != 0) {
