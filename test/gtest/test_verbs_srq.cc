@@ -8,6 +8,7 @@
  * it anyway fails here, rather than passing on nothing.
  */
 extern "C" {
+#include <ucx_srm/agent/srm_mirror.h>
 #include <ucx_srm/common/srm_config.h>
 #include <ucx_srm/common/srm_frame.h>
 #include <ucx_srm/wire/srm_wire_verbs.h>
@@ -402,6 +403,98 @@ TEST_F(verbs_srq, quiet_links_give_the_send_pool_back_to_a_busy_one)
     a.reset();
     EXPECT_EQ(kSendBufs, tx().free) << "a destroyed queue pair "
                                                 "kept send buffers";
+}
+
+/*
+ * A channel's stream as the agent sends it: a header of the link's own
+ * (not registered) in front of a run of the registered stream buffer,
+ * which goes round the buffer's end. The run is sent in place, the header
+ * inline, nothing through the pool, and every byte arrives in order.
+ */
+TEST_F(verbs_srq, a_registered_stream_is_sent_in_place)
+{
+    const size_t run = 20000; /* not a divisor of the buffer: runs cross */
+    struct mr_deleter {
+        void operator()(srm_verbs_mr_t *mr) const { srm_verbs_mr_dereg(mr); }
+    };
+    std::unique_ptr<srm_verbs_mr_t, mr_deleter> mr;
+    std::vector<uint8_t> expect, got(64 * 1024);
+    uint8_t header[24];
+    srm_mirror_t stream = {};
+    uint64_t tail = 0;
+    size_t received = 0, sent, i;
+    unsigned round, crossed = 0;
+    qp_ptr a, b;
+    ssize_t n;
+    double deadline;
+
+    connected_pair(&a, &b);
+    ASSERT_EQ(0, srm_mirror_create(&stream, 64 * 1024));
+    mr.reset(srm_verbs_mr_reg_send(m_dev.get(), stream.base,
+                                   2 * stream.size));
+    ASSERT_TRUE(mr) << "registering the stream buffer failed";
+    const srm_verbs_mr_t *mrs[2] = {nullptr, mr.get()};
+
+    deadline = now_s() + time_limit_s(20);
+    for (round = 0; round < 12; ++round) {
+        for (i = 0; i < sizeof(header); ++i) {
+            header[i] = pattern(round, i);
+            expect.push_back(header[i]);
+        }
+        for (i = 0; i < run; ++i) {
+            srm_mirror_at(&stream, tail)[i] = pattern(100 + round, i);
+            expect.push_back(pattern(100 + round, i));
+        }
+        crossed += ((tail & (stream.size - 1)) + run > stream.size);
+        struct iovec iov[2] = {{header, sizeof(header)},
+                               {srm_mirror_at(&stream, tail), run}};
+        for (sent = 0; sent < sizeof(header) + run;) {
+            /* What is left of the two, from where the last call stopped. */
+            struct iovec left[2];
+            int cnt = 0;
+            size_t skip = sent;
+            for (i = 0; i < 2; ++i) {
+                if (skip >= iov[i].iov_len) {
+                    skip -= iov[i].iov_len;
+                    continue;
+                }
+                left[cnt].iov_base = (uint8_t*)iov[i].iov_base + skip;
+                left[cnt].iov_len  = iov[i].iov_len - skip;
+                mrs[cnt]           = (i == 0) ? nullptr : mr.get();
+                ++cnt;
+                skip = 0;
+            }
+            n = srm_verbs_qp_sendv_mr(a.get(), left, mrs, cnt);
+            ASSERT_GE(n, 0) << srm_verbs_qp_error(a.get());
+            sent += (size_t)n;
+            ASSERT_LT(now_s(), deadline) << "round " << round << " stuck";
+        }
+        tail += run;
+        /* The buffer's bytes may change only once the peer has them. */
+        while (received < expect.size()) {
+            n = srm_verbs_qp_recv(b.get(), got.data(), got.size());
+            ASSERT_GE(n, 0) << srm_verbs_qp_error(b.get());
+            for (i = 0; i < (size_t)n; ++i) {
+                ASSERT_EQ(expect[received + i], got[i])
+                        << "byte " << (received + i) << ", round " << round;
+            }
+            received += (size_t)n;
+            ASSERT_EQ(0, srm_verbs_qp_poll(a.get()));
+            ASSERT_LT(now_s(), deadline) << "round " << round << " stuck";
+        }
+    }
+    EXPECT_GT(crossed, 2u);
+    const srm_verbs_stats_t *stats = srm_verbs_qp_stats(a.get());
+    /* 20000 bytes are three units: 8 KB, 8 KB and the rest. */
+    EXPECT_EQ(3u * round, stats->in_place_wrs);
+    EXPECT_EQ(round, stats->inline_wrs);
+    EXPECT_EQ(stats->send_wrs, stats->in_place_wrs + stats->inline_wrs);
+    EXPECT_EQ(kSendBufs, tx().free);
+    EXPECT_EQ(0u, tx().waits);
+    a.reset();
+    b.reset();
+    mr.reset();
+    srm_mirror_destroy(&stream);
 }
 
 } // namespace

@@ -24,7 +24,8 @@
 #      8-byte messages only ever take the small channel); the ranks must
 #      hold no QP; srmd's registered memory (`rdma resource show mr`) must
 #      be its device's one shared receive queue (320 x 8 KB) and one send
-#      pool (128 x 8 KB), no buffers per QP;
+#      pool (128 x 8 KB), and the outgoing stream of each remote host's
+#      small channel (sent from in place), no buffers per QP;
 #   2. UCX_TLS=rc_verbs,ud_verbs,sm,self, the same job: its ranks' QPs in
 #      state RTS per host and type, the most of 3 samples a second apart.
 #      No exact figure is asserted (it is UCX's), only that RC joins each
@@ -196,13 +197,19 @@ for h in "${HOSTS[@]}"; do
     fi
     # Registered: the device's shared receive queue (320 buffers of 8 KB)
     # and its send pool (128 of 8 KB), once, whatever the number of QPs;
-    # nothing per QP, nothing per rank.
+    # and the outgoing stream of each channel that carried frames, which
+    # the QPs send from in place (UCX_SRM_VERBS_IN_PLACE): 8-byte messages
+    # take the small channel of each remote host, never the bulk one.
+    # Nothing per QP, nothing per rank.
     reg=${M[srm,srmd,$d]:-0 0}
-    want_reg=$(( (320 + 128) * 8192 ))
-    if [ "$reg" = "2 $want_reg" ]; then
-        srm_pass "  srmd of $h registered $(mib "${reg#* }") MiB in 2 regions for its $want QPs: one shared receive queue (2.5 MiB), one send pool (1 MiB)"
+    read -r streams stream_kb < <(awk '$1 == "streams:" {
+        for (i = 1; i < NF; i++) { if ($i == "channel") n = $(i - 1); if ($(i + 1) == "KB") kb = $i }
+    } END { print n + 0, kb + 0 }' "$SRM_LOG/srm.status.$h.txt")
+    want_reg=$(( (320 + 128) * 8192 + streams * 2 * stream_kb * 1024 ))
+    if [ "$streams" = $((NHOSTS - 1)) ] && [ "$reg" = "$((2 + streams)) $want_reg" ]; then
+        srm_pass "  srmd of $h registered $(mib "${reg#* }") MiB in $((2 + streams)) regions for its $want QPs: one shared receive queue (2.5 MiB), one send pool (1 MiB), $streams small channels' streams of $stream_kb KB (mapped twice)"
     else
-        srm_fail "  srmd of $h registered ${reg#* } bytes in ${reg% *} regions, want $want_reg in 2 (320 receive and 128 send buffers shared by all QPs); see $SRM_LOG/srm.mrs.txt"
+        srm_fail "  srmd of $h registered ${reg#* } bytes in ${reg% *} regions, want $want_reg in $((2 + streams)) (320 receive and 128 send buffers shared by all QPs, $streams streams of $stream_kb KB mapped twice, want $((NHOSTS - 1)) streams); see $SRM_LOG/srm.mrs.txt"
     fi
     grep -q "^receives rxe_$h:1: shared queue of 320 x 8192 B" \
         "$SRM_LOG/srm.status.$h.txt" &&

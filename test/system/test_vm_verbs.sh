@@ -25,7 +25,9 @@
 #      have carried it (send work requests counted), h1's receives must
 #      have come from its device's shared receive queue, reposted in
 #      batches, all buffers back in it at rest, and h1 must have placed
-#      large frames straight into the ranks' rings;
+#      large frames straight into the ranks' rings; h2's queue pairs must
+#      have sent every frame in place from the channels' registered
+#      streams (or inline), none through the send pool;
 #   4. Open MPI 2 hosts x 2 ranks, test/mpi/srm_mpi_check.c over srm;
 #   5. the queue pairs of the srm job, counted with `rdma resource show
 #      qp`: srmd's own RC QPs (2 channels x 2 paths per remote node, per
@@ -123,11 +125,22 @@ if [ "$placed" -gt 0 ]; then
 else
     srm_fail "vvh1 placed no frame from its queue pairs into a ring"
 fi
+# The channels' streams are registered (UCX_SRM_VERBS_IN_PLACE=y): every
+# send work request was either inline or read in place by the device, and
+# none took a buffer of the send pool.
+# One snapshot for all three counts: acks go on after the runs.
+read -r all in_place inline < <(srm_netns_status vvh2 | awk '$1 == "node" {
+    for (i = 1; i < NF; i++) {
+        if ($i == "send_wrs") w += $(i + 1)
+        if ($i == "in_place") p += $(i + 1)
+        if ($i == "inline") n += $(i + 1)
+    } } END { print w + 0, p + 0, n + 0 }')
 pool=$(srm_netns_status vvh2 | grep '^sends rxe_vvh2:1:')
-if [[ $pool == *"pool of 128 x 8192 B"* ]]; then
-    srm_pass "vvh2 sent from its device's send pool: $pool"
+if [ "$in_place" -gt 0 ] && [ $((in_place + inline)) = "$all" ] &&
+   [[ $pool == *"pool of 128 x 8192 B, free 128 waits 0 reclaims 0"* ]]; then
+    srm_pass "vvh2 sent $in_place of $all work requests in place from its channels' streams, the other $inline inline; its send pool was not used: $pool"
 else
-    srm_fail "vvh2's status has no send pool line: '$pool'"
+    srm_fail "vvh2 sent $in_place work requests in place and $inline inline of $all (want all of them, some in place, none from the pool): '$pool'"
 fi
 
 # --- 4, 5. MPI over srm/verbs, and its queue pairs ------------------------------

@@ -281,6 +281,12 @@ void srm_link_verbs_event(srm_agent_t *agent, unsigned path);
  * taken (0: no room now), or -1 with errno. */
 ssize_t srm_link_sendv(srm_link_t *link, const struct iovec *iov,
                        int iovcnt);
+/* The same, where mrs[i], if not NULL, registers iov[i] with the device of
+ * the link's path: a queue pair sends those bytes in place. */
+ssize_t srm_link_sendv_mr(srm_link_t *link, const struct iovec *iov,
+                          const srm_verbs_mr_t *const *mrs, int iovcnt);
+/* The verbs device of a path, or NULL on the tcp wire. */
+srm_verbs_dev_t *srm_link_path_verbs(const srm_agent_t *agent, int path);
 unsigned srm_link_progress(srm_agent_t *agent);
 void srm_link_timers(srm_agent_t *agent, double now);
 void srm_link_close(srm_agent_t *agent, srm_link_t *link,

@@ -59,7 +59,7 @@ size_t srm_channel_queued(const srm_channel_t *chan)
 static size_t srm_channel_peek(const srm_channel_t *chan, uint64_t offset,
                                srm_frame_hdr_t *hdr)
 {
-    memcpy(hdr, chan->out + (offset - chan->out_base), sizeof(*hdr));
+    memcpy(hdr, srm_mirror_at(&chan->out, offset), sizeof(*hdr));
     return sizeof(*hdr) + hdr->length;
 }
 
@@ -72,52 +72,133 @@ int srm_channel_init(srm_agent_t *agent, srm_channel_t *chan)
     return 0;
 }
 
+/* Paths on one device share its registration: each goes once. */
+static void srm_channel_out_dereg(srm_verbs_mr_t *mr[SRM_WIRE_PATHS])
+{
+    int path;
+
+    for (path = SRM_WIRE_PATHS - 1; path >= 0; --path) {
+        if ((path == 0) || (mr[path] != mr[path - 1])) {
+            srm_verbs_mr_dereg(mr[path]);
+        }
+        mr[path] = NULL;
+    }
+}
+
+/* Only once no queue pair can read from them: the links are gone. */
 void srm_channel_cleanup(srm_channel_t *chan)
 {
-    free(chan->out);
-    chan->out = NULL;
+    srm_outgrown_t *outgrown;
+
+    while ((outgrown = chan->outgrown) != NULL) {
+        chan->outgrown = outgrown->next;
+        srm_channel_out_dereg(outgrown->mr);
+        srm_mirror_destroy(&outgrown->out);
+        free(outgrown);
+    }
+    srm_channel_out_dereg(chan->out_mr);
+    srm_mirror_destroy(&chan->out);
 }
 
 /* Forgets every queued frame and the queue itself (the node is gone). */
 void srm_channel_drop_all(srm_channel_t *chan)
 {
-    chan->head = chan->sent = chan->tail = chan->frame_end = chan->out_base;
+    chan->head = chan->sent = chan->frame_end = chan->tail;
     chan->ack_due = 0;
     srm_channel_cleanup(chan);
-    chan->out_cap = 0;
+}
+
+/*
+ * Registers a new stream buffer with each path's verbs device, so that
+ * the queue pairs send from it in place. Without (the tcp wire, or a
+ * device that refused: then the queue pair copies into its send pool) mr
+ * stays NULL.
+ */
+static void srm_channel_out_reg(srm_agent_t *agent, const srm_mirror_t *out,
+                                srm_verbs_mr_t *mr[SRM_WIRE_PATHS])
+{
+    srm_verbs_dev_t *dev, *prev = NULL;
+    int path;
+
+    for (path = 0; path < SRM_WIRE_PATHS; ++path) {
+        dev      = srm_link_path_verbs(agent, path);
+        mr[path] = NULL;
+        if ((dev == NULL) || !agent->config.verbs_in_place) {
+            continue;
+        } else if (dev == prev) {
+            mr[path] = mr[path - 1]; /* both paths on one device */
+            continue;
+        }
+        prev     = dev;
+        mr[path] = srm_verbs_mr_reg_send(dev, out->base, 2 * out->size);
+        if (mr[path] == NULL) {
+            srm_warn("%s: cannot register a channel's stream of %zu KB "
+                     "(%m): its frames are copied to the send pool",
+                     srm_verbs_dev_name(dev), out->size >> 10);
+        }
+    }
+}
+
+/*
+ * A buffer for the stream of at least `needed` bytes, with what is queued
+ * copied into it. The old one may still be read by queue pairs that were
+ * handed frames from it: it is kept until the channel goes (this happens
+ * only when control frames, which ignore the depth limit, fill the slack).
+ */
+static int srm_channel_out_grow(srm_agent_t *agent, srm_channel_t *chan,
+                                size_t needed)
+{
+    size_t min = srm_channel_depth(agent) + sizeof(srm_frame_hdr_t) +
+                 SRM_FRAME_MAX_PAYLOAD;
+    srm_verbs_mr_t *mr[SRM_WIRE_PATHS];
+    srm_outgrown_t *outgrown = NULL;
+    srm_mirror_t out;
+    int path, registered = 0;
+
+    for (path = 0; path < SRM_WIRE_PATHS; ++path) {
+        registered |= (chan->out_mr[path] != NULL);
+    }
+    if (registered && ((outgrown = malloc(sizeof(*outgrown))) == NULL)) {
+        return -1;
+    }
+    if (srm_mirror_create(&out, (needed > min) ? needed : min) != 0) {
+        free(outgrown);
+        return -1;
+    }
+    srm_channel_out_reg(agent, &out, mr);
+    if (chan->tail > chan->head) {
+        memcpy(srm_mirror_at(&out, chan->head),
+               srm_mirror_at(&chan->out, chan->head), chan->tail - chan->head);
+    }
+    if (outgrown != NULL) {
+        outgrown->out  = chan->out;
+        memcpy(outgrown->mr, chan->out_mr, sizeof(outgrown->mr));
+        outgrown->next = chan->outgrown;
+        chan->outgrown = outgrown;
+    } else {
+        srm_mirror_destroy(&chan->out);
+    }
+    chan->out = out;
+    memcpy(chan->out_mr, mr, sizeof(mr));
+    return 0;
 }
 
 /*
  * Room for `size` bytes at the tail (the caller has applied the depth
- * limit). Control frames bypass the limit, so the buffer grows if even a
- * compacted one has no room. NULL only when out of memory.
+ * limit). Control frames bypass the limit, so the buffer grows if even
+ * they find no room. NULL only when out of memory.
  */
 static uint8_t *srm_channel_append(srm_agent_t *agent, srm_node_t *node,
                                    srm_channel_t *chan, size_t size)
 {
-    size_t needed = (size_t)(chan->tail - chan->head);
-    size_t cap;
+    size_t needed = (size_t)(chan->tail - chan->head) + size;
     uint8_t *buf;
 
-    if ((size_t)(chan->tail - chan->out_base) + size > chan->out_cap) {
-        if (needed > 0) {
-            memmove(chan->out, chan->out + (chan->head - chan->out_base),
-                    needed);
-        }
-        chan->out_base = chan->head;
+    if ((needed > chan->out.size) &&
+        (srm_channel_out_grow(agent, chan, needed) != 0)) {
+        return NULL;
     }
-    if (needed + size > chan->out_cap) {
-        cap = srm_channel_depth(agent) + sizeof(srm_frame_hdr_t) +
-              SRM_FRAME_MAX_PAYLOAD;
-        cap = (needed + size > cap) ? needed + size : cap;
-        buf = realloc(chan->out, cap);
-        if (buf == NULL) {
-            return NULL;
-        }
-        chan->out     = buf;
-        chan->out_cap = cap;
-    }
-    buf         = chan->out + (chan->tail - chan->out_base);
+    buf         = srm_mirror_at(&chan->out, chan->tail);
     chan->tail += size;
     node->dirty = 1;
     return buf;
@@ -380,6 +461,7 @@ static int srm_channel_write(srm_agent_t *agent, srm_node_t *node, int kind,
     srm_channel_t *chan = &node->chan[kind];
     int data            = (link == chan->links[chan->active]) &&
                           (chan->sent < chan->tail);
+    const srm_verbs_mr_t *mrs[2];
     struct iovec iov[2];
     double write_at;
     size_t ctl_sent;
@@ -407,19 +489,19 @@ static int srm_channel_write(srm_agent_t *agent, srm_node_t *node, int kind,
         iov[iovcnt].iov_base = (uint8_t*)&link->ctl +
                                (sizeof(link->ctl) - link->ctl_left);
         iov[iovcnt].iov_len  = link->ctl_left;
-        ++iovcnt;
+        mrs[iovcnt++]        = NULL;
     }
     if (data) {
-        iov[iovcnt].iov_base = chan->out + (chan->sent - chan->out_base);
+        iov[iovcnt].iov_base = srm_mirror_at(&chan->out, chan->sent);
         iov[iovcnt].iov_len  = (size_t)(chan->tail - chan->sent);
-        ++iovcnt;
+        mrs[iovcnt++]        = chan->out_mr[link->path];
     }
     if (iovcnt == 0) {
         return 0;
     }
 
     write_at = srm_agent_now();
-    sent     = srm_link_sendv(link, iov, iovcnt);
+    sent     = srm_link_sendv_mr(link, iov, mrs, iovcnt);
     if (sent < 0) {
         srm_link_close(agent, link, SRM_LOG_WARN, "send failed: %m");
         return -1;

@@ -45,8 +45,7 @@ static int srm_link_read_qp(srm_agent_t *agent, srm_link_t *link);
 
 /* The verbs device of a path, or NULL for tcp. With one device, both
  * paths are on it, as both go to the one interface on the tcp wire. */
-static srm_verbs_dev_t *srm_link_path_verbs(const srm_agent_t *agent,
-                                            int path)
+srm_verbs_dev_t *srm_link_path_verbs(const srm_agent_t *agent, int path)
 {
     return agent->verbs[((unsigned)path < agent->num_devices) ? path : 0];
 }
@@ -77,12 +76,18 @@ void srm_link_set_events(srm_agent_t *agent, srm_link_t *link)
     }
 }
 
-ssize_t srm_link_sendv(srm_link_t *link, const struct iovec *iov, int iovcnt)
+ssize_t srm_link_sendv_mr(srm_link_t *link, const struct iovec *iov,
+                          const srm_verbs_mr_t *const *mrs, int iovcnt)
 {
     if (srm_link_on_qp(link)) {
-        return srm_verbs_qp_sendv(link->qp, iov, iovcnt);
+        return srm_verbs_qp_sendv_mr(link->qp, iov, mrs, iovcnt);
     }
     return srm_wire_tcp_sendv(link->fd, iov, iovcnt);
+}
+
+ssize_t srm_link_sendv(srm_link_t *link, const struct iovec *iov, int iovcnt)
+{
+    return srm_link_sendv_mr(link, iov, NULL, iovcnt);
 }
 
 static srm_link_t *srm_link_new(srm_agent_t *agent, int fd, int initiator)

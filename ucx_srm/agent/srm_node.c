@@ -151,7 +151,7 @@ static uint64_t srm_node_count_frames(srm_channel_t *chan)
 
     for (offset = chan->head; offset < chan->tail;
          offset += sizeof(hdr) + hdr.length) {
-        memcpy(&hdr, chan->out + (offset - chan->out_base), sizeof(hdr));
+        memcpy(&hdr, srm_mirror_at(&chan->out, offset), sizeof(hdr));
         frames += (hdr.type == SRM_FRAME_AM);
     }
     return frames;
@@ -401,12 +401,13 @@ static int srm_node_format_qp(const srm_verbs_qp_t *qp, char *buf,
 
     return snprintf(buf, size,
                     " qp 0x%x>0x%x send_wrs %llu doorbells %llu signaled %llu "
-                    "inline %llu recv_wrs %llu\n", srm_verbs_qp_num(qp),
-                    srm_verbs_qp_remote_num(qp),
+                    "inline %llu in_place %llu recv_wrs %llu\n",
+                    srm_verbs_qp_num(qp), srm_verbs_qp_remote_num(qp),
                     (unsigned long long)stats->send_wrs,
                     (unsigned long long)stats->doorbells,
                     (unsigned long long)stats->signaled,
                     (unsigned long long)stats->inline_wrs,
+                    (unsigned long long)stats->in_place_wrs,
                     (unsigned long long)stats->recv_wrs);
 }
 

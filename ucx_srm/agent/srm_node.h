@@ -17,6 +17,7 @@
 #include <ucx_srm/common/srm_config.h>
 #include <ucx_srm/common/srm_frame.h>
 
+#include "srm_mirror.h"
 #include "srm_retrans.h"
 #include "srm_rtt.h"
 
@@ -26,6 +27,7 @@
 typedef struct srm_node srm_node_t;
 typedef struct srm_verbs_qp srm_verbs_qp_t;
 typedef struct srm_lane srm_lane_t;
+typedef struct srm_verbs_mr srm_verbs_mr_t;
 
 /* A large AM read from a link's socket straight into its destination's RX
  * ring (srm_place.c). */
@@ -83,23 +85,34 @@ typedef struct srm_link {
     uint64_t         retrans_tx_seen; /* channel's tx_bytes at that look */
 } srm_link_t;
 
+/* A stream buffer the channel outgrew while queue pairs could still be
+ * reading from it: kept until the channel goes. */
+typedef struct srm_outgrown {
+    struct srm_outgrown *next;
+    srm_mirror_t        out;
+    srm_verbs_mr_t      *mr[SRM_WIRE_PATHS];
+} srm_outgrown_t;
+
 /*
  * One direction-pair of a kind to one node. The frames we send live in
- * `out` as a stream, by absolute byte offsets:
+ * `out` as a stream, by absolute byte offsets (srm_mirror_at):
  *
- *   out_base <= head <= sent <= tail
+ *   head <= sent <= tail, tail - head <= out.size
  *   [head, sent)  written to the active link, not yet acknowledged
  *   [sent, tail)  not yet written
  *
  * A new or changed active link starts again at head (the receiver drops
- * what it has already seen by chan_seq), which is what failover is.
+ * what it has already seen by chan_seq), which is what failover is. On the
+ * verbs wire `out` is registered with each path's device and the queue
+ * pairs send from it in place: bytes before head are the only ones that
+ * may change.
  */
 typedef struct srm_channel {
     srm_link_t *links[SRM_WIRE_PATHS];
     int        active;            /* the path our frames go on */
-    uint8_t    *out;
-    size_t     out_cap;
-    uint64_t   out_base;          /* stream offset of out[0] */
+    srm_mirror_t   out;           /* allocated on first use */
+    srm_verbs_mr_t *out_mr[SRM_WIRE_PATHS]; /* per path with a device */
+    srm_outgrown_t *outgrown;
     uint64_t   head, sent, tail;
     uint64_t   frame_end;         /* start of the first frame not yet
                                      written whole (== sent at a frame

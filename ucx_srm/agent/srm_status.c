@@ -67,6 +67,34 @@ static void srm_status_buffers(const srm_verbs_dev_t *dev, srm_text_t *text)
                  (unsigned long long)tx->reclaims);
 }
 
+/* "streams: ..." on the verbs wire: the channels' outgoing streams that
+ * the queue pairs send from in place. */
+static void srm_status_streams(const srm_agent_t *agent, srm_text_t *text)
+{
+    const srm_channel_t *chan;
+    unsigned i, registered = 0;
+    size_t size = 0;
+    int kind;
+
+    if (!agent->config.verbs_in_place) {
+        srm_text_add(text, "streams: not registered (VERBS_IN_PLACE=n), "
+                     "sends are copied to the send pool\n");
+        return;
+    }
+    for (i = 0; i < agent->num_nodes; ++i) {
+        for (kind = 0; kind < SRM_CHANNEL_KINDS; ++kind) {
+            chan = &agent->nodes[i]->chan[kind];
+            if (chan->out_mr[0] != NULL) {
+                ++registered;
+                size = chan->out.size;
+            }
+        }
+    }
+    srm_text_add(text, "streams: %u channel streams registered for sends in "
+                 "place, %zu KB each (mapped twice)\n", registered,
+                 size >> 10);
+}
+
 static void srm_status_memory(srm_agent_t *agent, srm_text_t *text)
 {
     const char *dev = (agent->verbs[0] != NULL) ?
@@ -169,6 +197,9 @@ size_t srm_status_format(srm_agent_t *agent, char *buf, size_t size)
                      (agent->auth.len > 0) ? "required" : "none");
         for (i = 0; i < agent->num_devices; ++i) {
             srm_status_buffers(agent->verbs[i], &text);
+        }
+        if (agent->verbs[0] != NULL) {
+            srm_status_streams(agent, &text);
         }
         srm_node_format(agent, text.buf, text.size, &text.len);
     } else {

@@ -192,9 +192,19 @@ ucs_config_field_t srm_agent_config_table[] = {
 
     {"VERBS_SEND_BUFS", "128",
      "Send buffers (8 KB each) of a verbs device, shared by its queue pairs:\n"
-     "every send that is not inline is copied into one until it completes.\n"
-     "At least 16.",
+     "a send that is neither inline nor in place (VERBS_IN_PLACE) is copied\n"
+     "into one until it completes. At least 16.",
      offsetof(srm_agent_config_t, verbs_send_bufs), UCS_CONFIG_TYPE_UINT},
+
+    {"VERBS_IN_PLACE", "y",
+     "Register each node channel's outgoing stream with the verbs device, so\n"
+     "that its queue pairs send frames from where the agent queued them,\n"
+     "without copying them into the send pool. Costs one registration per\n"
+     "channel in use, two per remote node, of CHANNEL_DEPTH and a largest\n"
+     "frame rounded up to a power of two (512 KB by default, mapped twice:\n"
+     "1 MB of address space). n: copy into the send pool; the registered\n"
+     "memory then stays the same whatever the number of nodes.",
+     offsetof(srm_agent_config_t, verbs_in_place), UCS_CONFIG_TYPE_BOOL},
 
     {"LOG_FILE", "",
      "Where srmd writes its log; empty means standard error.",

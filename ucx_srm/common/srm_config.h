@@ -70,6 +70,7 @@ typedef struct srm_agent_config {
     unsigned xrc;              /* srm_xrc_mode_t */
     unsigned verbs_recv_bufs;  /* per device: its shared receive queue */
     unsigned verbs_send_bufs;  /* per device: its send pool */
+    int      verbs_in_place;   /* channels' streams registered, sent from */
     size_t   mem_limit;        /* md-allocated bytes mapped per process */
 } srm_agent_config_t;
 

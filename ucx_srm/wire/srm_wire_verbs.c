@@ -1159,16 +1159,38 @@ static void srm_verbs_gather(uint8_t *dst, size_t len, const struct iovec *iov,
     }
 }
 
+/* Bytes from (i, off) on up to the next iovec the device can read in
+ * place: what must be copied, inline or into the pool. */
+static size_t srm_verbs_copied_run(const struct iovec *iov,
+                                   const srm_verbs_mr_t *const *mrs,
+                                   int iovcnt, int i, size_t off)
+{
+    size_t run = 0;
+
+    for (; (i < iovcnt) && ((mrs == NULL) || (mrs[i] == NULL)); ++i) {
+        run += iov[i].iov_len - off;
+        off  = 0;
+    }
+    return run;
+}
+
 ssize_t srm_verbs_qp_sendv(srm_verbs_qp_t *qp, const struct iovec *iov,
                            int iovcnt)
+{
+    return srm_verbs_qp_sendv_mr(qp, iov, NULL, iovcnt);
+}
+
+ssize_t srm_verbs_qp_sendv_mr(srm_verbs_qp_t *qp, const struct iovec *iov,
+                              const srm_verbs_mr_t *const *mrs, int iovcnt)
 {
     struct ibv_send_wr wr[SRM_VERBS_SEND_SLOTS], *bad;
     struct ibv_sge sge[SRM_VERBS_SEND_SLOTS];
     uint8_t inl[SRM_VERBS_SEND_SLOTS][SRM_VERBS_MAX_INLINE];
     srm_verbs_dev_t *dev = qp->dev;
     size_t iov_off = 0, total = 0, left = 0, len;
-    unsigned count = 0, room, taken = 0;
-    uint32_t slot;
+    unsigned count = 0, room, taken = 0, in_place = 0;
+    const struct ibv_mr *mr;
+    uint32_t slot, lkey;
     uint8_t *buf;
     int i, ret, short_of_room, pool_out;
 
@@ -1185,24 +1207,46 @@ ssize_t srm_verbs_qp_sendv(srm_verbs_qp_t *qp, const struct iovec *iov,
     i    = 0;
     room = SRM_VERBS_SEND_SLOTS - (unsigned)(qp->send_head - qp->send_done);
     while ((count < room) && (left > 0)) {
-        len = (left < SRM_VERBS_SLOT_SIZE) ? left : SRM_VERBS_SLOT_SIZE;
-        memset(&wr[count], 0, sizeof(wr[count]));
-        if (len <= qp->max_inline) {
-            /* Copied at the post: it needs no buffer of the pool. */
-            buf                   = inl[count];
-            slot                  = SRM_VERBS_NO_SLOT;
-            wr[count].send_flags |= IBV_SEND_INLINE;
-        } else if (taken < dev->tx_stats.free) {
-            slot = dev->tx_free[dev->tx_stats.free - 1 - taken++];
-            buf  = srm_verbs_send_slot(dev, slot);
-        } else {
-            break;
+        while (iov_off == iov[i].iov_len) {
+            ++i;
+            iov_off = 0;
         }
-        srm_verbs_gather(buf, len, iov, &i, &iov_off);
+        memset(&wr[count], 0, sizeof(wr[count]));
+        mr   = (mrs != NULL) ? (const struct ibv_mr*)mrs[i] : NULL;
+        slot = SRM_VERBS_NO_SLOT;
+        if (mr != NULL) {
+            /* Registered memory the caller keeps unchanged until the peer
+             * has it: the device reads it where it is. */
+            len  = iov[i].iov_len - iov_off;
+            len  = (len < SRM_VERBS_SLOT_SIZE) ? len : SRM_VERBS_SLOT_SIZE;
+            buf  = (uint8_t*)iov[i].iov_base + iov_off;
+            lkey = mr->lkey;
+            if (len <= qp->max_inline) {
+                wr[count].send_flags |= IBV_SEND_INLINE;
+            } else {
+                ++in_place;
+            }
+            iov_off += len;
+        } else {
+            len = srm_verbs_copied_run(iov, mrs, iovcnt, i, iov_off);
+            len = (len < SRM_VERBS_SLOT_SIZE) ? len : SRM_VERBS_SLOT_SIZE;
+            if (len <= qp->max_inline) {
+                /* Copied at the post: it needs no buffer of the pool. */
+                buf                   = inl[count];
+                wr[count].send_flags |= IBV_SEND_INLINE;
+            } else if (taken < dev->tx_stats.free) {
+                slot = dev->tx_free[dev->tx_stats.free - 1 - taken++];
+                buf  = srm_verbs_send_slot(dev, slot);
+            } else {
+                break;
+            }
+            srm_verbs_gather(buf, len, iov, &i, &iov_off);
+            lkey = dev->tx_mr->lkey;
+        }
         qp->tx_slot[(qp->send_head + count) % SRM_VERBS_SEND_SLOTS] = slot;
         sge[count].addr   = (uintptr_t)buf;
         sge[count].length = (uint32_t)len;
-        sge[count].lkey   = dev->tx_mr->lkey;
+        sge[count].lkey   = lkey;
         wr[count].wr_id   = qp->send_head + count;
         wr[count].sg_list = &sge[count];
         wr[count].num_sge = 1;
@@ -1244,11 +1288,12 @@ ssize_t srm_verbs_qp_sendv(srm_verbs_qp_t *qp, const struct iovec *iov,
         errno = ret;
         return -1;
     }
-    dev->tx_stats.free  -= taken;
-    qp->send_head       += count;
-    qp->stats.send_wrs  += count;
+    dev->tx_stats.free     -= taken;
+    qp->send_head          += count;
+    qp->stats.send_wrs     += count;
+    qp->stats.in_place_wrs += in_place;
+    qp->stats.send_bytes   += total;
     qp->stats.doorbells++;
-    qp->stats.send_bytes += total;
     if (pool_out) {
         srm_verbs_tx_reclaim(dev); /* this one's last send asks already */
     }
@@ -1399,6 +1444,12 @@ srm_verbs_mr_t *srm_verbs_mr_reg(srm_verbs_dev_t *dev, void *addr,
     return (srm_verbs_mr_t*)mr; /* an ibv_mr behind an opaque name */
 }
 
+srm_verbs_mr_t *srm_verbs_mr_reg_send(srm_verbs_dev_t *dev, void *addr,
+                                      size_t length)
+{
+    return (srm_verbs_mr_t*)ibv_reg_mr(dev->pd, addr, length, 0);
+}
+
 void srm_verbs_mr_dereg(srm_verbs_mr_t *mr)
 {
     if (mr != NULL) {
@@ -1476,6 +1527,12 @@ ssize_t srm_verbs_qp_sendv(srm_verbs_qp_t *qp, const struct iovec *iov,
     errno = ENOSYS;
     return -1;
 }
+ssize_t srm_verbs_qp_sendv_mr(srm_verbs_qp_t *qp, const struct iovec *iov,
+                              const srm_verbs_mr_t *const *mrs, int iovcnt)
+{
+    errno = ENOSYS;
+    return -1;
+}
 ssize_t srm_verbs_qp_recv(srm_verbs_qp_t *qp, void *buf, size_t len)
 {
     errno = ENOSYS;
@@ -1501,6 +1558,13 @@ const srm_verbs_stats_t *srm_verbs_qp_stats(const srm_verbs_qp_t *qp)
 
 srm_verbs_mr_t *srm_verbs_mr_reg(srm_verbs_dev_t *dev, void *addr,
                                  size_t length)
+{
+    errno = ENOSYS;
+    return NULL;
+}
+
+srm_verbs_mr_t *srm_verbs_mr_reg_send(srm_verbs_dev_t *dev, void *addr,
+                                      size_t length)
 {
     errno = ENOSYS;
     return NULL;

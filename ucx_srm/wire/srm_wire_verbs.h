@@ -64,6 +64,8 @@ typedef struct srm_verbs_mr  srm_verbs_mr_t;
 typedef struct srm_verbs_stats {
     uint64_t send_wrs;      /* SEND work requests posted */
     uint64_t inline_wrs;    /* of them, with the data inline */
+    uint64_t in_place_wrs;  /* of them, read by the device where the data
+                               was: in registered memory, not copied */
     uint64_t signaled;      /* of them, asking for a completion */
     uint64_t doorbells;     /* ibv_post_send calls: one per batch */
     uint64_t send_bytes;
@@ -154,6 +156,15 @@ int srm_verbs_qp_connect(srm_verbs_qp_t *qp, const srm_hello_qp_t *remote);
 ssize_t srm_verbs_qp_sendv(srm_verbs_qp_t *qp, const struct iovec *iov,
                            int iovcnt);
 
+/*
+ * The same, where mrs[i] (if not NULL) is a registration of the device
+ * that covers iov[i]: those bytes are sent from where they are, without a
+ * copy, so the caller must leave them unchanged until the peer has them.
+ * Units then end where such an iovec ends.
+ */
+ssize_t srm_verbs_qp_sendv_mr(srm_verbs_qp_t *qp, const struct iovec *iov,
+                              const srm_verbs_mr_t *const *mrs, int iovcnt);
+
 /* Copies received bytes, in order, into buf; 0 if none. -1 (errno EIO) once
  * a work request failed: the queue pair is in the error state. */
 ssize_t srm_verbs_qp_recv(srm_verbs_qp_t *qp, void *buf, size_t len);
@@ -203,6 +214,10 @@ int srm_verbs_qp_rma_next(srm_verbs_qp_t *qp, uint64_t *id, int *ok);
  */
 srm_verbs_mr_t *srm_verbs_mr_reg(srm_verbs_dev_t *dev, void *addr,
                                  size_t length);
+/* Memory the device only reads from, for sends in place: no remote
+ * access. NULL with errno. */
+srm_verbs_mr_t *srm_verbs_mr_reg_send(srm_verbs_dev_t *dev, void *addr,
+                                      size_t length);
 void srm_verbs_mr_dereg(srm_verbs_mr_t *mr);
 uint32_t srm_verbs_mr_lkey(const srm_verbs_mr_t *mr);
 uint32_t srm_verbs_mr_rkey(const srm_verbs_mr_t *mr);

@@ -1,0 +1,87 @@
+/*
+ * The mirrored stream buffer of a channel (srm_mirror.h): the second half
+ * is the first, so a run that crosses the end is contiguous, and a stream
+ * that goes round and round never moves.
+ */
+extern "C" {
+#include <ucx_srm/agent/srm_mirror.h>
+}
+
+#include <gtest/gtest.h>
+
+#include <cerrno>
+#include <cstring>
+#include <unistd.h>
+#include <vector>
+
+namespace {
+
+class mirror_test : public ::testing::Test {
+protected:
+    srm_mirror_t mirror = {};
+
+    void TearDown() override
+    {
+        srm_mirror_destroy(&mirror);
+    }
+};
+
+TEST_F(mirror_test, size_is_a_power_of_two_of_whole_pages_at_least_asked)
+{
+    const size_t page = (size_t)sysconf(_SC_PAGESIZE);
+
+    ASSERT_EQ(0, srm_mirror_create(&mirror, 1));
+    EXPECT_EQ(page, mirror.size);
+    srm_mirror_destroy(&mirror);
+
+    ASSERT_EQ(0, srm_mirror_create(&mirror, 384 * 1024 + 40));
+    EXPECT_EQ(512u * 1024u, mirror.size);
+    EXPECT_EQ(0u, mirror.size & (mirror.size - 1));
+}
+
+TEST_F(mirror_test, a_write_past_the_end_is_a_write_at_the_start)
+{
+    ASSERT_EQ(0, srm_mirror_create(&mirror, 64 * 1024));
+    memset(mirror.base, 0, mirror.size);
+    memset(mirror.base + mirror.size, 0xab, 100);
+    for (size_t i = 0; i < 100; ++i) {
+        ASSERT_EQ(0xab, mirror.base[i]) << "byte " << i;
+    }
+    EXPECT_EQ(0, mirror.base[100]);
+}
+
+TEST_F(mirror_test, a_stream_going_round_reads_back_contiguously)
+{
+    const size_t frame = 3000; /* does not divide the size: frames cross */
+    std::vector<uint8_t> expect(frame), got(frame);
+    uint64_t head = 0, tail = 0;
+    unsigned crossed = 0;
+
+    ASSERT_EQ(0, srm_mirror_create(&mirror, 16 * 1024));
+    for (unsigned n = 0; n < 200; ++n) {
+        for (size_t i = 0; i < frame; ++i) {
+            expect[i] = (uint8_t)(n * 31 + i);
+        }
+        memcpy(srm_mirror_at(&mirror, tail), expect.data(), frame);
+        crossed += ((tail & (mirror.size - 1)) + frame > mirror.size);
+        tail    += frame;
+        /* What a channel keeps unacknowledged stays within the size. */
+        while (tail - head > mirror.size - frame) {
+            head += frame;
+        }
+        memcpy(got.data(), srm_mirror_at(&mirror, tail - frame), frame);
+        ASSERT_EQ(expect, got) << "frame " << n;
+    }
+    EXPECT_GT(crossed, 10u);
+}
+
+TEST_F(mirror_test, an_impossible_size_is_refused)
+{
+    errno = 0;
+    EXPECT_EQ(-1, srm_mirror_create(&mirror, (size_t)1 << 40));
+    EXPECT_EQ(EINVAL, errno);
+    EXPECT_EQ(nullptr, mirror.base);
+    EXPECT_EQ(0u, mirror.size);
+}
+
+} // namespace
