@@ -28,6 +28,9 @@
 #define SRM_HELD_LIMIT        (8u * 1024u * 1024u)
 #define SRM_CHANNEL_MAX_DEPTH (64u * 1024u * 1024u)
 #define SRM_ACK_DELAY         0.0005 /* seconds an ack waits for a ride */
+#define SRM_CHANNEL_CTL_SLACK (32u * 1024u) /* room for control frames past
+                                               the depth limit: a thousand
+                                               PAUSEs and RESUMEs */
 
 static inline int srm_seq_before(uint32_t a, uint32_t b)
 {
@@ -143,13 +146,14 @@ static void srm_channel_out_reg(srm_agent_t *agent, const srm_mirror_t *out,
  * A buffer for the stream of at least `needed` bytes, with what is queued
  * copied into it. The old one may still be read by queue pairs that were
  * handed frames from it: it is kept until the channel goes (this happens
- * only when control frames, which ignore the depth limit, fill the slack).
+ * only when control frames, which ignore the depth limit, fill
+ * SRM_CHANNEL_CTL_SLACK).
  */
 static int srm_channel_out_grow(srm_agent_t *agent, srm_channel_t *chan,
                                 size_t needed)
 {
     size_t min = srm_channel_depth(agent) + sizeof(srm_frame_hdr_t) +
-                 SRM_FRAME_MAX_PAYLOAD;
+                 SRM_FRAME_MAX_PAYLOAD + SRM_CHANNEL_CTL_SLACK;
     srm_verbs_mr_t *mr[SRM_WIRE_PATHS];
     srm_outgrown_t *outgrown = NULL;
     srm_mirror_t out;
