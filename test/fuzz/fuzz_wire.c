@@ -1945,11 +1945,10 @@ static void fuzz_check_agent(void)
         }
         for (kind = 0; kind < SRM_CHANNEL_KINDS; ++kind) {
             chan = &node->chan[kind];
-            if ((chan->out_base > chan->head) ||
-                (chan->head > chan->frame_end) ||
+            if ((chan->head > chan->frame_end) ||
                 (chan->frame_end > chan->sent) ||
                 (chan->sent > chan->tail) ||
-                ((chan->tail - chan->out_base) > chan->out_cap)) {
+                ((chan->tail - chan->head) > chan->out.size)) {
                 fuzz_fail("node %u %s channel: offsets out of order", i,
                           srm_node_kind_name(kind));
             }
@@ -1974,8 +1973,8 @@ static void fuzz_check_agent(void)
         if ((node->state == SRM_NODE_INVALID) &&
             ((node->held_bytes > 0) || (node->num_paused > 0) ||
              (node->orders != NULL) || (node->paused_ports != NULL) ||
-             (node->chan[SRM_CHANNEL_SMALL].out != NULL) ||
-             (node->chan[SRM_CHANNEL_BULK].out != NULL))) {
+             (node->chan[SRM_CHANNEL_SMALL].out.base != NULL) ||
+             (node->chan[SRM_CHANNEL_BULK].out.base != NULL))) {
             fuzz_fail("invalid node %u keeps frames, pauses or memory", i);
         }
     }

@@ -200,10 +200,11 @@ ucs_config_field_t srm_agent_config_table[] = {
      "Register each node channel's outgoing stream with the verbs device, so\n"
      "that its queue pairs send frames from where the agent queued them,\n"
      "without copying them into the send pool. Costs one registration per\n"
-     "channel in use, two per remote node, of CHANNEL_DEPTH and a largest\n"
-     "frame rounded up to a power of two (512 KB by default, mapped twice:\n"
-     "1 MB of address space). n: copy into the send pool; the registered\n"
-     "memory then stays the same whatever the number of nodes.",
+     "channel in use, two per remote node, of CHANNEL_DEPTH, a largest\n"
+     "frame and 32 KB for control frames, rounded up to a power of two\n"
+     "(512 KB by default, mapped twice: 1 MB of address space). n: copy into\n"
+     "the send pool; the registered memory then stays the same whatever the\n"
+     "number of nodes.",
      offsetof(srm_agent_config_t, verbs_in_place), UCS_CONFIG_TYPE_BOOL},
 
     {"LOG_FILE", "",
