@@ -85,6 +85,9 @@ DESCRIPTION
     after each srm run: the smoothed time from writing a frame until its
     ack is back) and the bandwidth it allows: a channel keeps at most
     CHANNEL_DEPTH unacknowledged, so it moves at most that much per turn.
+    For the same sizes they give the CPU time the two agents used per MiB
+    moved (user and system, from /proc/PID/stat before and after each
+    run) and how many CPUs that alone would take at 0.8 x tcp's bandwidth.
 
     After the table the report links three plots, rendered with gnuplot
     (pngcairo terminal if it has one, else png) from data files written
@@ -684,14 +687,42 @@ note_bulk_turn() {
     BULK_TX_SEEN=$tx
 }
 
+# agents_cpu_ms: the CPU time (user and system, ms) that the agents of
+# both hosts have used so far, from /proc; nothing if one is gone.
+agents_cpu_ms() {
+    local h line total=0
+    local -a f
+    for h in "${HOSTS[@]}"; do
+        read -r line <"/proc/${AGENT[$h]}/stat" 2>/dev/null || return 0
+        read -r -a f <<<"${line##*) }"  # from the state (field 3) on
+        total=$(( total + (f[11] + f[12]) * 1000 / HZ ))
+    done
+    printf '%s' "$total"
+}
+
+# note_agent_cpu ID MS0 SIZE N W: after an srm bandwidth run that began
+# with the agents at MS0 ms of CPU, their CPU-ms per MiB moved (N + W
+# messages of SIZE bytes), appended to AGENT_CPU[ID].
+declare -A AGENT_CPU=()
+note_agent_cpu() {
+    local ms1
+    ms1=$(agents_cpu_ms)
+    [[ -n $2 && -n $ms1 ]] || return 0
+    AGENT_CPU[$1]+=$(awk -v d=$(( ms1 - $2 )) -v s="$3" -v n=$(( $4 + $5 )) \
+                         'BEGIN { printf "%.3f ", d / (n * s / 1048576) }')
+}
+
 for (( rep = 1; rep <= REPS; rep++ )); do
     for spec in "${TESTS[@]}"; do
         IFS='|' read -r id api test size iters warmup pairs field _kind _label <<<"$spec"
         for tl in "${TRANSPORTS[@]}"; do
             n=$iters w=$warmup
             [[ $n != MR ]] || n=${MR_N[$tl]} w=${MR_W[$tl]}
+            cpu0=
+            [[ $tl != srm || $test != tag_bw || $id != bw-* ]] || cpu0=$(agents_cpu_ms)
             run_group "$tl" "$api" "$test" "$size" "$n" "$w" "$pairs" "$field" "$rep"
             [[ $tl != srm ]] || note_bulk_turn "$id"
+            [[ -z $cpu0 ]] || note_agent_cpu "$id" "$cpu0" "$size" "$n" "$w"
             if [[ $iters == MR ]]; then
                 MR_SECS[$tl]+="$PAIR_SECS "
             fi
@@ -925,7 +956,22 @@ bulk_turn_lines() {
         bound=$(awk -v d="$depth" -v t="$med" 'BEGIN { if (t > 0) printf "%.0f", d / (t * 1e-6) / 1048576; else print "inf" }')
         printf -- '- srm tag_bw %s: the bulk channel (%s to %s) took %.0f us [%.0f, %.0f] per turn (from writing a frame until its ack is back; srmd'"'"'s smoothed rtt_us, read after each run); with at most %s unacknowledged (CHANNEL_DEPTH) that allows at most %s MB/s, and srm moved %s MB/s\n' \
             "$(size_label "$size")" "$H2" "$H1" "$med" "$lo" "$hi" "$(size_label "$depth")" "$bound" "$(fmt bw "$bw")"
+        agent_cpu_line "$id" "$size"
     done
+}
+
+# agent_cpu_line ID SIZE: what the two agents' own work per MiB moved
+# would take at 0.8 x tcp's bandwidth (the issue's target), in CPUs.
+agent_cpu_line() {
+    local med lo hi tcp_bw
+    [[ -n ${AGENT_CPU[$1]:-} && -n ${VALUES[tcp/$1]:-} ]] || return 0
+    # shellcheck disable=SC2086  # lists of numbers
+    read -r med lo hi < <(stats ${AGENT_CPU[$1]})
+    # shellcheck disable=SC2086
+    read -r tcp_bw _ < <(stats ${VALUES[tcp/$1]})
+    printf -- '- srm tag_bw %s: its two agents used %.3f CPU-ms [%.3f, %.3f] per MiB moved (their own user and system time, /proc/PID/stat, over each run); at 0.8 x tcp'"'"'s %s MB/s that alone would take %s CPUs, of the %d of this machine\n' \
+        "$(size_label "$2")" "$med" "$lo" "$hi" "$(fmt bw "$tcp_bw")" \
+        "$(awk -v c="$med" -v b="$tcp_bw" 'BEGIN { printf "%.1f", c * 0.8 * b / 1000 }')" "$NCPU"
 }
 
 report() {

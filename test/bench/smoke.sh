@@ -58,6 +58,8 @@ check grep -q -- '- \*\*Target\*\* (yielding ranks' "$report"
 check grep -Eq '^\| yielding( \| [0-9.]+ \([0-9.]+\)){3} \| \*\*[0-9.]+x\*\* \| [0-9.]+ \([0-9.]+\) \| \*\*[0-9.]+x\*\* \|$' "$report"
 # 64 KB goes on the bulk channel: its turn and the bound it gives.
 check grep -Eq '^- srm tag_bw 64 KB: the bulk channel .* took [0-9]+ us .* per turn .* allows at most [0-9]+ MB/s, and srm moved [0-9.]+ MB/s$' "$out/hosts.md"
+# and what its agents' own work per MiB would take at 0.8 x tcp.
+check grep -Eq '^- srm tag_bw 64 KB: its two agents used [0-9.]+ CPU-ms \[[0-9.]+, [0-9.]+\] per MiB moved .* would take [0-9.]+ CPUs, of the [0-9]+ of this machine$' "$out/hosts.md"
 check test -s "$out/resources-costs.txt"
 check test -s "$out/commands.sh"
 if command -v gnuplot >/dev/null 2>&1; then
