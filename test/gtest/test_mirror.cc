@@ -11,6 +11,7 @@ extern "C" {
 
 #include <cerrno>
 #include <cstring>
+#include <deque>
 #include <unistd.h>
 #include <vector>
 
@@ -50,29 +51,44 @@ TEST_F(mirror_test, a_write_past_the_end_is_a_write_at_the_start)
     EXPECT_EQ(0, mirror.base[100]);
 }
 
-TEST_F(mirror_test, a_stream_going_round_reads_back_contiguously)
+TEST_F(mirror_test, a_stream_going_round_keeps_its_last_size_bytes_whole)
 {
     const size_t frame = 3000; /* does not divide the size: frames cross */
-    std::vector<uint8_t> expect(frame), got(frame);
-    uint64_t head = 0, tail = 0;
+    std::deque<uint64_t> kept; /* offsets of the frames not yet "acked" */
+    std::vector<uint8_t> bytes(frame), got(frame);
+    uint64_t tail = 0;
     unsigned crossed = 0;
 
     ASSERT_EQ(0, srm_mirror_create(&mirror, 16 * 1024));
-    for (unsigned n = 0; n < 200; ++n) {
+    auto fill = [&](uint64_t offset) {
         for (size_t i = 0; i < frame; ++i) {
-            expect[i] = (uint8_t)(n * 31 + i);
+            bytes[i] = (uint8_t)(offset / frame * 31 + i);
         }
-        memcpy(srm_mirror_at(&mirror, tail), expect.data(), frame);
+    };
+    for (unsigned n = 0; n < 200; ++n) {
+        /* As a channel: the oldest frames go before the new one would
+         * not fit in the size with them. */
+        while (!kept.empty() && (tail + frame - kept.front() > mirror.size)) {
+            kept.pop_front();
+        }
+        fill(tail);
+        memcpy(srm_mirror_at(&mirror, tail), bytes.data(), frame);
         crossed += ((tail & (mirror.size - 1)) + frame > mirror.size);
-        tail    += frame;
-        /* What a channel keeps unacknowledged stays within the size. */
-        while (tail - head > mirror.size - frame) {
-            head += frame;
+        kept.push_back(tail);
+        tail += frame;
+        /* One contiguous run from the oldest kept frame, as a writev or
+         * a posted send reads it: frames past the buffer's end are found
+         * at its start only through the second mapping. */
+        const uint8_t *run = srm_mirror_at(&mirror, kept.front());
+        for (uint64_t offset : kept) {
+            fill(offset);
+            memcpy(got.data(), run + (offset - kept.front()), frame);
+            ASSERT_EQ(bytes, got) << "frame at " << offset << ", after "
+                                  << n + 1 << " frames";
         }
-        memcpy(got.data(), srm_mirror_at(&mirror, tail - frame), frame);
-        ASSERT_EQ(expect, got) << "frame " << n;
     }
     EXPECT_GT(crossed, 10u);
+    EXPECT_EQ(mirror.size / frame, kept.size());
 }
 
 TEST_F(mirror_test, an_impossible_size_is_refused)
