@@ -2,7 +2,8 @@
  * Two agents on one machine talking over the tcp wire (loopback): frames
  * from a client of one reach a client of the other, in order, on the small
  * and the bulk channel; connections broken mid-stream (reset, or silent)
- * lose, duplicate and reorder nothing; a vanished peer agent is reported to
+ * lose, duplicate and reorder nothing, whether a verbs queue pair sends
+ * the stream in place or copies it; a vanished peer agent is reported to
  * the clients that named it and costs nothing else; a wrong cluster secret
  * is refused. And what test/fuzz/fuzz_wire found: a peer that numbers a
  * frame twice, a connection reset while the receiver is full, a departed
@@ -273,6 +274,38 @@ TEST(wire, reset_connections_lose_nothing)
     }
     EXPECT_EQ(4u, count_of(node_a.status(), ":ready")) << node_a.status();
     EXPECT_EQ(4u, count_of(node_b.status(), ":ready")) << node_b.status();
+}
+
+/*
+ * UCX_SRM_VERBS_IN_PLACE=n: on the verbs wire the queue pairs copy every
+ * unit that is not inline into the send pool instead of sending the
+ * channel's registered stream; a reset then resends from the stream all
+ * the same. On the tcp wire the setting changes nothing.
+ */
+TEST(wire, copied_sends_lose_nothing_across_a_reset)
+{
+    const std::vector<std::string> env = {kWireDevices,
+                                          "UCX_SRM_VERBS_IN_PLACE=n"};
+    agent node_a(env), node_b(env);
+    raw_client a(node_a.socket()), b(node_b.socket());
+    connect_clients(a, b);
+
+    stream_and_check(node_a, a, b, 3000, [&] {
+        EXPECT_EQ("reset 2 link(s)\n", node_a.fault(false));
+    });
+    std::string status = node_a.status();
+    expect_one_failover_per_channel(status);
+    if (status.find("wire: verbs") != std::string::npos) {
+        EXPECT_NE(std::string::npos,
+                  status.find("streams: not registered (VERBS_IN_PLACE=n)"))
+                << status;
+        EXPECT_EQ(0u, count_of(status, " in_place ") -
+                              count_of(status, " in_place 0 "))
+                << "a queue pair sent in place: " << status;
+        EXPECT_GT(count_of(status, " in_place 0 "), 0u) << status;
+    } else {
+        EXPECT_EQ(std::string::npos, status.find("streams:")) << status;
+    }
 }
 
 TEST(wire, silent_connections_are_replaced_within_the_failover_timeout)

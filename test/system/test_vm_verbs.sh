@@ -8,7 +8,8 @@
 #
 # In the guest:
 #   1. the wire gtests (test_wire.cc: streams on both channels, a queue
-#      pair forced to the error state mid-stream, silent links, failover
+#      pair forced to the error state mid-stream, the same with sends
+#      copied to the pool instead of sent in place, silent links, failover
 #      off, secrets, unreachable and paused nodes; test_verbs_srq.cc: queue
 #      pairs on the device's shared receive queue, one left unread while
 #      the others flow, buffers given back by dead queue pairs) with
