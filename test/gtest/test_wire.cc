@@ -166,6 +166,18 @@ void stream_and_check(agent &node_a, raw_client &a, raw_client &b,
     EXPECT_FALSE(b.recv_wait(&extra, 200)) << "a frame arrived twice";
 }
 
+/* Streams 3000 frames from a to b with node_a's connections reset midway:
+ * each channel failed over once. node_a's status after. */
+std::string stream_across_a_reset(agent &node_a, raw_client &a, raw_client &b)
+{
+    stream_and_check(node_a, a, b, 3000, [&] {
+        EXPECT_EQ("reset 2 link(s)\n", node_a.fault(false));
+    });
+    std::string status = node_a.status();
+    expect_one_failover_per_channel(status);
+    return status;
+}
+
 void connect_clients(raw_client &a, raw_client &b)
 {
     ASSERT_NE(0u, b.wire_port()) << "agent B has no wire";
@@ -259,11 +271,7 @@ TEST(wire, reset_connections_lose_nothing)
     raw_client a(node_a.socket()), b(node_b.socket());
     connect_clients(a, b);
 
-    stream_and_check(node_a, a, b, 3000, [&] {
-        EXPECT_EQ("reset 2 link(s)\n", node_a.fault(false));
-    });
-    std::string status = node_a.status();
-    expect_one_failover_per_channel(status);
+    stream_across_a_reset(node_a, a, b);
 
     /* Both agents dial the lost connections again: standbys are back. */
     for (int i = 0; (i < 200 * kTimeScale) &&
@@ -290,11 +298,7 @@ TEST(wire, copied_sends_lose_nothing_across_a_reset)
     raw_client a(node_a.socket()), b(node_b.socket());
     connect_clients(a, b);
 
-    stream_and_check(node_a, a, b, 3000, [&] {
-        EXPECT_EQ("reset 2 link(s)\n", node_a.fault(false));
-    });
-    std::string status = node_a.status();
-    expect_one_failover_per_channel(status);
+    std::string status = stream_across_a_reset(node_a, a, b);
     if (status.find("wire: verbs") != std::string::npos) {
         EXPECT_NE(std::string::npos,
                   status.find("streams: not registered (VERBS_IN_PLACE=n)"))
