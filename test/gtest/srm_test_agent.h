@@ -75,6 +75,7 @@ public:
     /* Raw access for misbehaving on purpose. */
     srm_shm_ctl_t *ctl() { return ctl_; }
     uint8_t *tx_data() { return base_ + layout_.tx_offset[0]; }
+    size_t tx_size() const { return layout_.tx_ring_size; }
     void ring_doorbell();
 
 private:

@@ -222,3 +222,80 @@ TEST_F(sched_test, removing_queues_keeps_round_robin_order)
         delete s;
     }
 }
+
+namespace {
+
+/* Keeps every frame it is given in its ring, noting the ids. */
+struct keeper {
+    std::vector<uint32_t> ids;
+};
+
+srm_sched_result_t keep_frame(void *arg, srm_sched_queue_t *queue,
+                              const srm_frame_hdr_t *, const void *)
+{
+    uint32_t id;
+    if (srm_sched_keep(queue, &id) != 0) {
+        return SRM_SCHED_BLOCKED;
+    }
+    static_cast<keeper*>(arg)->ids.push_back(id);
+    return SRM_SCHED_DELIVERED;
+}
+
+} // namespace
+
+TEST_F(sched_test, kept_frames_hold_the_ring_until_the_oldest_is_freed)
+{
+    /* 4 KB frames in a 64 KB ring: the ring wraps (a PAD) within 20. */
+    const uint32_t frame = 4000;
+    const uint64_t record = srm_frame_record_size(frame);
+    sender s(1 << 16, frame);
+    keeper k;
+    srm_sched_queue_t *failed;
+    ASSERT_EQ(0, srm_sched_add(&sched_, &s.queue));
+
+    s.push(10);
+    while (srm_sched_round(&sched_, keep_frame, &k, &failed) > 0) {
+    }
+    ASSERT_EQ(10u, k.ids.size());
+    /* Passed, but nothing freed: the producer sees a ring with 10 frames. */
+    EXPECT_EQ(10 * record, srm_ring_used(&s.shared));
+
+    /* Freed out of order: the tail waits for the oldest... */
+    EXPECT_EQ(0, srm_sched_free_kept(&s.queue, k.ids[1]));
+    EXPECT_EQ(0, srm_sched_free_kept(&s.queue, k.ids[2]));
+    EXPECT_EQ(10 * record, srm_ring_used(&s.shared));
+    /* ...then moves past every freed one behind it. */
+    EXPECT_EQ(1, srm_sched_free_kept(&s.queue, k.ids[0]));
+    EXPECT_EQ(7 * record, srm_ring_used(&s.shared));
+
+    /* More frames wrap around the end of the ring while 7 stay kept. */
+    s.push(8);
+    while (srm_sched_round(&sched_, keep_frame, &k, &failed) > 0) {
+    }
+    ASSERT_EQ(18u, k.ids.size());
+    EXPECT_EQ(0, srm_sched_free_kept(&s.queue, k.ids[17]));
+    for (size_t i = 3; i < 17; ++i) {
+        EXPECT_EQ(1, srm_sched_free_kept(&s.queue, k.ids[i])) << i;
+    }
+    /* All freed: the ring is empty, the pad at its end included. */
+    EXPECT_EQ(0u, srm_ring_used(&s.shared));
+    EXPECT_EQ(0, s.queue.ring.keeping);
+}
+
+TEST_F(sched_test, a_queue_keeps_at_most_its_limit_and_then_waits)
+{
+    sender s(1 << 20, 100);
+    keeper k;
+    srm_sched_queue_t *failed;
+    ASSERT_EQ(0, srm_sched_add(&sched_, &s.queue));
+
+    s.push(SRM_SCHED_KEPT_MAX + 5);
+    while (srm_sched_round(&sched_, keep_frame, &k, &failed) > 0) {
+    }
+    EXPECT_EQ(SRM_SCHED_KEPT_MAX, k.ids.size());
+    EXPECT_TRUE(s.queue.blocked);
+    EXPECT_EQ(1, srm_sched_free_kept(&s.queue, k.ids[0]));
+    while (srm_sched_round(&sched_, keep_frame, &k, &failed) > 0) {
+    }
+    EXPECT_EQ(SRM_SCHED_KEPT_MAX + 1, k.ids.size());
+}

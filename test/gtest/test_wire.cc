@@ -21,6 +21,7 @@
 #include <csignal>
 #include <cstdlib>
 #include <iostream>
+#include <memory>
 #include <cstring>
 #include <cstdio>
 #include <fstream>
@@ -271,7 +272,12 @@ TEST(wire, reset_connections_lose_nothing)
     raw_client a(node_a.socket()), b(node_b.socket());
     connect_clients(a, b);
 
-    stream_across_a_reset(node_a, a, b);
+    std::string status = stream_across_a_reset(node_a, a, b);
+    /* The large frames (UCX_SRM_RING_SEND_MIN=4k) went, and went again,
+     * from a's TX ring, which kept them until they were acknowledged. */
+    EXPECT_EQ(1000u, sum_of(status, "from_rings")) << status;
+    EXPECT_EQ(0u, sum_of(status, "filled")) << status;
+    EXPECT_EQ(0u, srm_ring_used(&a.ctl()->tx[0])) << status;
 
     /* Both agents dial the lost connections again: standbys are back. */
     for (int i = 0; (i < 200 * kTimeScale) &&
@@ -310,6 +316,76 @@ TEST(wire, copied_sends_lose_nothing_across_a_reset)
     } else {
         EXPECT_EQ(std::string::npos, status.find("streams:")) << status;
     }
+}
+
+/* UCX_SRM_RING_SEND_MIN=inf: every frame is copied into its channel's
+ * stream, and resent from there. */
+TEST(wire, frames_copied_into_the_channel_lose_nothing_across_a_reset)
+{
+    const std::vector<std::string> env = {kWireDevices,
+                                          "UCX_SRM_RING_SEND_MIN=inf"};
+    agent node_a(env), node_b(env);
+    raw_client a(node_a.socket()), b(node_b.socket());
+    connect_clients(a, b);
+
+    std::string status = stream_across_a_reset(node_a, a, b);
+    EXPECT_EQ(0u, sum_of(status, "from_rings")) << status;
+}
+
+/*
+ * A process that leaves while the frames it sent from its TX ring wait for
+ * their acknowledgement: the agent copies them into the channel before it
+ * lets the ring go, so they still arrive, intact, even though the ring's
+ * memory is scribbled over afterwards.
+ */
+TEST(wire, frames_of_a_sender_that_left_before_their_ack_still_arrive)
+{
+    const std::vector<std::string> env = {
+            kWireDevices, "UCX_SRM_FAILOVER_TIMEOUT=" + scaled_ms(1000)};
+    agent node_a(env), node_b(env);
+    raw_client b(node_b.socket());
+    std::unique_ptr<raw_client> a(new raw_client(node_a.socket()));
+    const uint32_t count = 8, length = 20000;
+    connect_clients(*a, b);
+
+    /* Both channels carried a frame and have its ack: mute them. */
+    send_one(*a, b, 16, 0);
+    send_one(*a, b, length, 1);
+    frame f;
+    ASSERT_TRUE(b.recv_wait(&f, 10000)) << node_a.status();
+    ASSERT_TRUE(b.recv_wait(&f, 10000)) << node_a.status();
+    for (int i = 0; (i < 1000) && ((count_of(node_a.status(), "ready*") < 2) ||
+                                   (count_of(node_a.status(), "unacked 0 ") <
+                                    2));
+         ++i) {
+        usleep(1000);
+    }
+    ASSERT_EQ("muted 2 link(s)\n", node_a.fault(true));
+    for (uint32_t seq = 2; seq < count + 2; ++seq) {
+        std::vector<uint8_t> data = payload(seq, length);
+        ASSERT_TRUE(a->send(b.port(), b.key(), data.data(), length, seq, 1));
+    }
+    for (int i = 0; (i < 1000) && (sum_of(node_a.status(), "from_rings") <
+                                   count + 1); ++i) {
+        usleep(1000);
+    }
+    ASSERT_EQ(count + 1, sum_of(node_a.status(), "from_rings"))
+            << node_a.status();
+
+    ASSERT_EQ(0, shutdown(a->sock_fd(), SHUT_WR));
+    ASSERT_TRUE(a->dropped_within(5000)) << node_a.status();
+    memset(a->tx_data(), 0xee, a->tx_size());
+    a.reset();
+
+    for (uint32_t seq = 2; seq < count + 2; ++seq) {
+        ASSERT_TRUE(b.recv_wait(&f, 20000)) << "frame " << seq << "\n"
+                                            << node_a.status();
+        ASSERT_EQ(seq, f.hdr.seq);
+        ASSERT_EQ(payload(seq, length), f.payload) << "frame " << seq;
+    }
+    std::string status = node_a.status();
+    EXPECT_EQ(count, sum_of(status, "filled")) << status;
+    EXPECT_FALSE(b.recv_wait(&f, 200)) << "a frame arrived twice";
 }
 
 TEST(wire, silent_connections_are_replaced_within_the_failover_timeout)

@@ -199,17 +199,23 @@ for h in "${HOSTS[@]}"; do
     # and its send pool (128 of 8 KB), once, whatever the number of QPs;
     # and the outgoing stream of each channel that carried frames, which
     # the QPs send from in place (UCX_SRM_VERBS_IN_PLACE): 8-byte messages
-    # take the small channel of each remote host, never the bulk one.
-    # Nothing per QP, nothing per rank.
+    # take the small channel of each remote host, never the bulk one, and
+    # are copied into it, so no rank's TX ring is registered
+    # (RING_SEND_MIN). Nothing per QP, nothing per rank.
     reg=${M[srm,srmd,$d]:-0 0}
-    read -r streams stream_kb < <(awk '$1 == "streams:" {
-        for (i = 1; i < NF; i++) { if ($i == "channel") n = $(i - 1); if ($(i + 1) == "KB") kb = $i }
-    } END { print n + 0, kb + 0 }' "$SRM_LOG/srm.status.$h.txt")
+    read -r streams stream_kb rings rings_kb < <(awk '$1 == "streams:" {
+        n = $2
+        for (i = 1; i < NF; i++) {
+            if ($(i + 1) == "KB" && kb == "") kb = $i
+            if ($i == "tx_rings:") { r = $(i + 1); rkb = $(i + 6) }
+        }
+    } END { print n + 0, kb + 0, r + 0, rkb + 0 }' "$SRM_LOG/srm.status.$h.txt")
     want_reg=$(( (320 + 128) * 8192 + streams * 2 * stream_kb * 1024 ))
-    if [ "$streams" = $((NHOSTS - 1)) ] && [ "$reg" = "$((2 + streams)) $want_reg" ]; then
-        srm_pass "  srmd of $h registered $(mib "${reg#* }") MiB in $((2 + streams)) regions for its $want QPs: one shared receive queue (2.5 MiB), one send pool (1 MiB), $streams small channels' streams of $stream_kb KB (mapped twice)"
+    if [ "$streams" = $((NHOSTS - 1)) ] && [ "$rings/$rings_kb" = 0/0 ] &&
+       [ "$reg" = "$((2 + streams)) $want_reg" ]; then
+        srm_pass "  srmd of $h registered $(mib "${reg#* }") MiB in $((2 + streams)) regions for its $want QPs: one shared receive queue (2.5 MiB), one send pool (1 MiB), $streams small channels' streams of $stream_kb KB (mapped twice), no TX ring"
     else
-        srm_fail "  srmd of $h registered ${reg#* } bytes in ${reg% *} regions, want $want_reg in $((2 + streams)) (320 receive and 128 send buffers shared by all QPs, $streams streams of $stream_kb KB mapped twice, want $((NHOSTS - 1)) streams); see $SRM_LOG/srm.mrs.txt"
+        srm_fail "  srmd of $h registered ${reg#* } bytes in ${reg% *} regions, want $want_reg in $((2 + streams)) (320 receive and 128 send buffers shared by all QPs, $streams streams of $stream_kb KB mapped twice, want $((NHOSTS - 1)) streams; $rings TX rings of $rings_kb KB in all, want none); see $SRM_LOG/srm.mrs.txt"
     fi
     grep -q "^receives rxe_$h:1: shared queue of 320 x 8192 B" \
         "$SRM_LOG/srm.status.$h.txt" &&

@@ -28,7 +28,7 @@
 #      batches, all buffers back in it at rest, and h1 must have placed
 #      large frames straight into the ranks' rings; h2's queue pairs must
 #      have sent every frame in place from the channels' registered
-#      streams (or inline), none through the send pool;
+#      streams and TX rings (or inline), none through the send pool;
 #   4. Open MPI 2 hosts x 2 ranks, test/mpi/srm_mpi_check.c over srm;
 #   5. the queue pairs of the srm job, counted with `rdma resource show
 #      qp`: srmd's own RC QPs (2 channels x 2 paths per remote node, per
@@ -126,22 +126,25 @@ if [ "$placed" -gt 0 ]; then
 else
     srm_fail "vvh1 placed no frame from its queue pairs into a ring"
 fi
-# The channels' streams are registered (UCX_SRM_VERBS_IN_PLACE=y): every
-# send work request was either inline or read in place by the device, and
-# none took a buffer of the send pool.
-# One snapshot for all three counts: acks go on after the runs.
-read -r all in_place inline < <(srm_netns_status vvh2 | awk '$1 == "node" {
+# The channels' streams are registered (UCX_SRM_VERBS_IN_PLACE=y), and so
+# are the ranks' TX rings that large frames were sent from where they lay
+# (UCX_SRM_RING_SEND_MIN): every send work request was either inline or
+# read in place by the device, and none took a buffer of the send pool.
+# One snapshot for all four counts: acks go on after the runs.
+read -r all in_place inline rings < <(srm_netns_status vvh2 | awk '$1 == "node" {
     for (i = 1; i < NF; i++) {
         if ($i == "send_wrs") w += $(i + 1)
         if ($i == "in_place") p += $(i + 1)
         if ($i == "inline") n += $(i + 1)
-    } } END { print w + 0, p + 0, n + 0 }')
+        if ($i == "from_rings") r += $(i + 1)
+    } } END { print w + 0, p + 0, n + 0, r + 0 }')
 pool=$(srm_netns_status vvh2 | grep '^sends rxe_vvh2:1:')
-if [ "$in_place" -gt 0 ] && [ $((in_place + inline)) = "$all" ] &&
+if [ "$in_place" -gt 0 ] && [ "$rings" -gt 0 ] &&
+   [ $((in_place + inline)) = "$all" ] &&
    [[ $pool == *"pool of 128 x 8192 B, free 128 waits 0 reclaims 0"* ]]; then
-    srm_pass "vvh2 sent $in_place of $all work requests in place from its channels' streams, the other $inline inline; its send pool was not used: $pool"
+    srm_pass "vvh2 sent $in_place of $all work requests in place, from its channels' streams and, for $rings large frames, from its ranks' TX rings; the other $inline inline; its send pool was not used: $pool"
 else
-    srm_fail "vvh2 sent $in_place work requests in place and $inline inline of $all (want all of them, some in place, none from the pool): '$pool'"
+    srm_fail "vvh2 sent $in_place work requests in place and $inline inline of $all, $rings frames from TX rings (want all of them, some in place, some frames from rings, none from the pool): '$pool'"
 fi
 
 # --- 4, 5. MPI over srm/verbs, and its queue pairs ------------------------------

@@ -94,6 +94,7 @@ typedef struct srm_client {
 
     srm_shm_layout_t    layout;
     void                *shm;
+    srm_ring_mem_t      *mem;           /* shm as channels send from it */
     srm_shm_ctl_t       *ctl;
     srm_ring_t          rx;             /* producer view */
     srm_sched_queue_t   tx[SRM_SHM_MAX_TX_RINGS];
@@ -233,10 +234,14 @@ void srm_deliver_commit(srm_agent_t *agent, srm_client_t *dst,
 int srm_channel_init(srm_agent_t *agent, srm_channel_t *chan);
 size_t srm_channel_small_max(const srm_agent_t *agent);
 size_t srm_channel_depth(const srm_agent_t *agent); /* most unacknowledged */
-void srm_channel_cleanup(srm_channel_t *chan);
-srm_sched_result_t srm_channel_enqueue(srm_agent_t *agent, srm_client_t *src,
+void srm_channel_cleanup(srm_agent_t *agent, srm_channel_t *chan);
+srm_sched_result_t srm_channel_enqueue(srm_agent_t *agent,
+                                       srm_sched_queue_t *queue,
                                        const srm_frame_hdr_t *hdr,
                                        const void *payload);
+/* The client goes: what its rings still hold for the channels is copied
+ * into their streams. */
+void srm_channel_forget_client(srm_agent_t *agent, srm_client_t *client);
 void srm_channel_send_flow(srm_agent_t *agent, unsigned node_index,
                            srm_frame_type_t type, uint32_t port);
 int srm_channel_flush(srm_agent_t *agent, srm_node_t *node, int kind);
@@ -260,7 +265,7 @@ int srm_channel_taken(srm_agent_t *agent, srm_node_t *node,
 int srm_channel_on_ack(srm_agent_t *agent, srm_link_t *link, uint32_t ack);
 void srm_channel_link_ready(srm_agent_t *agent, srm_link_t *link);
 void srm_channel_link_lost(srm_agent_t *agent, srm_link_t *link);
-void srm_channel_drop_all(srm_channel_t *chan);
+void srm_channel_drop_all(srm_agent_t *agent, srm_channel_t *chan);
 /* Takes frames clients wrote to the small channel's active link
  * themselves into its stream: 0, -1 malformed, -2 out of memory. */
 int srm_channel_absorb(srm_agent_t *agent, srm_node_t *node,
@@ -271,7 +276,10 @@ size_t srm_channel_queued(const srm_channel_t *chan);
 
 /* srm_link.c: connections to other agents and their handshake */
 int srm_link_init(srm_agent_t *agent);
+/* Closes every link, then (srm_link_close_devices) the verbs devices: only
+ * once nothing registered with them is left (the channels' streams). */
 void srm_link_cleanup(srm_agent_t *agent);
+void srm_link_close_devices(srm_agent_t *agent);
 void srm_link_accept(srm_agent_t *agent, unsigned path);
 void srm_link_connect(srm_agent_t *agent, srm_node_t *node, int kind,
                       int path);

@@ -31,6 +31,8 @@
 #define SRM_CHANNEL_CTL_SLACK (32u * 1024u) /* room for control frames past
                                                the depth limit: a thousand
                                                PAUSEs and RESUMEs */
+#define SRM_CHANNEL_WRITE_IOVS   64 /* pieces of the stream per write */
+#define SRM_CHANNEL_WRITE_ROUNDS 8  /* writes per call, while all goes */
 
 static inline int srm_seq_before(uint32_t a, uint32_t b)
 {
@@ -89,10 +91,11 @@ static void srm_channel_out_dereg(srm_verbs_mr_t *mr[SRM_WIRE_PATHS])
 }
 
 /* Only once no queue pair can read from them: the links are gone. */
-void srm_channel_cleanup(srm_channel_t *chan)
+void srm_channel_cleanup(srm_agent_t *agent, srm_channel_t *chan)
 {
     srm_outgrown_t *outgrown;
 
+    srm_holes_drop(agent, &chan->holes);
     while ((outgrown = chan->outgrown) != NULL) {
         chan->outgrown = outgrown->next;
         srm_channel_out_dereg(outgrown->mr);
@@ -104,11 +107,11 @@ void srm_channel_cleanup(srm_channel_t *chan)
 }
 
 /* Forgets every queued frame and the queue itself (the node is gone). */
-void srm_channel_drop_all(srm_channel_t *chan)
+void srm_channel_drop_all(srm_agent_t *agent, srm_channel_t *chan)
 {
     chan->head = chan->sent = chan->frame_end = chan->tail;
     chan->ack_due = 0;
-    srm_channel_cleanup(chan);
+    srm_channel_cleanup(agent, chan);
 }
 
 /*
@@ -226,6 +229,43 @@ static int srm_channel_put(srm_agent_t *agent, srm_node_t *node,
     return 0;
 }
 
+/*
+ * As srm_channel_put, but the payload stays in the sender's TX ring, kept
+ * there until acknowledged (srm_holes.h). 1 if so, 0 if the frame is to be
+ * copied after all (the queue keeps all it can), -1 out of memory.
+ */
+static int srm_channel_put_hole(srm_agent_t *agent, srm_node_t *node,
+                                srm_channel_t *chan, srm_sched_queue_t *queue,
+                                srm_frame_hdr_t *hdr, const void *payload)
+{
+    srm_client_t *src = queue->owner;
+    srm_hole_t hole;
+    uint8_t *out;
+
+    if (srm_holes_reserve(&chan->holes) != 0) {
+        return -1;
+    } else if (srm_sched_keep(queue, &hole.kept) != 0) {
+        return 0;
+    }
+    out = srm_channel_append(agent, node, chan, sizeof(*hdr) + hdr->length);
+    if (out == NULL) {
+        /* The scheduler will not pass the frame: it must not stay kept. */
+        srm_sched_free_kept(queue, hole.kept);
+        return -1;
+    }
+    hdr->chan_seq = chan->next_seq++;
+    memcpy(out, hdr, sizeof(*hdr));
+    hole.offset  = chan->tail - hdr->length;
+    hole.length  = hdr->length;
+    hole.queue   = queue;
+    hole.payload = payload;
+    hole.mem     = src->mem;
+    hole.ring    = (unsigned)(queue - src->tx);
+    srm_holes_push(&chan->holes, &hole);
+    chan->ring_frames++;
+    return 1;
+}
+
 static int srm_node_port_paused(const srm_node_t *node, uint32_t port)
 {
     unsigned i;
@@ -264,16 +304,26 @@ static void srm_node_set_paused(srm_node_t *node, uint32_t port, int paused)
     }
 }
 
-srm_sched_result_t srm_channel_enqueue(srm_agent_t *agent, srm_client_t *src,
+/* Whether a frame's payload is worth leaving in the sender's ring. */
+static int srm_channel_from_ring(const srm_agent_t *agent,
+                                 const srm_frame_hdr_t *hdr)
+{
+    return agent->config.failover &&
+           (hdr->length >= agent->config.ring_send_min);
+}
+
+srm_sched_result_t srm_channel_enqueue(srm_agent_t *agent,
+                                       srm_sched_queue_t *queue,
                                        const srm_frame_hdr_t *hdr,
                                        const void *payload)
 {
-    size_t size = sizeof(*hdr) + hdr->length;
+    srm_client_t *src = queue->owner;
+    size_t size       = sizeof(*hdr) + hdr->length;
     srm_frame_hdr_t frame;
     srm_channel_t *chan;
     uint32_t *next_seq;
     srm_node_t *node;
-    int kind;
+    int kind, ret = 0;
 
     node = srm_node_resolve(agent, src, hdr->dst_node);
     if (node == NULL) {
@@ -307,7 +357,12 @@ srm_sched_result_t srm_channel_enqueue(srm_agent_t *agent, srm_client_t *src,
     srm_lane_enter(agent, node);
     frame     = *hdr;
     frame.seq = *next_seq;
-    if (srm_channel_put(agent, node, chan, &frame, payload) != 0) {
+    if (srm_channel_from_ring(agent, hdr)) {
+        ret = srm_channel_put_hole(agent, node, chan, queue, &frame, payload);
+    }
+    if ((ret < 0) ||
+        ((ret == 0) &&
+         (srm_channel_put(agent, node, chan, &frame, payload) != 0))) {
         srm_lane_leave(agent, node);
         return SRM_SCHED_BLOCKED;
     }
@@ -316,6 +371,21 @@ srm_sched_result_t srm_channel_enqueue(srm_agent_t *agent, srm_client_t *src,
     chan->tx_bytes += hdr->length;
     srm_lane_leave(agent, node);
     return SRM_SCHED_DELIVERED;
+}
+
+void srm_channel_forget_client(srm_agent_t *agent, srm_client_t *client)
+{
+    srm_channel_t *chan;
+    unsigned i;
+    int kind;
+
+    for (i = 0; i < agent->num_nodes; ++i) {
+        for (kind = 0; kind < SRM_CHANNEL_KINDS; ++kind) {
+            chan = &agent->nodes[i]->chan[kind];
+            chan->ring_filled += srm_holes_fill(&chan->holes, &chan->out,
+                                                client);
+        }
+    }
 }
 
 void srm_channel_send_flow(srm_agent_t *agent, unsigned node_index,
@@ -347,7 +417,7 @@ void srm_channel_send_flow(srm_agent_t *agent, unsigned node_index,
 }
 
 /* Frees the acknowledged frames that the active link has written whole. */
-static void srm_channel_release(srm_channel_t *chan)
+static void srm_channel_release(srm_agent_t *agent, srm_channel_t *chan)
 {
     srm_frame_hdr_t hdr;
     size_t size;
@@ -359,6 +429,7 @@ static void srm_channel_release(srm_channel_t *chan)
         }
         chan->head += size;
     }
+    srm_holes_release(agent, &chan->holes, chan->head);
 }
 
 /*
@@ -366,7 +437,7 @@ static void srm_channel_release(srm_channel_t *chan)
  * old link) need not be written again; only at a frame boundary may the
  * stream skip.
  */
-static void srm_channel_skip_acked(srm_channel_t *chan)
+static void srm_channel_skip_acked(srm_agent_t *agent, srm_channel_t *chan)
 {
     srm_frame_hdr_t hdr;
     size_t size;
@@ -379,7 +450,7 @@ static void srm_channel_skip_acked(srm_channel_t *chan)
         chan->sent     += size;
         chan->frame_end = chan->sent;
     }
-    srm_channel_release(chan);
+    srm_channel_release(agent, chan);
 }
 
 /* Bookkeeping after `bytes` more of the stream were written by a write
@@ -408,6 +479,7 @@ static void srm_channel_advance(srm_agent_t *agent, srm_channel_t *chan,
     }
     if (!agent->config.failover) {
         chan->head = chan->frame_end; /* nothing is ever written again */
+        srm_holes_release(agent, &chan->holes, chan->head);
     }
 }
 
@@ -465,18 +537,19 @@ static int srm_channel_write(srm_agent_t *agent, srm_node_t *node, int kind,
     srm_channel_t *chan = &node->chan[kind];
     int data            = (link == chan->links[chan->active]) &&
                           (chan->sent < chan->tail);
-    const srm_verbs_mr_t *mrs[2];
-    struct iovec iov[2];
+    const srm_verbs_mr_t *mrs[SRM_CHANNEL_WRITE_IOVS];
+    struct iovec iov[SRM_CHANNEL_WRITE_IOVS];
+    size_t ctl_sent, offered;
+    uint64_t gathered;
     double write_at;
-    size_t ctl_sent;
     ssize_t sent;
-    int iovcnt = 0;
+    int iovcnt, rounds = 0, wrote = 0;
 
     if (link->muted) {
         return 0; /* fault injected: a dead path */
     }
     if (data && (chan->sent == chan->frame_end)) {
-        srm_channel_skip_acked(chan);
+        srm_channel_skip_acked(agent, chan);
         data = chan->sent < chan->tail;
     }
     if ((link->ctl_left == 0) && agent->config.failover &&
@@ -489,42 +562,54 @@ static int srm_channel_write(srm_agent_t *agent, srm_node_t *node, int kind,
         chan->rx_unacked  = 0;
         chan->ack_due     = 0;
     }
-    if (link->ctl_left > 0) {
-        iov[iovcnt].iov_base = (uint8_t*)&link->ctl +
-                               (sizeof(link->ctl) - link->ctl_left);
-        iov[iovcnt].iov_len  = link->ctl_left;
-        mrs[iovcnt++]        = NULL;
-    }
-    if (data) {
-        iov[iovcnt].iov_base = srm_mirror_at(&chan->out, chan->sent);
-        iov[iovcnt].iov_len  = (size_t)(chan->tail - chan->sent);
-        mrs[iovcnt++]        = chan->out_mr[link->path];
-    }
-    if (iovcnt == 0) {
-        return 0;
-    }
-
-    write_at = srm_agent_now();
-    sent     = srm_link_sendv_mr(link, iov, mrs, iovcnt);
-    if (sent < 0) {
-        srm_link_close(agent, link, SRM_LOG_WARN, "send failed: %m");
-        return -1;
-    }
-    ctl_sent        = ((size_t)sent < link->ctl_left) ? (size_t)sent :
-                                                         link->ctl_left;
-    link->ctl_left -= ctl_sent;
-    if ((size_t)sent > ctl_sent) {
-        srm_channel_advance(agent, chan, (size_t)sent - ctl_sent, write_at);
-    }
-    if (sent > 0) {
-        link->last_tx = write_at;
-    }
+    /* Holes split the stream into more pieces than one system call (or
+     * one iovec) takes: a few rounds while everything offered goes out. */
+    do {
+        iovcnt = 0;
+        if (link->ctl_left > 0) {
+            iov[iovcnt].iov_base = (uint8_t*)&link->ctl +
+                                   (sizeof(link->ctl) - link->ctl_left);
+            iov[iovcnt].iov_len  = link->ctl_left;
+            mrs[iovcnt++]        = NULL;
+        }
+        gathered = chan->sent;
+        if (data) {
+            iovcnt += srm_holes_gather(agent, &chan->holes, &chan->out,
+                                       chan->out_mr[link->path], link->path,
+                                       chan->sent, chan->tail, iov + iovcnt,
+                                       mrs + iovcnt,
+                                       SRM_CHANNEL_WRITE_IOVS - iovcnt,
+                                       &gathered);
+        }
+        if (iovcnt == 0) {
+            return 0; /* nothing to write at all */
+        }
+        offered  = link->ctl_left + (size_t)(gathered - chan->sent);
+        write_at = srm_agent_now();
+        sent     = srm_link_sendv_mr(link, iov, mrs, iovcnt);
+        if (sent < 0) {
+            srm_link_close(agent, link, SRM_LOG_WARN, "send failed: %m");
+            return -1;
+        }
+        ctl_sent        = ((size_t)sent < link->ctl_left) ? (size_t)sent :
+                                                             link->ctl_left;
+        link->ctl_left -= ctl_sent;
+        if ((size_t)sent > ctl_sent) {
+            srm_channel_advance(agent, chan, (size_t)sent - ctl_sent,
+                                write_at);
+        }
+        if (sent > 0) {
+            link->last_tx = write_at;
+            wrote         = 1;
+        }
+    } while (((size_t)sent == offered) && data && (chan->sent < chan->tail) &&
+             (++rounds < SRM_CHANNEL_WRITE_ROUNDS));
     if (link->want_write != ((link->ctl_left > 0) ||
                              (data && (chan->sent < chan->tail)))) {
         link->want_write = !link->want_write;
         srm_link_set_events(agent, link);
     }
-    return sent > 0;
+    return wrote;
 }
 
 static srm_link_t *srm_channel_ready_link(srm_channel_t *chan)
@@ -711,8 +796,8 @@ void srm_channel_link_lost(srm_agent_t *agent, srm_link_t *link)
     srm_channel_leave(agent, node, kind);
 }
 
-static int srm_channel_take_ack(srm_channel_t *chan, srm_node_t *node,
-                                uint32_t ack)
+static int srm_channel_take_ack(srm_agent_t *agent, srm_channel_t *chan,
+                                srm_node_t *node, uint32_t ack)
 {
     if (!srm_seq_before(chan->acked_seq, ack)) {
         return 0; /* old news, or a heartbeat */
@@ -722,7 +807,7 @@ static int srm_channel_take_ack(srm_channel_t *chan, srm_node_t *node,
     }
     chan->acked_seq = ack;
     srm_rtt_acked(&chan->rtt, ack, srm_agent_now());
-    srm_channel_release(chan);
+    srm_channel_release(agent, chan);
     node->dirty = 1; /* space for blocked senders */
     return 0;
 }
@@ -735,7 +820,7 @@ int srm_channel_on_ack(srm_agent_t *agent, srm_link_t *link, uint32_t ack)
 
     /* Frames written directly are acknowledged too: absorbed first. */
     srm_channel_enter(agent, node, kind);
-    ret = srm_channel_take_ack(&node->chan[kind], node, ack);
+    ret = srm_channel_take_ack(agent, &node->chan[kind], node, ack);
     srm_channel_leave(agent, node, kind);
     return ret;
 }

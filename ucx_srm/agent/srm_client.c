@@ -231,6 +231,11 @@ static int srm_client_attach(srm_agent_t *agent, srm_client_t *client,
         return -1;
     }
 
+    client->mem = srm_ring_mem_new(client->shm, &client->layout);
+    if (client->mem == NULL) {
+        srm_client_attach_reply(agent, client, ENOMEM, "agent out of memory");
+        return -1;
+    }
     base        = client->shm;
     client->ctl = client->shm;
     srm_ring_init_producer(&client->rx, &client->ctl->rx,
@@ -535,6 +540,7 @@ void srm_client_drop(srm_agent_t *agent, srm_client_t *client,
     srm_place_abandon(client); /* while its ring is still mapped */
 
     if (client->state == SRM_CLIENT_ATTACHED) {
+        srm_channel_forget_client(agent, client);
         for (i = 0; i < client->layout.num_tx_rings; ++i) {
             srm_sched_remove(&agent->sched, &client->tx[i]);
         }
@@ -580,7 +586,9 @@ void srm_client_drop(srm_agent_t *agent, srm_client_t *client,
     if (client->shm_fd >= 0) {
         close(client->shm_fd);
     }
-    if (client->shm != NULL) {
+    if (client->mem != NULL) {
+        srm_ring_mem_put(client->mem); /* holes may keep it a while */
+    } else if (client->shm != NULL) {
         srm_shm_unmap(&client->layout, client->shm);
     }
     agent->slots[slot] = NULL;

@@ -219,7 +219,7 @@ srm_sched_result_t srm_deliver_frame(void *arg, srm_sched_queue_t *queue,
     frame.src_port = src->port; /* never trust the sender to name itself */
 
     if (hdr->dst_node != 0) {
-        result = srm_channel_enqueue(agent, src, &frame, payload);
+        result = srm_channel_enqueue(agent, queue, &frame, payload);
         if (result == SRM_SCHED_BLOCKED) {
             src->stats.blocked++;
             return result;

@@ -1312,7 +1312,16 @@ void srm_link_cleanup(srm_agent_t *agent)
     for (i = 0; i < SRM_WIRE_PATHS; ++i) {
         if (agent->wire_fd[i] >= 0) {
             close(agent->wire_fd[i]);
+            agent->wire_fd[i] = -1;
         }
+    }
+}
+
+void srm_link_close_devices(srm_agent_t *agent)
+{
+    unsigned i;
+
+    for (i = 0; i < SRM_WIRE_PATHS; ++i) {
         srm_verbs_dev_close(agent->verbs[i]);
         agent->verbs[i] = NULL;
     }

@@ -82,7 +82,7 @@ srm_node_t *srm_node_create(srm_agent_t *agent, uint64_t node_id,
     node->index   = agent->num_nodes;
     for (kind = 0; kind < SRM_CHANNEL_KINDS; ++kind) {
         if (srm_channel_init(agent, &node->chan[kind]) != 0) {
-            srm_channel_cleanup(&node->chan[0]);
+            srm_channel_cleanup(agent, &node->chan[0]);
             free(node);
             return NULL;
         }
@@ -183,7 +183,7 @@ void srm_node_invalidate(srm_agent_t *agent, srm_node_t *node, int failed,
     }
     for (kind = 0; kind < SRM_CHANNEL_KINDS; ++kind) {
         frames += srm_node_count_frames(&node->chan[kind]);
-        srm_channel_drop_all(&node->chan[kind]);
+        srm_channel_drop_all(agent, &node->chan[kind]);
     }
     node->dropped   += frames;
     srm_channel_free_held(node);
@@ -381,7 +381,7 @@ void srm_node_cleanup(srm_agent_t *agent)
         node = agent->nodes[i];
         srm_channel_free_held(node);
         for (kind = 0; kind < SRM_CHANNEL_KINDS; ++kind) {
-            srm_channel_cleanup(&node->chan[kind]);
+            srm_channel_cleanup(agent, &node->chan[kind]);
         }
         free(node->orders);
         free(node->paused_ports);
@@ -391,6 +391,7 @@ void srm_node_cleanup(srm_agent_t *agent)
     free(agent->nodes);
     agent->nodes     = NULL;
     agent->num_nodes = 0;
+    srm_link_close_devices(agent); /* the streams' registrations are gone */
 }
 
 /* " qp LOCAL>REMOTE ..." and the newline; what snprintf returns. */
@@ -466,7 +467,9 @@ void srm_node_format(srm_agent_t *agent, char *buf, size_t size,
                          "paths %s "
                          "queued %llu unacked %llu rtt_us %s min_rtt_us %s "
                          "tx %llu/%llu "
-                         "direct %llu rx %llu/%llu taken %llu "
+                         "from_rings %llu filled %llu direct %llu "
+                         "rx %llu/%llu "
+                         "taken %llu "
                          "placed %llu/%llu placing %d "
                          "connects %llu failovers %llu replaced %llu "
                          "resent %llu dups %llu held %zu reordered %llu "
@@ -486,6 +489,8 @@ void srm_node_format(srm_agent_t *agent, char *buf, size_t size,
                                         sizeof(rtt_min)),
                          (unsigned long long)chan->tx_frames,
                          (unsigned long long)chan->tx_bytes,
+                         (unsigned long long)chan->ring_frames,
+                         (unsigned long long)chan->ring_filled,
                          (unsigned long long)chan->direct_frames,
                          (unsigned long long)chan->rx_frames,
                          (unsigned long long)chan->rx_bytes,

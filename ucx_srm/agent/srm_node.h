@@ -17,6 +17,7 @@
 #include <ucx_srm/common/srm_config.h>
 #include <ucx_srm/common/srm_frame.h>
 
+#include "srm_holes.h"
 #include "srm_mirror.h"
 #include "srm_retrans.h"
 #include "srm_rtt.h"
@@ -105,7 +106,8 @@ typedef struct srm_outgrown {
  * what it has already seen by chan_seq), which is what failover is. On the
  * verbs wire `out` is registered with each path's device and the queue
  * pairs send from it in place: bytes before head are the only ones that
- * may change.
+ * may change. The payloads of large frames stay in their senders' TX rings
+ * until acknowledged: `holes` says where (srm_holes.h).
  */
 typedef struct srm_channel {
     srm_link_t *links[SRM_WIRE_PATHS];
@@ -113,6 +115,7 @@ typedef struct srm_channel {
     srm_mirror_t   out;           /* allocated on first use */
     srm_verbs_mr_t *out_mr[SRM_WIRE_PATHS]; /* per path with a device */
     srm_outgrown_t *outgrown;
+    srm_holes_t    holes;         /* payloads left in clients' TX rings */
     uint64_t   head, sent, tail;
     uint64_t   frame_end;         /* start of the first frame not yet
                                      written whole (== sent at a frame
@@ -135,6 +138,8 @@ typedef struct srm_channel {
     double     replaced_at;
     srm_rtt_t  rtt;               /* turn time of our frames */
     uint64_t   resent;            /* frames written more than once */
+    uint64_t   ring_frames;       /* of tx, sent from the sender's TX ring */
+    uint64_t   ring_filled;       /* of those, copied here as it left */
     uint64_t   direct_frames;     /* of tx, written by clients themselves */
     uint64_t   taken_frames;      /* of rx, read by clients themselves */
     uint64_t   duplicates;        /* frames received twice and dropped */

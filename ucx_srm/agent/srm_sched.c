@@ -3,6 +3,45 @@
 #include <stdlib.h>
 #include <string.h>
 
+int srm_sched_keep(srm_sched_queue_t *queue, uint32_t *id)
+{
+    unsigned slot;
+
+    if (queue->kept_count == SRM_SCHED_KEPT_MAX) {
+        return -1;
+    }
+    *id                      = queue->kept_first + queue->kept_count++;
+    slot                     = *id % SRM_SCHED_KEPT_MAX;
+    queue->kept_at[slot]     = queue->ring.local; /* the frame being peeked */
+    queue->kept_freed[slot]  = 0;
+    queue->ring.keeping      = 1;
+    return 0;
+}
+
+int srm_sched_free_kept(srm_sched_queue_t *queue, uint32_t id)
+{
+    uint32_t first = queue->kept_first;
+
+    queue->kept_freed[id % SRM_SCHED_KEPT_MAX] = 1;
+    while ((queue->kept_count > 0) &&
+           queue->kept_freed[queue->kept_first % SRM_SCHED_KEPT_MAX]) {
+        ++queue->kept_first;
+        --queue->kept_count;
+    }
+    if (queue->kept_first == first) {
+        return 0;
+    }
+    if (queue->kept_count > 0) {
+        srm_ring_free_to(&queue->ring,
+                         queue->kept_at[queue->kept_first %
+                                        SRM_SCHED_KEPT_MAX]);
+    } else {
+        queue->ring.keeping = 0;
+        srm_ring_free_to(&queue->ring, queue->ring.local);
+    }
+    return 1;
+}
+
 void srm_sched_init(srm_sched_t *sched, size_t quantum, size_t max_payload)
 {
     memset(sched, 0, sizeof(*sched));

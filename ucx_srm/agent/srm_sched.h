@@ -13,8 +13,11 @@
 
 #include <stddef.h>
 
+#define SRM_SCHED_KEPT_MAX 64u /* frames a queue keeps in its ring at once */
+
 typedef enum {
-    SRM_SCHED_DELIVERED, /* consumed: the scheduler releases the frame */
+    SRM_SCHED_DELIVERED, /* consumed: the scheduler releases the frame
+                            (unless it was kept: srm_sched_keep) */
     SRM_SCHED_BLOCKED,   /* no room downstream: try this ring later */
     SRM_SCHED_FAILED,    /* the ring's owner misbehaved: stop this round */
 } srm_sched_result_t;
@@ -25,6 +28,12 @@ typedef struct srm_sched_queue {
     size_t     credit;       /* deficit counter, bytes */
     unsigned   index;        /* position in the scheduler, for removal */
     int        blocked;      /* the head frame could not be delivered */
+    /* Frames delivered but kept in the ring until freed, oldest first:
+     * the ring's tail waits at the oldest. */
+    uint32_t   kept_first;   /* id of the oldest */
+    unsigned   kept_count;
+    uint64_t   kept_at[SRM_SCHED_KEPT_MAX];   /* ring offset of each */
+    uint8_t    kept_freed[SRM_SCHED_KEPT_MAX];
 } srm_sched_queue_t;
 
 /*
@@ -44,6 +53,17 @@ typedef struct srm_sched {
     size_t            max_payload;
     unsigned          saving;      /* queues left waiting for more credit */
 } srm_sched_t;
+
+/*
+ * From the deliver callback: the frame being delivered stays in the ring
+ * (its payload is read from there later) until srm_sched_free_kept(*id).
+ * -1 if the queue keeps SRM_SCHED_KEPT_MAX frames already.
+ */
+int srm_sched_keep(srm_sched_queue_t *queue, uint32_t *id);
+
+/* The kept frame may go. Returns 1 if the ring's tail moved (its producer
+ * has more room), 0 if an older frame still holds it. */
+int srm_sched_free_kept(srm_sched_queue_t *queue, uint32_t id);
 
 void srm_sched_init(srm_sched_t *sched, size_t quantum, size_t max_payload);
 void srm_sched_cleanup(srm_sched_t *sched);

@@ -72,7 +72,8 @@ static void srm_status_buffers(const srm_verbs_dev_t *dev, srm_text_t *text)
 static void srm_status_streams(const srm_agent_t *agent, srm_text_t *text)
 {
     const srm_channel_t *chan;
-    unsigned i, registered = 0;
+    const srm_client_t *client;
+    unsigned i, rings, registered = 0;
     size_t size = 0;
     int kind;
 
@@ -91,8 +92,19 @@ static void srm_status_streams(const srm_agent_t *agent, srm_text_t *text)
         }
     }
     srm_text_add(text, "streams: %u channel streams registered for sends in "
-                 "place, %zu KB each (mapped twice)\n", registered,
+                 "place, %zu KB each (mapped twice)", registered,
                  size >> 10);
+    size = 0;
+    registered = 0;
+    for (i = 0; i < agent->num_slots; ++i) {
+        client = agent->slots[i];
+        if ((client != NULL) && (client->mem != NULL)) {
+            size       += srm_ring_mem_registered(client->mem, &rings);
+            registered += rings;
+        }
+    }
+    srm_text_add(text, "; tx_rings: %u clients' TX rings registered, %zu KB "
+                 "(sent from in place)\n", registered, size >> 10);
 }
 
 static void srm_status_memory(srm_agent_t *agent, srm_text_t *text)

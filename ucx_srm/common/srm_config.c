@@ -128,6 +128,16 @@ ucs_config_field_t srm_agent_config_table[] = {
      "header (UCP's) do not count: an 8 KB message stays small.",
      offsetof(srm_agent_config_t, large_thresh), UCS_CONFIG_TYPE_MEMUNITS},
 
+    {"RING_SEND_MIN", "4k",
+     "Messages to another node with at least this much payload are sent\n"
+     "from the sender's send ring where they lie, not copied into the node\n"
+     "channel first: the ring keeps them until the other node acknowledges\n"
+     "them (a process that exits sooner has them copied then). On the verbs\n"
+     "wire the send rings are registered when first sent from, one 1 MB\n"
+     "(TX_RING_SIZE) region per ring in use (VERBS_IN_PLACE=n: copied to the\n"
+     "send pool instead). Needs FAILOVER=y. inf: copy every message.",
+     offsetof(srm_agent_config_t, ring_send_min), UCS_CONFIG_TYPE_MEMUNITS},
+
     {"PLACE", "y",
      "Read the rest of a large message that arrives from another node in\n"
      "pieces straight into the destination's receive ring, not through the\n"

@@ -60,6 +60,7 @@ typedef struct srm_agent_config {
     unsigned tcp_port;         /* listening port, 0 = any */
     size_t   channel_depth;    /* bytes queued per channel */
     size_t   large_thresh;     /* payloads above this take the bulk channel */
+    size_t   ring_send_min;    /* payloads sent from the sender's TX ring */
     int      place;            /* read large frames into RX rings directly */
     int      failover;         /* acks, resend buffers and standby paths */
     double   failover_timeout; /* seconds of silence that kill a connection */

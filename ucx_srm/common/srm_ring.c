@@ -12,6 +12,7 @@ static void srm_ring_init_view(srm_ring_t *ring, srm_ring_shared_t *shared,
     ring->data    = data;
     ring->size    = size;
     ring->pending = 0;
+    ring->keeping = 0;
 }
 
 /*

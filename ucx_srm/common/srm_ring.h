@@ -25,7 +25,9 @@ typedef struct srm_ring_shared {
     uint64_t head;    /* written by the producer only */
     uint8_t          pad0[SRM_CACHE_LINE - sizeof(uint64_t)];
     uint64_t tail;    /* written by the consumer only */
-    uint8_t          pad1[SRM_CACHE_LINE - sizeof(uint64_t)];
+    uint64_t passed;  /* consumer: taken from the ring, though kept there
+                         while it keeps frames (tail <= passed <= head) */
+    uint8_t          pad1[SRM_CACHE_LINE - 2 * sizeof(uint64_t)];
 } srm_ring_shared_t;
 
 typedef enum {
@@ -44,6 +46,8 @@ typedef struct srm_ring {
     uint64_t          peer_cached; /* producer: last tail; consumer: last head */
     uint64_t          pending;     /* producer: pad before the reserved record;
                                       consumer: size of the peeked record */
+    int               keeping;     /* consumer: frames passed are kept; the
+                                      tail moves by srm_ring_free_to only */
 } srm_ring_t;
 
 /* Attaches one side's view to an existing ring; the memory must stay mapped. */
@@ -80,12 +84,23 @@ static inline void srm_ring_commit(srm_ring_t *ring, size_t record_size)
 srm_ring_status_t srm_ring_peek(srm_ring_t *ring, size_t max_payload,
                                 srm_frame_hdr_t *hdr, void **payload);
 
-/* Consumer: frees the frame returned by the last successful peek. */
+/* Consumer: frees the frame returned by the last successful peek (or,
+ * while keeping, passes it: its space is freed with the kept ones). */
 static inline void srm_ring_release(srm_ring_t *ring)
 {
     ring->local  += ring->pending;
     ring->pending = 0;
-    srm_store_release(&ring->shared->tail, ring->local);
+    if (!ring->keeping) {
+        srm_store_release(&ring->shared->tail, ring->local);
+    }
+    srm_store_release(&ring->shared->passed, ring->local);
+}
+
+/* Consumer: frees everything before tail (at most local), for the owner of
+ * the frames kept. */
+static inline void srm_ring_free_to(srm_ring_t *ring, uint64_t tail)
+{
+    srm_store_release(&ring->shared->tail, tail);
 }
 
 /* Consumer: whether anything was published that is not yet consumed. */

@@ -205,12 +205,13 @@ static uct_srm_lane_t *uct_srm_direct_lane(uct_srm_iface_t *iface,
     return lane;
 }
 
-/* Whether every frame this port put in the ring has reached a channel. */
+/* Whether every frame this port put in the ring has reached a channel
+ * (the agent may still keep some there until they are acknowledged). */
 static int uct_srm_direct_ring_idle(const uct_srm_ep_t *ep)
 {
     const srm_ring_t *ring = &ep->tx->ring;
 
-    return srm_load_acquire(&ring->shared->tail) == ring->local;
+    return srm_load_acquire(&ring->shared->passed) == ring->local;
 }
 
 /* The agent wakes for the lane: to absorb a full log, or write the rest. */
