@@ -37,11 +37,6 @@ static void srm_text_add(srm_text_t *text, const char *fmt, ...)
     }
 }
 
-/*
- * Which memory the transport can hand to RDMA: md-allocated regions (memfds
- * the agent registers in its own PD) on the verbs wire; user memory never,
- * for want of ibv_import_pd (DESIGN.md, "Wires").
- */
 /* "receives DEV: ..." and "sends DEV: ..." for a verbs device: its
  * shared receive queue and its pool of send buffers. */
 static void srm_status_buffers(const srm_verbs_dev_t *dev, srm_text_t *text)
@@ -107,6 +102,11 @@ static void srm_status_streams(const srm_agent_t *agent, srm_text_t *text)
                  "(sent from in place)\n", registered, size >> 10);
 }
 
+/*
+ * Which memory the transport can hand to RDMA: md-allocated regions (memfds
+ * the agent registers in its own PD) on the verbs wire; user memory never,
+ * for want of ibv_import_pd (DESIGN.md, "Wires").
+ */
 static void srm_status_memory(srm_agent_t *agent, srm_text_t *text)
 {
     const char *dev = (agent->verbs[0] != NULL) ?
