@@ -479,6 +479,14 @@ TEST(wire, without_failover_a_lost_connection_fails_the_node)
     status = node_a.status();
     EXPECT_EQ(2u, count_of(status, ":ready")) << "no standby expected\n"
                                              << status;
+    /* Nothing is kept for the peer to acknowledge: not the large frames
+     * in the senders' rings, nor, on verbs, the stream for its device. */
+    EXPECT_EQ(0u, sum_of(status, "from_rings")) << status;
+    if (status.find("wire: verbs") != std::string::npos) {
+        EXPECT_NE(std::string::npos,
+                  status.find("streams: not registered (FAILOVER=n)"))
+                << status;
+    }
     /* The first reset fails the node, which closes the other link (on the
      * verbs wire a queue pair's error arrives later, as a completion: by
      * then both links were hit). */

@@ -118,7 +118,9 @@ void srm_channel_drop_all(srm_agent_t *agent, srm_channel_t *chan)
  * Registers a new stream buffer with each path's verbs device, so that
  * the queue pairs send from it in place. Without (the tcp wire, or a
  * device that refused: then the queue pair copies into its send pool) mr
- * stays NULL.
+ * stays NULL. Not without failover either: nothing then holds the bytes
+ * a queue pair may still read (no acks; the head moves as they are
+ * posted).
  */
 static void srm_channel_out_reg(srm_agent_t *agent, const srm_mirror_t *out,
                                 srm_verbs_mr_t *mr[SRM_WIRE_PATHS])
@@ -129,7 +131,8 @@ static void srm_channel_out_reg(srm_agent_t *agent, const srm_mirror_t *out,
     for (path = 0; path < SRM_WIRE_PATHS; ++path) {
         dev      = srm_link_path_verbs(agent, path);
         mr[path] = NULL;
-        if ((dev == NULL) || !agent->config.verbs_in_place) {
+        if ((dev == NULL) || !agent->config.verbs_in_place ||
+            !agent->config.failover) {
             continue;
         } else if (dev == prev) {
             mr[path] = mr[path - 1]; /* both paths on one device */

@@ -72,9 +72,10 @@ static void srm_status_streams(const srm_agent_t *agent, srm_text_t *text)
     size_t size = 0;
     int kind;
 
-    if (!agent->config.verbs_in_place) {
-        srm_text_add(text, "streams: not registered (VERBS_IN_PLACE=n), "
-                     "sends are copied to the send pool\n");
+    if (!agent->config.verbs_in_place || !agent->config.failover) {
+        srm_text_add(text, "streams: not registered (%s), sends are copied "
+                     "to the send pool\n", !agent->config.verbs_in_place ?
+                     "VERBS_IN_PLACE=n" : "FAILOVER=n");
         return;
     }
     for (i = 0; i < agent->num_nodes; ++i) {

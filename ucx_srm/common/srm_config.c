@@ -214,7 +214,8 @@ ucs_config_field_t srm_agent_config_table[] = {
      "frame and 32 KB for control frames, rounded up to a power of two\n"
      "(512 KB by default, mapped twice: 1 MB of address space). n: copy into\n"
      "the send pool; the registered memory then stays the same whatever the\n"
-     "number of nodes.",
+     "number of nodes. FAILOVER=n copies too: nothing then keeps a frame\n"
+     "until the device has read it.",
      offsetof(srm_agent_config_t, verbs_in_place), UCS_CONFIG_TYPE_BOOL},
 
     {"LOG_FILE", "",
