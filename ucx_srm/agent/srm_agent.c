@@ -96,6 +96,11 @@ int srm_agent_init(srm_agent_t *agent)
     if (srm_link_init(agent) != 0) {
         return -1;
     }
+    if (agent->config.ring_send_min == UCS_MEMUNITS_AUTO) {
+        agent->config.ring_send_min = (agent->verbs[0] != NULL) ?
+                                      SRM_RING_SEND_MIN_VERBS :
+                                      UCS_MEMUNITS_INF;
+    }
 
     if (setpriority(PRIO_PROCESS, 0, agent->config.nice) != 0) {
         srm_info("could not set nice %d (%m); woken agent may wait for "

@@ -21,6 +21,8 @@
 #include <sys/uio.h>
 
 #define SRM_MAX_PAUSED_NODES 32
+/* UCX_SRM_RING_SEND_MIN=auto on the verbs wire; on tcp: inf (copies). */
+#define SRM_RING_SEND_MIN_VERBS 4096u
 
 /* What an epoll event is about: the kind in the high 32 bits, a slot below. */
 enum {

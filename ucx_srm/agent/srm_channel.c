@@ -307,12 +307,21 @@ static void srm_node_set_paused(srm_node_t *node, uint32_t port, int paused)
     }
 }
 
-/* Whether a frame's payload is worth leaving in the sender's ring. */
+/* Whether a frame's payload is to stay in the sender's ring: only while
+ * what the ring keeps spans at most a quarter of it, as a kept frame holds
+ * its place there for a round trip and the sender needs room ahead. */
 static int srm_channel_from_ring(const srm_agent_t *agent,
+                                 const srm_sched_queue_t *queue,
                                  const srm_frame_hdr_t *hdr)
 {
+    const srm_ring_t *ring = &queue->ring;
+    uint64_t held = (queue->kept_count == 0) ? 0 :
+                    (ring->local - queue->kept_at[queue->kept_first %
+                                                  SRM_SCHED_KEPT_MAX]);
+
     return agent->config.failover &&
-           (hdr->length >= agent->config.ring_send_min);
+           (hdr->length >= agent->config.ring_send_min) &&
+           (held + ring->pending <= ring->size / 4);
 }
 
 srm_sched_result_t srm_channel_enqueue(srm_agent_t *agent,
@@ -360,7 +369,7 @@ srm_sched_result_t srm_channel_enqueue(srm_agent_t *agent,
     srm_lane_enter(agent, node);
     frame     = *hdr;
     frame.seq = *next_seq;
-    if (srm_channel_from_ring(agent, hdr)) {
+    if (srm_channel_from_ring(agent, queue, hdr)) {
         ret = srm_channel_put_hole(agent, node, chan, queue, &frame, payload);
     }
     if ((ret < 0) ||

@@ -128,14 +128,19 @@ ucs_config_field_t srm_agent_config_table[] = {
      "header (UCP's) do not count: an 8 KB message stays small.",
      offsetof(srm_agent_config_t, large_thresh), UCS_CONFIG_TYPE_MEMUNITS},
 
-    {"RING_SEND_MIN", "4k",
+    {"RING_SEND_MIN", "auto",
      "Messages to another node with at least this much payload are sent\n"
      "from the sender's send ring where they lie, not copied into the node\n"
      "channel first: the ring keeps them until the other node acknowledges\n"
-     "them (a process that exits sooner has them copied then). On the verbs\n"
-     "wire the send rings are registered when first sent from, one 1 MB\n"
+     "them (a process that exits sooner has them copied then), as long as\n"
+     "what it keeps spans at most a quarter of it. On the verbs wire the\n"
+     "send rings are registered when first sent from, one 1 MB\n"
      "(TX_RING_SIZE) region per ring in use (VERBS_IN_PLACE=n: copied to the\n"
-     "send pool instead). Needs FAILOVER=y. inf: copy every message.",
+     "send pool instead). Needs FAILOVER=y. inf: copy every message.\n"
+     "auto: 4k on the verbs wire; inf on tcp, where a ring that holds its\n"
+     "messages for a round trip moved 1 and 4 MB messages slower than\n"
+     "copies did (a copy costs the agent less than the wait costs the\n"
+     "sender).",
      offsetof(srm_agent_config_t, ring_send_min), UCS_CONFIG_TYPE_MEMUNITS},
 
     {"PLACE", "y",
