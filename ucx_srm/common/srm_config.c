@@ -138,9 +138,9 @@ ucs_config_field_t srm_agent_config_table[] = {
      "(TX_RING_SIZE) region per ring in use (VERBS_IN_PLACE=n: copied to the\n"
      "send pool instead). Needs FAILOVER=y. inf: copy every message.\n"
      "auto: 4k on the verbs wire; inf on tcp, where a ring that holds its\n"
-     "messages for a round trip moved 1 and 4 MB messages slower than\n"
-     "copies did (a copy costs the agent less than the wait costs the\n"
-     "sender).",
+     "messages for a round trip moved 1 MB messages no faster than copies\n"
+     "and 4 MB messages slower (a copy costs the agent less than the wait\n"
+     "costs the sender).",
      offsetof(srm_agent_config_t, ring_send_min), UCS_CONFIG_TYPE_MEMUNITS},
 
     {"PLACE", "y",
