@@ -190,6 +190,17 @@ void connect_clients(raw_client &a, raw_client &b)
     a.name_node(1, b.node_id(), b.wire_ipv4(), b.wire_port());
 }
 
+/* stream_across_a_reset between two fresh agents with `setting` (an
+ * environment entry) on both; the sending agent's status after. */
+std::string reset_midway_with(const std::string &setting)
+{
+    const std::vector<std::string> env = {kWireDevices, setting};
+    agent node_a(env), node_b(env);
+    raw_client a(node_a.socket()), b(node_b.socket());
+    connect_clients(a, b);
+    return stream_across_a_reset(node_a, a, b);
+}
+
 /* Sends 64 KiB frames from a to b (which reads nothing) until a stalls. */
 uint32_t send_until_stalled(raw_client &a, raw_client &b)
 {
@@ -327,13 +338,7 @@ TEST(wire, reset_connections_lose_nothing)
  */
 TEST(wire, copied_sends_lose_nothing_across_a_reset)
 {
-    const std::vector<std::string> env = {kWireDevices,
-                                          "UCX_SRM_VERBS_IN_PLACE=n"};
-    agent node_a(env), node_b(env);
-    raw_client a(node_a.socket()), b(node_b.socket());
-    connect_clients(a, b);
-
-    std::string status = stream_across_a_reset(node_a, a, b);
+    std::string status = reset_midway_with("UCX_SRM_VERBS_IN_PLACE=n");
     if (status.find("wire: verbs") != std::string::npos) {
         EXPECT_NE(std::string::npos,
                   status.find("streams: not registered (VERBS_IN_PLACE=n)"))
@@ -351,13 +356,7 @@ TEST(wire, copied_sends_lose_nothing_across_a_reset)
  * stream, and resent from there. */
 TEST(wire, frames_copied_into_the_channel_lose_nothing_across_a_reset)
 {
-    const std::vector<std::string> env = {kWireDevices,
-                                          "UCX_SRM_RING_SEND_MIN=inf"};
-    agent node_a(env), node_b(env);
-    raw_client a(node_a.socket()), b(node_b.socket());
-    connect_clients(a, b);
-
-    std::string status = stream_across_a_reset(node_a, a, b);
+    std::string status = reset_midway_with("UCX_SRM_RING_SEND_MIN=inf");
     EXPECT_EQ(0u, sum_of(status, "from_rings")) << status;
 }
 
