@@ -297,6 +297,9 @@ ssize_t srm_link_sendv_mr(srm_link_t *link, const struct iovec *iov,
                           const srm_verbs_mr_t *const *mrs, int iovcnt);
 /* The verbs device of a path, or NULL on the tcp wire. */
 srm_verbs_dev_t *srm_link_path_verbs(const srm_agent_t *agent, int path);
+/* Deregisters one memory's registrations, one per path; paths on one
+ * device share theirs, which goes once. All are NULL after. */
+void srm_link_dereg_paths(srm_verbs_mr_t *mr[SRM_WIRE_PATHS]);
 unsigned srm_link_progress(srm_agent_t *agent);
 void srm_link_timers(srm_agent_t *agent, double now);
 void srm_link_close(srm_agent_t *agent, srm_link_t *link,

@@ -77,19 +77,6 @@ int srm_channel_init(srm_agent_t *agent, srm_channel_t *chan)
     return 0;
 }
 
-/* Paths on one device share its registration: each goes once. */
-static void srm_channel_out_dereg(srm_verbs_mr_t *mr[SRM_WIRE_PATHS])
-{
-    int path;
-
-    for (path = SRM_WIRE_PATHS - 1; path >= 0; --path) {
-        if ((path == 0) || (mr[path] != mr[path - 1])) {
-            srm_verbs_mr_dereg(mr[path]);
-        }
-        mr[path] = NULL;
-    }
-}
-
 /* Only once no queue pair can read from them: the links are gone. */
 void srm_channel_cleanup(srm_agent_t *agent, srm_channel_t *chan)
 {
@@ -98,11 +85,11 @@ void srm_channel_cleanup(srm_agent_t *agent, srm_channel_t *chan)
     srm_holes_drop(agent, &chan->holes);
     while ((outgrown = chan->outgrown) != NULL) {
         chan->outgrown = outgrown->next;
-        srm_channel_out_dereg(outgrown->mr);
+        srm_link_dereg_paths(outgrown->mr);
         srm_mirror_destroy(&outgrown->out);
         free(outgrown);
     }
-    srm_channel_out_dereg(chan->out_mr);
+    srm_link_dereg_paths(chan->out_mr);
     srm_mirror_destroy(&chan->out);
 }
 
@@ -214,6 +201,8 @@ static uint8_t *srm_channel_append(srm_agent_t *agent, srm_node_t *node,
     return buf;
 }
 
+/* Numbers a frame and queues it; without payload (NULL) its bytes keep
+ * their place in the stream unwritten (a hole). */
 static int srm_channel_put(srm_agent_t *agent, srm_node_t *node,
                            srm_channel_t *chan, srm_frame_hdr_t *hdr,
                            const void *payload)
@@ -226,7 +215,7 @@ static int srm_channel_put(srm_agent_t *agent, srm_node_t *node,
     }
     hdr->chan_seq = chan->next_seq++;
     memcpy(out, hdr, sizeof(*hdr));
-    if (hdr->length > 0) {
+    if ((payload != NULL) && (hdr->length > 0)) {
         memcpy(out + sizeof(*hdr), payload, hdr->length);
     }
     return 0;
@@ -243,21 +232,17 @@ static int srm_channel_put_hole(srm_agent_t *agent, srm_node_t *node,
 {
     srm_client_t *src = queue->owner;
     srm_hole_t hole;
-    uint8_t *out;
 
     if (srm_holes_reserve(&chan->holes) != 0) {
         return -1;
     } else if (srm_sched_keep(queue, &hole.kept) != 0) {
         return 0;
     }
-    out = srm_channel_append(agent, node, chan, sizeof(*hdr) + hdr->length);
-    if (out == NULL) {
+    if (srm_channel_put(agent, node, chan, hdr, NULL) != 0) {
         /* The scheduler will not pass the frame: it must not stay kept. */
         srm_sched_free_kept(queue, hole.kept);
         return -1;
     }
-    hdr->chan_seq = chan->next_seq++;
-    memcpy(out, hdr, sizeof(*hdr));
     hole.offset  = chan->tail - hdr->length;
     hole.length  = hdr->length;
     hole.queue   = queue;
@@ -314,14 +299,10 @@ static int srm_channel_from_ring(const srm_agent_t *agent,
                                  const srm_sched_queue_t *queue,
                                  const srm_frame_hdr_t *hdr)
 {
-    const srm_ring_t *ring = &queue->ring;
-    uint64_t held = (queue->kept_count == 0) ? 0 :
-                    (ring->local - queue->kept_at[queue->kept_first %
-                                                  SRM_SCHED_KEPT_MAX]);
-
     return agent->config.failover &&
            (hdr->length >= agent->config.ring_send_min) &&
-           (held + ring->pending <= ring->size / 4);
+           (srm_sched_kept_span(queue) + queue->ring.pending <=
+            queue->ring.size / 4);
 }
 
 srm_sched_result_t srm_channel_enqueue(srm_agent_t *agent,
@@ -491,7 +472,6 @@ static void srm_channel_advance(srm_agent_t *agent, srm_channel_t *chan,
     }
     if (!agent->config.failover) {
         chan->head = chan->frame_end; /* nothing is ever written again */
-        srm_holes_release(agent, &chan->holes, chan->head);
     }
 }
 

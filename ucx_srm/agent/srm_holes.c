@@ -25,10 +25,7 @@ void srm_ring_mem_put(srm_ring_mem_t *mem)
         return;
     }
     for (ring = 0; ring < SRM_SHM_MAX_TX_RINGS; ++ring) {
-        if (mem->mr[ring][1] != mem->mr[ring][0]) {
-            srm_verbs_mr_dereg(mem->mr[ring][1]);
-        }
-        srm_verbs_mr_dereg(mem->mr[ring][0]);
+        srm_link_dereg_paths(mem->mr[ring]);
     }
     srm_shm_unmap(&mem->layout, mem->base);
     free(mem);

@@ -45,6 +45,18 @@ static int srm_link_read_qp(srm_agent_t *agent, srm_link_t *link);
 
 /* The verbs device of a path, or NULL for tcp. With one device, both
  * paths are on it, as both go to the one interface on the tcp wire. */
+void srm_link_dereg_paths(srm_verbs_mr_t *mr[SRM_WIRE_PATHS])
+{
+    int path;
+
+    for (path = SRM_WIRE_PATHS - 1; path >= 0; --path) {
+        if ((path == 0) || (mr[path] != mr[path - 1])) {
+            srm_verbs_mr_dereg(mr[path]);
+        }
+        mr[path] = NULL;
+    }
+}
+
 srm_verbs_dev_t *srm_link_path_verbs(const srm_agent_t *agent, int path)
 {
     return agent->verbs[((unsigned)path < agent->num_devices) ? path : 0];

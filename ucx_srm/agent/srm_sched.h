@@ -65,6 +65,15 @@ int srm_sched_keep(srm_sched_queue_t *queue, uint32_t *id);
  * has more room), 0 if an older frame still holds it. */
 int srm_sched_free_kept(srm_sched_queue_t *queue, uint32_t id);
 
+/* Bytes of the ring its kept frames hold: from the oldest to the frame
+ * being peeked (0 when none is kept). */
+static inline uint64_t srm_sched_kept_span(const srm_sched_queue_t *queue)
+{
+    return (queue->kept_count == 0) ?
+                   0 : (queue->ring.local -
+                        queue->kept_at[queue->kept_first % SRM_SCHED_KEPT_MAX]);
+}
+
 void srm_sched_init(srm_sched_t *sched, size_t quantum, size_t max_payload);
 void srm_sched_cleanup(srm_sched_t *sched);
 int srm_sched_add(srm_sched_t *sched, srm_sched_queue_t *queue);
