@@ -43,8 +43,6 @@ static const char *srm_link_state_names[] = {
 static int srm_link_ready(srm_agent_t *agent, srm_link_t *link);
 static int srm_link_read_qp(srm_agent_t *agent, srm_link_t *link);
 
-/* The verbs device of a path, or NULL for tcp. With one device, both
- * paths are on it, as both go to the one interface on the tcp wire. */
 void srm_link_dereg_paths(srm_verbs_mr_t *mr[SRM_WIRE_PATHS])
 {
     int path;
@@ -57,6 +55,8 @@ void srm_link_dereg_paths(srm_verbs_mr_t *mr[SRM_WIRE_PATHS])
     }
 }
 
+/* The verbs device of a path, or NULL for tcp. With one device, both
+ * paths are on it, as both go to the one interface on the tcp wire. */
 srm_verbs_dev_t *srm_link_path_verbs(const srm_agent_t *agent, int path)
 {
     return agent->verbs[((unsigned)path < agent->num_devices) ? path : 0];
