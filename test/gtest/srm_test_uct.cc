@@ -139,8 +139,7 @@ void two_port_test::create_worker()
                                         &worker_));
 }
 
-/* An ep from iface_[from] to iface_[to], whose AM am_id goes to on_am. */
-static void connect_ports(uct_iface_h from, uct_iface_h to, uint8_t am_id,
+void connect_ports(uct_iface_h from, uct_iface_h to, uint8_t am_id,
                           uct_am_callback_t on_am, void *arg, uct_ep_h *ep_p)
 {
     uct_iface_attr_t attr;

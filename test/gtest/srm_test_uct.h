@@ -37,6 +37,10 @@ ucs_status_t open_srm_iface(uct_md_h md, uct_worker_h worker,
 ucs_status_t alloc_md_memory(uct_md_h md, size_t length,
                              uct_allocated_memory_t *mem);
 
+/* An ep from `from` to `to`, whose AM am_id goes to on_am(arg) there. */
+void connect_ports(uct_iface_h from, uct_iface_h to, uint8_t am_id,
+                   uct_am_callback_t on_am, void *arg, uct_ep_h *ep_p);
+
 /*
  * A fixture with two srm ports (md and iface each, on one worker) and an
  * endpoint: TearDown closes whatever the test opened.

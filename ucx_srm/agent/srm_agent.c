@@ -34,6 +34,44 @@ double srm_agent_now(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
+/*
+ * Our name is bound already: by one of our own agents (or the site's, run by
+ * root), which our clients will use, and we leave with errno EADDRINUSE; or
+ * by someone our clients will refuse, which is an error worth naming.
+ */
+static int srm_agent_name_taken(const srm_agent_t *agent)
+{
+    uid_t uid;
+    int fd;
+
+    fd = srm_sock_connect(agent->socket_name);
+    if (fd < 0) {
+        srm_error("@%s is bound by a process that does not accept "
+                  "connections (%m); cannot serve it", agent->socket_name);
+        errno = EACCES;
+        return -1;
+    }
+    if (srm_sock_peer_uid(fd, &uid) != 0) {
+        srm_error("@%s is taken and SO_PEERCRED failed: %m",
+                  agent->socket_name);
+        close(fd);
+        errno = EACCES;
+        return -1;
+    }
+    close(fd);
+    if (srm_sock_agent_uid_trusted(uid) != 0) {
+        srm_error("@%s is held by uid %u, not by uid %u or root: our clients "
+                  "will refuse it; is another user posing as our agent?",
+                  agent->socket_name, (unsigned)uid, (unsigned)getuid());
+        errno = EACCES;
+        return -1;
+    }
+    srm_info("an agent of uid %u already serves @%s in this network "
+             "namespace", (unsigned)uid, agent->socket_name);
+    errno = EADDRINUSE;
+    return -1;
+}
+
 int srm_agent_init(srm_agent_t *agent)
 {
     struct epoll_event ev = {.events   = EPOLLIN,
@@ -73,9 +111,7 @@ int srm_agent_init(srm_agent_t *agent)
     }
     if (bind(agent->listen_fd, (struct sockaddr*)&addr, addrlen) != 0) {
         if (errno == EADDRINUSE) {
-            srm_info("an agent already serves @%s in this network namespace",
-                     agent->socket_name);
-            errno = EADDRINUSE;
+            return srm_agent_name_taken(agent);
         } else {
             srm_error("bind(@%s) failed: %m", agent->socket_name);
         }

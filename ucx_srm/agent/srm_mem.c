@@ -6,13 +6,13 @@
 
 #include <ucx_srm/common/srm_log.h>
 #include <ucx_srm/common/srm_rkey.h>
+#include <ucx_srm/common/srm_shm.h>
 
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/stat.h>
 
 void srm_mem_init(srm_mem_t *mem)
 {
@@ -83,17 +83,13 @@ int srm_mem_add(srm_mem_t *mem, uint32_t owner, int fd, uint64_t client_addr,
                 const srm_mem_region_t **region_p)
 {
     srm_mem_region_t *region;
-    struct stat st;
     unsigned i;
-    int seals, saved;
+    int saved;
     void *addr;
 
-    /* A shrinkable file could take the pages from under a mapping. */
-    seals = fcntl(fd, F_GET_SEALS);
     if ((length == 0) || (length > SRM_MEM_MAX_LENGTH) ||
-        (client_addr + length < client_addr) || (fstat(fd, &st) != 0) ||
-        ((uint64_t)st.st_size < length) || (seals < 0) ||
-        !(seals & F_SEAL_SHRINK)) {
+        (client_addr + length < client_addr) ||
+        (srm_fd_check_sealed(fd, length) != 0)) {
         errno = EINVAL;
         return -1;
     }

@@ -3,6 +3,7 @@
  */
 #define _GNU_SOURCE
 #include "srm_lane.h"
+#include "srm_shm.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -75,10 +76,8 @@ err_close:
 int srm_lane_map(int fd, srm_lane_t **lane_p)
 {
     srm_lane_t *lane;
-    struct stat st;
 
-    if ((fstat(fd, &st) != 0) || ((size_t)st.st_size != sizeof(*lane))) {
-        errno = EINVAL;
+    if (srm_fd_check_sealed(fd, sizeof(*lane)) != 0) {
         return -1;
     }
     lane = mmap(NULL, sizeof(*lane), PROT_READ | PROT_WRITE, MAP_SHARED, fd,

@@ -153,6 +153,23 @@ int srm_sock_connect(const char *name)
     return fd;
 }
 
+int srm_sock_peer_uid(int fd, uid_t *uid_p)
+{
+    struct ucred cred;
+    socklen_t len = sizeof(cred);
+
+    if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0) {
+        return -1;
+    }
+    *uid_p = cred.uid;
+    return 0;
+}
+
+int srm_sock_agent_uid_trusted(uid_t uid)
+{
+    return ((uid == getuid()) || (uid == 0)) ? 0 : -1;
+}
+
 void srm_sock_default_name(char *buf, size_t size)
 {
     snprintf(buf, size, "srmd.%u", (unsigned)getuid());

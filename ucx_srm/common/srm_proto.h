@@ -14,6 +14,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/socket.h>
+#include <sys/types.h>
 #include <sys/un.h>
 
 #define SRM_PROTO_MAGIC     0x53524d43u /* "SRMC" */
@@ -179,6 +180,16 @@ ssize_t srm_sock_recv(int fd, void *buf, size_t len, int *fds, int *nfds);
 
 /* A connected client socket to the agent called name. -1 with errno. */
 int srm_sock_connect(const char *name);
+
+/* The uid of the process at the other end of a unix socket. -1 with errno. */
+int srm_sock_peer_uid(int fd, uid_t *uid_p);
+
+/*
+ * 0 if a process of this uid may serve us as our agent: our own uid, or
+ * root (a site's service). An agent of any other uid could read what we
+ * send and forge what we receive.
+ */
+int srm_sock_agent_uid_trusted(uid_t uid);
 
 /* The default agent socket name for this user: "srmd.<uid>". */
 void srm_sock_default_name(char *buf, size_t size);

@@ -97,14 +97,26 @@ err_close:
     return -1;
 }
 
+int srm_fd_check_sealed(int fd, uint64_t min_size)
+{
+    struct stat st;
+    int seals;
+
+    seals = fcntl(fd, F_GET_SEALS);
+    if ((seals < 0) || !(seals & F_SEAL_SHRINK) || (fstat(fd, &st) != 0) ||
+        ((uint64_t)st.st_size < min_size)) {
+        errno = EPROTO;
+        return -1;
+    }
+    return 0;
+}
+
 int srm_shm_map(const srm_shm_layout_t *layout, int fd, void **addr_p)
 {
     const srm_shm_ctl_t *ctl;
-    struct stat st;
     void *addr;
 
-    if ((fstat(fd, &st) != 0) || ((uint64_t)st.st_size < layout->total_size)) {
-        errno = EPROTO;
+    if (srm_fd_check_sealed(fd, layout->total_size) != 0) {
         return -1;
     }
 

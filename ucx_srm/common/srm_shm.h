@@ -95,7 +95,14 @@ int srm_shm_layout_init(srm_shm_layout_t *layout, uint32_t num_tx_rings,
 int srm_shm_create(const srm_shm_layout_t *layout, const char *name,
                    int *fd_p, void **addr_p);
 
-/* Client: maps a segment the agent passed and checks its header. */
+/*
+ * 0 if fd is sealed against shrinking and holds at least min_size bytes:
+ * a mapping of anything else can lose its pages to whoever holds the fd
+ * (SIGBUS on the next access). -1 with errno EPROTO otherwise.
+ */
+int srm_fd_check_sealed(int fd, uint64_t min_size);
+
+/* Client: maps a segment the agent passed and checks its seals and header. */
 int srm_shm_map(const srm_shm_layout_t *layout, int fd, void **addr_p);
 
 void srm_shm_unmap(const srm_shm_layout_t *layout, void *addr);

@@ -16,6 +16,7 @@
 #include <ucs/time/time.h>
 
 #include <errno.h>
+#include <pwd.h>
 #include <spawn.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -60,6 +61,30 @@ static ucs_status_t uct_srm_agent_spawn(const uct_srm_md_t *md)
     return UCS_OK;
 }
 
+/* The agent sees everything we send and writes what we receive: refuse a
+ * socket of anyone but ourselves or root before saying a word to it. */
+static ucs_status_t uct_srm_agent_check_peer(const uct_srm_md_t *md, int fd)
+{
+    struct passwd *pw;
+    uid_t uid;
+
+    if (srm_sock_peer_uid(fd, &uid) != 0) {
+        ucs_error("srm: cannot tell who serves @%s (SO_PEERCRED: %m)",
+                  md->socket_name);
+        return UCS_ERR_NO_DEVICE;
+    }
+    if (srm_sock_agent_uid_trusted(uid) == 0) {
+        return UCS_OK;
+    }
+    pw = getpwuid(uid);
+    ucs_error("srm: the node agent socket @%s is held by uid %u (%s), not by "
+              "you (uid %u) or root: refusing it, another user may be posing "
+              "as your agent; set UCX_SRM_SOCKET to another name or ask that "
+              "user to stop", md->socket_name, (unsigned)uid,
+              (pw != NULL) ? pw->pw_name : "no such user", (unsigned)getuid());
+    return UCS_ERR_NO_DEVICE;
+}
+
 ucs_status_t uct_srm_agent_connect(const uct_srm_md_t *md, int *fd_p)
 {
     ucs_time_t deadline = ucs_get_time() +
@@ -71,6 +96,11 @@ ucs_status_t uct_srm_agent_connect(const uct_srm_md_t *md, int *fd_p)
     for (;;) {
         fd = srm_sock_connect(md->socket_name);
         if (fd >= 0) {
+            status = uct_srm_agent_check_peer(md, fd);
+            if (status != UCS_OK) {
+                close(fd);
+                return status;
+            }
             *fd_p = fd;
             return UCS_OK;
         }
@@ -173,7 +203,9 @@ static ucs_status_t uct_srm_agent_request(const uct_srm_md_t *md,
                              config->tx_ring_size, config->rx_ring_size) != 0) ||
         (att->layout.total_size != rep.shm_size) ||
         (srm_shm_map(&att->layout, fds[0], &att->shm) != 0)) {
-        ucs_error("srm: cannot map the rings from @%s: %m", md->socket_name);
+        ucs_error("srm: cannot map the rings from @%s (%m): not a segment sealed "
+                  "against shrinking, or not of the size and layout asked "
+                  "for", md->socket_name);
         close(fds[0]);
         return UCS_ERR_IO_ERROR;
     }

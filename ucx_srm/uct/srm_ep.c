@@ -412,6 +412,7 @@ static ucs_status_t uct_srm_ep_rma(uct_ep_h tl_ep, srm_rma_op_t op,
     srm_frame_hdr_t *hdr;
     srm_rma_req_t *req;
     ucs_status_t status;
+    uint64_t cookie;
     size_t length;
 
     UCT_CHECK_PARAM(iovcnt == 1, "srm RMA takes one iov, not %zu", iovcnt);
@@ -429,14 +430,19 @@ static ucs_status_t uct_srm_ep_rma(uct_ep_h tl_ep, srm_rma_op_t op,
         return UCS_ERR_INVALID_PARAM;
     }
 
+    status = uct_srm_rma_slot_take(&iface->rma_slots, comp, &cookie);
+    if (ucs_unlikely(status != UCS_OK)) {
+        return status;
+    }
     status = uct_srm_ep_reserve(ep, iface, 0, sizeof(*req), &hdr);
     if (ucs_unlikely(status != UCS_OK)) {
+        uct_srm_rma_slot_release(&iface->rma_slots, cookie, &comp);
         return status;
     }
     hdr->type = SRM_FRAME_RMA;
     req       = srm_frame_payload(hdr);
     memset(req, 0, sizeof(*req));
-    req->cookie           = (uintptr_t)comp;
+    req->cookie           = cookie;
     req->op               = (uint8_t)op;
     req->local_region     = memh->key.region_id;
     req->local_generation = memh->key.generation;
@@ -499,7 +505,13 @@ void uct_srm_ep_rma_done(uct_srm_iface_t *iface, const void *payload,
         return;
     }
     memcpy(&done, payload, sizeof(done));
-    comp = (uct_completion_t*)(uintptr_t)done.cookie;
+    if (uct_srm_rma_slot_release(&iface->rma_slots, done.cookie, &comp) !=
+        UCS_OK) {
+        ucs_error("srm: port %u: the agent completed an RMA request we did "
+                  "not make (cookie 0x%llx); ignored", iface->agent.port,
+                  (unsigned long long)done.cookie);
+        return;
+    }
     if (done.status != 0) {
         ucs_debug("srm: port %u: RMA failed in the agent: %s",
                   iface->agent.port, strerror(done.status));

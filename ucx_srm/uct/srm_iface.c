@@ -496,6 +496,7 @@ static UCS_CLASS_INIT_FUNC(uct_srm_iface_t, uct_md_h tl_md,
                                (self->agent.flags & SRM_ATTACH_FLAG_RMA);
     self->config.max_rma     = config->max_rma;
     self->rma_outstanding    = 0;
+    uct_srm_rma_slots_init(&self->rma_slots);
     self->sent_since_progress = 0;
     self->sent_since_receive  = 0;
     self->lanes              = NULL;
@@ -548,6 +549,7 @@ static UCS_CLASS_CLEANUP_FUNC(uct_srm_iface_t)
     }
     uct_srm_direct_cleanup(self);
     uct_srm_agent_detach(&self->agent);
+    uct_srm_rma_slots_cleanup(&self->rma_slots);
 }
 
 UCS_CLASS_DEFINE(uct_srm_iface_t, uct_base_iface_t);

@@ -102,6 +102,20 @@ typedef struct uct_srm_attachment {
     void             *shm;
 } uct_srm_attachment_t;
 
+/* A request behind an RMA frame; see srm_rma_slots.c. */
+typedef struct uct_srm_rma_slot {
+    uct_completion_t *comp;
+    uint32_t         generation; /* in the cookie; changes on release */
+    uint32_t         next_free;
+    int              in_use;
+} uct_srm_rma_slot_t;
+
+typedef struct uct_srm_rma_slots {
+    uct_srm_rma_slot_t *slot;
+    uint32_t           capacity;
+    uint32_t           free_head;
+} uct_srm_rma_slots_t;
+
 /* One TX ring and the sends waiting for room in it. */
 typedef struct uct_srm_tx_ring {
     srm_ring_t    ring;
@@ -127,6 +141,7 @@ typedef struct uct_srm_iface {
         int              direct_recv;
     } config;
     unsigned             rma_outstanding; /* RMA frames not yet answered */
+    uct_srm_rma_slots_t  rma_slots;     /* their requests, by cookie */
     int                  fenced;        /* set only while that count > 0;
                                            sends wait until it is 0 */
     unsigned             num_flushes;
@@ -181,6 +196,18 @@ ucs_status_t uct_srm_rkey_unpack(uct_component_t *component,
                                  void **handle_p);
 ucs_status_t uct_srm_rkey_release(uct_component_t *component, uct_rkey_t rkey,
                                   void *handle);
+
+/* srm_rma_slots.c */
+void uct_srm_rma_slots_init(uct_srm_rma_slots_t *slots);
+void uct_srm_rma_slots_cleanup(uct_srm_rma_slots_t *slots);
+/* A cookie for an RMA frame whose completion is comp (NULL allowed). */
+ucs_status_t uct_srm_rma_slot_take(uct_srm_rma_slots_t *slots,
+                                   uct_completion_t *comp, uint64_t *cookie_p);
+/* The request of a cookie the agent echoed, released; UCS_ERR_NO_ELEM if
+ * the cookie names no outstanding request of ours. */
+ucs_status_t uct_srm_rma_slot_release(uct_srm_rma_slots_t *slots,
+                                      uint64_t cookie,
+                                      uct_completion_t **comp_p);
 
 /* srm_iface.c */
 void uct_srm_iface_ring_doorbell(uct_srm_iface_t *iface);
