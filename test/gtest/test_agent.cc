@@ -339,3 +339,70 @@ TEST(agent, departed_port_is_not_reused_by_a_stale_address)
     EXPECT_FALSE(fresh.recv_wait(&f, 200));
     exchange(a, fresh, 10, 8);
 }
+
+/*
+ * A sender that leaves while its TX ring still holds frames its receiver had
+ * no room for: the agent delivers them before it lets the port go, as UCX's
+ * tcp delivers what is in the kernel's buffer after the sender exits.
+ */
+TEST(agent, frames_left_in_the_ring_of_a_departed_sender_are_delivered)
+{
+    agent srmd({"UCX_SRM_PORT_BACKLOG=64k"});
+    raw_client receiver(srmd.socket());
+    const uint32_t length = 200;
+    uint32_t sent = 0, received = 0;
+    frame f;
+    {
+        raw_client sender(srmd.socket());
+        std::vector<uint8_t> data = pattern(sent, length);
+        while (sender.send(receiver.port(), receiver.key(), data.data(),
+                           length, sent)) {
+            data = pattern(++sent, length);
+        }
+        ASSERT_GT(sent, 1000u);
+        ASSERT_GT(srm_ring_used(&sender.ctl()->tx[0]), 0u)
+                << "the receiver's ring and backlog should be full";
+    } /* the sender hangs up with its ring full */
+
+    while (received < sent) {
+        ASSERT_TRUE(receiver.recv_wait(&f, 5000))
+                << "lost after " << received << " of " << sent << "\n"
+                << srmd.status();
+        ASSERT_EQ(received, f.hdr.seq);
+        ASSERT_EQ(pattern(received, length), f.payload);
+        ++received;
+    }
+    EXPECT_FALSE(receiver.recv_wait(&f, 100));
+    EXPECT_EQ(0ull, srmd.counter("dropped"));
+    EXPECT_EQ(0ull, srmd.counter("departing"));
+}
+
+/*
+ * A departing sender whose receiver never reads is let go after
+ * UCX_SRM_DEPART_TIMEOUT, with a warning of what was left, and the agent
+ * serves the rest meanwhile.
+ */
+TEST(agent, a_departed_sender_whose_frames_cannot_move_is_dropped_in_time)
+{
+    agent srmd({"UCX_SRM_PORT_BACKLOG=64k", "UCX_SRM_DEPART_TIMEOUT=300ms"});
+    raw_client receiver(srmd.socket());
+    raw_client a(srmd.socket()), b(srmd.socket());
+    const uint32_t length = 200;
+    uint32_t sent = 0;
+    {
+        raw_client sender(srmd.socket());
+        std::vector<uint8_t> data = pattern(sent, length);
+        while (sender.send(receiver.port(), receiver.key(), data.data(),
+                           length, sent)) {
+            ++sent;
+        }
+    }
+    exchange(a, b, 500, 64);
+    EXPECT_EQ(1ull, srmd.counter("departing")) << srmd.status();
+    for (int i = 0; (i < 300) && (srmd.counter("dropped") == 0); ++i) {
+        usleep(10000);
+    }
+    EXPECT_EQ(1ull, srmd.counter("dropped")) << srmd.status();
+    EXPECT_EQ(0ull, srmd.counter("departing")) << srmd.status();
+    EXPECT_EQ(3ull, srmd.counter("attached")) << srmd.status();
+}

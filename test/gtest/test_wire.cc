@@ -455,11 +455,12 @@ TEST(wire, a_ring_keeps_at_most_a_quarter_of_itself)
 /*
  * A process that leaves as soon as the agent took its large frames, while
  * they may still be on their way from its ring: they arrive, intact, and
- * no channel fails. (Frames still in its ring when it leaves are not taken
- * at all: it did not wait for them, as UCT's flush does. That the ring's
- * registration outlives the process while a queue pair may read it is
- * not shown here: with the registration dropped at once, this passed on
- * rxe too, which had read the sends by then.)
+ * no channel fails. (Frames still in its ring when it leaves are delivered
+ * too: test_agent's frames_left_in_the_ring_of_a_departed_sender_... and
+ * uct_flush_test. That the ring's registration outlives the process while
+ * a queue pair may read it is not shown here: with the registration
+ * dropped at once, this passed on rxe too, which had read the sends by
+ * then.)
  */
 TEST(wire, a_sender_that_leaves_mid_transfer_fails_no_channel)
 {

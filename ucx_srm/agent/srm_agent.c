@@ -209,6 +209,9 @@ static unsigned srm_agent_progress(srm_agent_t *agent)
     if (agent->num_failed > 0) {
         srm_client_reap(agent);
     }
+    if (agent->num_departing > 0) {
+        srm_client_reap_departed(agent);
+    }
     return count;
 }
 

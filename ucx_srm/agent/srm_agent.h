@@ -76,6 +76,12 @@ typedef struct srm_client_stats {
     uint64_t wakeups;        /* event-fd signals sent to it */
 } srm_client_stats_t;
 
+/* Why a client is on the agent's notify list (bits). */
+enum {
+    SRM_NOTIFY_WAKE    = 1u << 0,
+    SRM_NOTIFY_TX_ROOM = 1u << 1,
+};
+
 typedef enum {
     SRM_CLIENT_CONNECTED, /* socket accepted, no request yet */
     SRM_CLIENT_ATTACHED,  /* has rings and a port */
@@ -84,6 +90,10 @@ typedef enum {
 typedef struct srm_client {
     srm_client_state_t  state;
     const char          *failed;       /* why it must be dropped, or NULL */
+    double              departed_at;   /* its socket closed with frames left
+                                          in its TX rings, which are still
+                                          delivered (srm_client_depart); 0:
+                                          it has not left */
     int                 sock_fd;
     int                 doorbell_fd;   /* the client writes, the agent waits */
     int                 event_fd;      /* the agent writes, the client waits */
@@ -104,7 +114,8 @@ typedef struct srm_client {
     srm_backlog_frame_t *backlog_head;
     srm_backlog_frame_t *backlog_tail;
     size_t              backlog_bytes;
-    int                 notify;         /* delivered since the last signal */
+    unsigned            notify;         /* SRM_NOTIFY_* since the last
+                                           srm_deliver_notify */
     struct srm_client   *notify_next;
 
     srm_client_stats_t  stats;
@@ -179,6 +190,7 @@ typedef struct srm_agent {
     int                moved_locally;   /* a frame went between two ports of
                                            this node since the last sleep */
     unsigned           num_failed;      /* clients waiting for srm_client_reap */
+    unsigned           num_departing;   /* clients with departed_at set */
     srm_agent_stats_t  stats;
 } srm_agent_t;
 
@@ -201,6 +213,10 @@ void srm_client_drop(srm_agent_t *agent, srm_client_t *client,
 void srm_client_fail(srm_agent_t *agent, srm_client_t *client,
                      const char *reason);
 void srm_client_reap(srm_agent_t *agent);
+/* Drops the departed clients whose TX rings are empty, or that waited
+ * longer than DEPART_TIMEOUT for them to empty. */
+void srm_client_reap_departed(srm_agent_t *agent);
+/* An attached client that is not failed and has not departed, by port. */
 srm_client_t *srm_client_lookup(srm_agent_t *agent, uint32_t port);
 
 /* srm_deliver.c */
@@ -210,7 +226,11 @@ srm_sched_result_t srm_deliver_frame(void *arg, srm_sched_queue_t *queue,
 unsigned srm_deliver_backlogs(srm_agent_t *agent);
 void srm_deliver_notify(srm_agent_t *agent);
 void srm_deliver_release_backlog(srm_client_t *client);
+/* The client is woken if it sleeps: frames arrived, or its nodes changed. */
 void srm_deliver_mark_notify(srm_agent_t *agent, srm_client_t *client);
+/* Room was freed in the client's TX rings: woken if it sleeps and asked
+ * for room (tx_space_wanted). */
+void srm_deliver_mark_tx_room(srm_agent_t *agent, srm_client_t *client);
 
 /*
  * srm_deliver.c: 1 delivered, 0 no room (retry later), -1 dropped and

@@ -33,7 +33,8 @@ srm_client_t *srm_client_lookup(srm_agent_t *agent, uint32_t port)
     }
     client = agent->slots[slot];
     if ((client == NULL) || (client->port != port) ||
-        (client->state != SRM_CLIENT_ATTACHED) || (client->failed != NULL)) {
+        (client->state != SRM_CLIENT_ATTACHED) || (client->failed != NULL) ||
+        (client->departed_at != 0)) {
         return NULL;
     }
     return client;
@@ -431,6 +432,72 @@ static void srm_client_lane(srm_agent_t *agent, srm_client_t *client,
     }
 }
 
+/* Bytes a client published in its TX rings that the agent has not taken. */
+static uint64_t srm_client_unsent(const srm_client_t *client)
+{
+    uint64_t bytes = 0;
+    uint32_t i;
+
+    for (i = 0; i < client->layout.num_tx_rings; ++i) {
+        bytes += srm_load_acquire(&client->tx[i].ring.shared->head) -
+                 client->tx[i].ring.local;
+    }
+    return bytes;
+}
+
+/*
+ * The client hung up. What it left in its TX rings was sent as far as it
+ * knows (its flush only waits for the agent to take frames): deliver it,
+ * then drop the client. Frames to the client itself are refused from now
+ * on (srm_client_lookup), as to any port that is gone.
+ */
+static void srm_client_depart(srm_agent_t *agent, srm_client_t *client)
+{
+    uint64_t unsent;
+
+    if ((client->state != SRM_CLIENT_ATTACHED) || (client->failed != NULL)) {
+        srm_client_drop(agent, client, NULL);
+        return;
+    }
+    unsent = srm_client_unsent(client);
+    if (unsent == 0) {
+        srm_client_drop(agent, client, NULL);
+        return;
+    }
+    epoll_ctl(agent->epoll_fd, EPOLL_CTL_DEL, client->sock_fd, NULL);
+    client->departed_at = srm_agent_now();
+    agent->num_departing++;
+    srm_info("port %u (%s, pid %d) left %llu bytes in its send rings: "
+             "delivering them before it goes", client->port, client->name,
+             (int)client->pid, (unsigned long long)unsent);
+}
+
+void srm_client_reap_departed(srm_agent_t *agent)
+{
+    double now = srm_agent_now();
+    srm_client_t *client;
+    char reason[128];
+    uint64_t unsent;
+    unsigned i;
+
+    for (i = 0; (i < agent->num_slots) && (agent->num_departing > 0); ++i) {
+        client = agent->slots[i];
+        if ((client == NULL) || (client->departed_at == 0)) {
+            continue;
+        }
+        unsent = srm_client_unsent(client);
+        if (unsent == 0) {
+            srm_client_drop(agent, client, NULL);
+        } else if (now - client->departed_at > agent->config.depart_timeout) {
+            snprintf(reason, sizeof(reason),
+                     "left %llu bytes in its send rings that could not be "
+                     "delivered within %.1f s (UCX_SRM_DEPART_TIMEOUT)",
+                     (unsigned long long)unsent, agent->config.depart_timeout);
+            srm_client_drop(agent, client, reason);
+        }
+    }
+}
+
 void srm_client_handle_socket(srm_agent_t *agent, srm_client_t *client)
 {
     union {
@@ -455,7 +522,7 @@ void srm_client_handle_socket(srm_agent_t *agent, srm_client_t *client)
         if (fd >= 0) {
             close(fd);
         }
-        srm_client_drop(agent, client, NULL);
+        srm_client_depart(agent, client);
         return;
     } else if (len < 0) {
         if ((errno != EAGAIN) && (errno != EINTR)) {
@@ -536,6 +603,9 @@ void srm_client_drop(srm_agent_t *agent, srm_client_t *client,
     }
     if (client->failed != NULL) {
         agent->num_failed--;
+    }
+    if (client->departed_at != 0) {
+        agent->num_departing--;
     }
     srm_place_abandon(client); /* while its ring is still mapped */
 

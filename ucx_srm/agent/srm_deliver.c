@@ -12,12 +12,25 @@
 #include <string.h>
 #include <unistd.h>
 
-void srm_deliver_mark_notify(srm_agent_t *agent, srm_client_t *client)
+static void srm_deliver_mark(srm_agent_t *agent, srm_client_t *client,
+                             unsigned reason)
 {
     if (!client->notify) {
-        client->notify      = 1;
         client->notify_next = agent->notify_list;
         agent->notify_list  = client;
+    }
+    client->notify |= reason;
+}
+
+void srm_deliver_mark_notify(srm_agent_t *agent, srm_client_t *client)
+{
+    srm_deliver_mark(agent, client, SRM_NOTIFY_WAKE);
+}
+
+void srm_deliver_mark_tx_room(srm_agent_t *agent, srm_client_t *client)
+{
+    if (!(client->notify & SRM_NOTIFY_TX_ROOM)) {
+        srm_deliver_mark(agent, client, SRM_NOTIFY_TX_ROOM);
     }
 }
 
@@ -240,9 +253,10 @@ srm_sched_result_t srm_deliver_frame(void *arg, srm_sched_queue_t *queue,
     src->stats.tx_bytes += hdr->length;
     agent->stats.frames++;
     agent->stats.bytes += hdr->length;
-    if (srm_load_relaxed(&src->ctl->tx_space_wanted.value)) {
-        srm_deliver_mark_notify(agent, src);
-    }
+    /* Whether it waits for the room is read in srm_deliver_notify, after
+     * the scheduler released the frame: read here, before, a client that
+     * asks in between would be missed. */
+    srm_deliver_mark_tx_room(agent, src);
     return SRM_SCHED_DELIVERED;
 }
 
@@ -309,19 +323,29 @@ void srm_deliver_release_backlog(srm_client_t *client)
 /*
  * Signals every client that got frames (or TX room it waits for) since the
  * last call, but only those that said they sleep: a polling client costs no
- * system call.
+ * system call. The fence orders the rings' updates of this pass before the
+ * flags are read; the client raises its flag, fences and then looks at the
+ * rings, so one of the two sides always sees the other.
  */
 void srm_deliver_notify(srm_agent_t *agent)
 {
     const uint64_t one = 1;
     srm_client_t *client;
+    unsigned reasons;
     ssize_t ret;
+    int wake;
 
+    if (agent->notify_list == NULL) {
+        return;
+    }
+    srm_fence();
     while ((client = agent->notify_list) != NULL) {
         agent->notify_list = client->notify_next;
+        reasons            = client->notify;
         client->notify     = 0;
-        srm_shm_flag_clear(&client->ctl->tx_space_wanted);
-        if (srm_shm_flag_take(&client->ctl->client_sleeping)) {
+        wake = (reasons & SRM_NOTIFY_WAKE) ||
+               srm_shm_flag_take_fenced(&client->ctl->tx_space_wanted);
+        if (wake && srm_shm_flag_take_fenced(&client->ctl->client_sleeping)) {
             ret = write(client->event_fd, &one, sizeof(one));
             (void)ret; /* a full counter already means "wake up" */
             client->stats.wakeups++;

@@ -117,9 +117,8 @@ static void srm_hole_forget(srm_agent_t *agent, srm_hole_t *hole)
 
     if (hole->queue != NULL) {
         client = hole->queue->owner;
-        if (srm_sched_free_kept(hole->queue, hole->kept) &&
-            srm_load_relaxed(&client->ctl->tx_space_wanted.value)) {
-            srm_deliver_mark_notify(agent, client);
+        if (srm_sched_free_kept(hole->queue, hole->kept)) {
+            srm_deliver_mark_tx_room(agent, client);
         }
     }
     srm_ring_mem_put(hole->mem);

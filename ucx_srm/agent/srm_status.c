@@ -166,7 +166,7 @@ size_t srm_status_format(srm_agent_t *agent, char *buf, size_t size)
                  "agent: socket @%s node 0x%016llx pid %d uptime %.1f s\n"
                  "policy: poll %s, quantum %zu B, channel depth %zu B, "
                  "port backlog %zu B\n"
-                 "clients: attached %u total %llu dropped %llu\n"
+                 "clients: attached %u departing %u total %llu dropped %llu\n"
                  "counters: frames %llu bytes %llu bad_dest %llu "
                  "sleeps %llu wakeups %llu\n",
                  agent->socket_name, (unsigned long long)agent->node_id,
@@ -174,7 +174,7 @@ size_t srm_status_format(srm_agent_t *agent, char *buf, size_t size)
                  srm_poll_policy_names[agent->config.poll_policy],
                  agent->config.quantum, srm_channel_depth(agent),
                  agent->config.port_backlog,
-                 agent->num_clients,
+                 agent->num_clients, agent->num_departing,
                  (unsigned long long)agent->stats.clients_attached,
                  (unsigned long long)agent->stats.clients_dropped,
                  (unsigned long long)agent->stats.frames,

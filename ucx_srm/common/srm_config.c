@@ -79,6 +79,12 @@ ucs_config_field_t srm_agent_config_table[] = {
      "An agent started on demand exits this long after its last client left.",
      offsetof(srm_agent_config_t, idle_timeout), UCS_CONFIG_TYPE_TIME},
 
+    {"DEPART_TIMEOUT", "30s",
+     "How long the agent keeps delivering the frames a process left in its\n"
+     "send rings when it exited (or closed its interface) before it gives\n"
+     "up on them and logs what was not delivered.",
+     offsetof(srm_agent_config_t, depart_timeout), UCS_CONFIG_TYPE_TIME},
+
     {"QUANTUM", "8k",
      "Scheduling unit: bytes a sender may move per round-robin visit.",
      offsetof(srm_agent_config_t, quantum), UCS_CONFIG_TYPE_MEMUNITS},

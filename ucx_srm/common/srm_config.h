@@ -52,6 +52,7 @@ typedef struct srm_agent_config {
     unsigned poll_policy;      /* srm_poll_policy_t */
     double   spin_time;        /* seconds */
     double   idle_timeout;     /* seconds; exit this long after last client */
+    double   depart_timeout;   /* seconds a departed client's rings drain */
     size_t   quantum;          /* scheduler unit in bytes */
     size_t   port_backlog;     /* per destination port, bytes */
     char     *log_file;        /* "" = stderr */

@@ -113,11 +113,17 @@ void srm_shm_unmap(const srm_shm_layout_t *layout, void *addr);
  * flips it from 1 to 0 signals, so one wakeup costs at most one write.
  * The sleeper stores the flag, full fence, re-checks for work, then sleeps.
  */
+/* srm_shm_flag_take for a caller that fenced since its last store. */
+static inline int srm_shm_flag_take_fenced(srm_shm_flag_t *flag)
+{
+    return (srm_load_relaxed(&flag->value) != 0) &&
+           (srm_exchange(&flag->value, 0) != 0);
+}
+
 static inline int srm_shm_flag_take(srm_shm_flag_t *flag)
 {
     srm_fence();
-    return (srm_load_relaxed(&flag->value) != 0) &&
-           (srm_exchange(&flag->value, 0) != 0);
+    return srm_shm_flag_take_fenced(flag);
 }
 
 static inline void srm_shm_flag_raise(srm_shm_flag_t *flag)

@@ -497,7 +497,6 @@ void uct_srm_ep_rma_done(uct_srm_iface_t *iface, const void *payload,
 {
     uct_completion_t *comp;
     srm_rma_done_t done;
-    unsigned i, num;
 
     if ((length != sizeof(done)) || (iface->rma_outstanding == 0)) {
         ucs_error("srm: port %u: unexpected RMA completion (%zu bytes)",
@@ -523,11 +522,7 @@ void uct_srm_ep_rma_done(uct_srm_iface_t *iface, const void *payload,
         iface->fenced = 0; /* the sends behind it go at the pending dispatch */
     }
     if ((iface->rma_outstanding == 0) && (iface->num_flushes > 0)) {
-        num                = iface->num_flushes;
-        iface->num_flushes = 0;
-        for (i = 0; i < num; ++i) {
-            uct_invoke_completion(iface->flushes[i], UCS_OK);
-        }
+        uct_srm_flush_progress(iface);
     }
 }
 
@@ -607,6 +602,7 @@ ucs_status_t uct_srm_ep_flush(uct_ep_h tl_ep, unsigned flags,
 {
     uct_srm_ep_t *ep       = ucs_derived_of(tl_ep, uct_srm_ep_t);
     uct_srm_iface_t *iface = ucs_derived_of(tl_ep->iface, uct_srm_iface_t);
+    ucs_status_t status;
 
     /*
      * Requests still pending come before the flush, except when it is
@@ -620,23 +616,14 @@ ucs_status_t uct_srm_ep_flush(uct_ep_h tl_ep, unsigned flags,
         UCT_TL_EP_STAT_FLUSH_WAIT(&ep->super);
         return UCS_ERR_NO_RESOURCE;
     }
-    /* AM frames are done once in the ring; RMA only once answered (the
-     * iface's count: conservative for an ep, never early). */
-    if (iface->rma_outstanding > 0) {
-        if (iface->agent_lost) {
-            return UCS_ERR_ENDPOINT_TIMEOUT; /* no answer will come */
-        }
-        if (comp != NULL) {
-            if (iface->num_flushes == UCT_SRM_MAX_FLUSHES) {
-                return UCS_ERR_NO_RESOURCE;
-            }
-            iface->flushes[iface->num_flushes++] = comp;
-        }
+    /* RMA is counted for the iface: conservative for an ep, never early. */
+    status = uct_srm_flush_start(iface, ep->tx, comp);
+    if (status == UCS_OK) {
+        UCT_TL_EP_STAT_FLUSH(&ep->super);
+    } else if (status == UCS_INPROGRESS) {
         UCT_TL_EP_STAT_FLUSH_WAIT(&ep->super);
-        return UCS_INPROGRESS;
     }
-    UCT_TL_EP_STAT_FLUSH(&ep->super);
-    return UCS_OK;
+    return status;
 }
 
 /*

@@ -360,10 +360,13 @@ static unsigned uct_srm_iface_progress(uct_iface_h tl_iface)
                                         iface->config.rx_max_poll - count);
     }
 
-    if ((count > 0) &&
-        srm_load_relaxed(&iface->ctl->rx_space_wanted.value) &&
-        srm_shm_flag_take(&iface->ctl->rx_space_wanted)) {
+    /* The take fences: our RX release must be visible before we look at
+     * whether the agent waits for room, or both may miss the other. */
+    if ((count > 0) && srm_shm_flag_take(&iface->ctl->rx_space_wanted)) {
         uct_srm_iface_ring_doorbell(iface);
+    }
+    if (ucs_unlikely(iface->num_flushes > 0)) {
+        count += uct_srm_flush_progress(iface);
     }
 
     if (ucs_unlikely(srm_load_relaxed(&iface->ctl->nodes_changed.value))) {
@@ -401,12 +404,10 @@ static ucs_status_t uct_srm_iface_flush(uct_iface_h tl_iface, unsigned flags,
     if (comp != NULL) {
         return UCS_ERR_UNSUPPORTED;
     }
-    /* Everything not pending is already in the agent's rings; RMA is done
-     * once the agent answered it. */
     if (uct_srm_iface_has_pending(iface)) {
         return UCS_ERR_NO_RESOURCE;
     }
-    return (iface->rma_outstanding > 0) ? UCS_INPROGRESS : UCS_OK;
+    return uct_srm_flush_start(iface, NULL, NULL);
 }
 
 static ucs_status_t uct_srm_iface_event_fd_get(uct_iface_h tl_iface, int *fd_p)
@@ -432,7 +433,9 @@ static ucs_status_t uct_srm_iface_event_arm(uct_iface_h tl_iface,
     srm_shm_flag_raise(&iface->ctl->client_sleeping);
     if (srm_load_relaxed(&iface->ctl->nodes_changed.value) ||
         ((events & UCT_EVENT_RECV) && srm_ring_has_data(&iface->rx)) ||
-        ((events & UCT_EVENT_SEND_COMP) && uct_srm_iface_has_pending(iface))) {
+        ((events & UCT_EVENT_SEND_COMP) &&
+         (uct_srm_iface_has_pending(iface) ||
+          ((iface->num_flushes > 0) && !uct_srm_flush_waiting(iface))))) {
         return UCS_ERR_BUSY;
     }
     return UCS_OK;

@@ -27,7 +27,7 @@
 #define UCT_SRM_DEVICE_NAME "node"
 #define UCT_SRM_CONFIG_PREFIX SRM_CONFIG_PREFIX
 #define UCT_SRM_MAX_HDR     SRM_FRAME_AM_HDR_ALLOWANCE
-#define UCT_SRM_MAX_FLUSHES 64   /* flushes waiting for RMA completions */
+#define UCT_SRM_MAX_FLUSHES 64   /* flushes waiting with a completion */
 /* Most bytes of one frame read from a lane's socket (srm_direct.c); a
  * larger frame is left to the agent. */
 #define UCT_SRM_RX_FRAME_SIZE (sizeof(srm_frame_hdr_t) + 16384)
@@ -116,6 +116,12 @@ typedef struct uct_srm_rma_slots {
     uint32_t           free_head;
 } uct_srm_rma_slots_t;
 
+/* A flush waiting for the agent to take frames and answer RMA. */
+typedef struct uct_srm_flush {
+    uct_completion_t *comp;
+    uint64_t         head[SRM_SHM_MAX_TX_RINGS]; /* each ring's, to pass */
+} uct_srm_flush_t;
+
 /* One TX ring and the sends waiting for room in it. */
 typedef struct uct_srm_tx_ring {
     srm_ring_t    ring;
@@ -145,7 +151,7 @@ typedef struct uct_srm_iface {
     int                  fenced;        /* set only while that count > 0;
                                            sends wait until it is 0 */
     unsigned             num_flushes;
-    uct_completion_t     *flushes[UCT_SRM_MAX_FLUSHES]; /* wait for RMA */
+    uct_srm_flush_t      flushes[UCT_SRM_MAX_FLUSHES]; /* srm_flush.c */
     uint32_t             num_nodes;     /* node table entries in use */
     struct uct_srm_ep    *dispatch_ep;  /* whose pending request runs */
     volatile int         agent_lost;    /* set by the async socket handler */
@@ -208,6 +214,18 @@ ucs_status_t uct_srm_rma_slot_take(uct_srm_rma_slots_t *slots,
 ucs_status_t uct_srm_rma_slot_release(uct_srm_rma_slots_t *slots,
                                       uint64_t cookie,
                                       uct_completion_t **comp_p);
+
+/* srm_flush.c */
+/* Flushes what was sent on one TX ring (only), or on all (NULL): UCS_OK if
+ * it has all left, else UCS_INPROGRESS with comp invoked later. */
+ucs_status_t uct_srm_flush_start(uct_srm_iface_t *iface,
+                                 const uct_srm_tx_ring_t *only,
+                                 uct_completion_t *comp);
+/* Completes the waiting flushes that can; how many. */
+unsigned uct_srm_flush_progress(uct_srm_iface_t *iface);
+/* For event_arm: 1 if flushes wait and none can complete yet (the agent
+ * was asked to wake us), 0 otherwise. */
+int uct_srm_flush_waiting(uct_srm_iface_t *iface);
 
 /* srm_iface.c */
 void uct_srm_iface_ring_doorbell(uct_srm_iface_t *iface);

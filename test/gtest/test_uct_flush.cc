@@ -1,0 +1,188 @@
+/*
+ * What a flushed or closed interface leaves behind. A flush completes only
+ * once the agent has taken every frame sent before it; whatever a process
+ * leaves in its TX rings when it closes the interface (or exits) is still
+ * delivered, as UCX's tcp delivers what sits in the kernel's buffer.
+ */
+#include "srm_test_agent.h"
+#include "srm_test_uct.h"
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstring>
+#include <string>
+#include <unistd.h>
+#include <vector>
+
+using srm_test::agent;
+
+namespace {
+
+const size_t kLength = 1000;
+
+class uct_flush_test : public srm_test::two_port_test {
+protected:
+    using clock = std::chrono::steady_clock;
+
+    static size_t pack(void *dest, void *arg)
+    {
+        uint64_t seq = *static_cast<uint64_t*>(arg);
+        std::memset(dest, (int)(seq & 0xff), kLength);
+        std::memcpy(dest, &seq, sizeof(seq));
+        return kLength;
+    }
+
+    static ucs_status_t on_am(void *arg, void *data, size_t length,
+                              unsigned flags)
+    {
+        auto *self = static_cast<uct_flush_test*>(arg);
+        uint64_t seq;
+        std::memcpy(&seq, data, sizeof(seq));
+        if ((length != kLength) || (seq != self->received_)) {
+            self->disorder_++;
+        }
+        self->received_++;
+        return UCS_OK;
+    }
+
+    /* Port 0 on node_a, port 1 on node_b (may be the same agent). */
+    void start(const std::vector<std::string> &env, bool two_nodes)
+    {
+        node_a_.reset(new agent(env));
+        if (two_nodes) {
+            node_b_.reset(new agent(env));
+        }
+        ASSERT_NO_FATAL_FAILURE(open_port(0, node_a_->socket()));
+        ASSERT_NO_FATAL_FAILURE(
+                open_port(1, (two_nodes ? node_b_ : node_a_)->socket()));
+        ASSERT_NO_FATAL_FAILURE(create_ep(on_am, this));
+    }
+
+    /* Sends without progress until the rings and the channel are full and
+     * stay full: the agent cannot take more while port 1 does not read. */
+    void fill()
+    {
+        auto quiet_since = clock::now();
+        while (clock::now() - quiet_since < std::chrono::milliseconds(200)) {
+            ssize_t length = uct_ep_am_bcopy(ep_, 9, pack, &sent_, 0);
+            if (length == (ssize_t)kLength) {
+                ++sent_;
+                quiet_since = clock::now();
+            } else {
+                ASSERT_EQ(UCS_ERR_NO_RESOURCE, (ucs_status_t)length);
+                usleep(1000);
+            }
+        }
+        ASSERT_GT(sent_, 1000u);
+    }
+
+    bool progress_until_all_arrived(double seconds)
+    {
+        auto end = clock::now() + std::chrono::duration<double>(seconds);
+        while ((received_ < sent_) && (clock::now() < end)) {
+            uct_worker_progress(worker_);
+        }
+        return received_ == sent_;
+    }
+
+    std::string status() const
+    {
+        return node_a_->status() + (node_b_ ? node_b_->status() : "");
+    }
+
+    std::unique_ptr<agent> node_a_, node_b_;
+    uint64_t               sent_     = 0;
+    uint64_t               received_ = 0;
+    unsigned               disorder_ = 0;
+};
+
+const std::vector<std::string> kOneNode = {"UCX_SRM_PORT_BACKLOG=64k",
+                                           "UCX_SRM_DIRECT=no"};
+const std::vector<std::string> kTwoNodes = {"UCX_SRM_DEVICES=lo",
+                                            "UCX_SRM_PORT_BACKLOG=64k",
+                                            "UCX_SRM_DIRECT=no"};
+
+TEST_F(uct_flush_test, a_flush_waits_until_the_agent_took_every_frame)
+{
+    ASSERT_NO_FATAL_FAILURE(start(kOneNode, false));
+    ASSERT_NO_FATAL_FAILURE(fill());
+    EXPECT_EQ(UCS_INPROGRESS, uct_ep_flush(ep_, 0, nullptr))
+            << "frames are still in the TX ring";
+    EXPECT_EQ(UCS_INPROGRESS, uct_iface_flush(iface_[0], 0, nullptr));
+
+    auto end = clock::now() + std::chrono::seconds(30);
+    ucs_status_t flushed;
+    while ((flushed = uct_ep_flush(ep_, 0, nullptr)) == UCS_INPROGRESS) {
+        ASSERT_LT(clock::now(), end) << status();
+        uct_worker_progress(worker_);
+    }
+    EXPECT_EQ(UCS_OK, flushed);
+    EXPECT_TRUE(progress_until_all_arrived(10)) << received_ << " of " << sent_;
+    EXPECT_EQ(0u, disorder_);
+}
+
+/* The flush's completion, given one, comes once the frames are taken. */
+TEST_F(uct_flush_test, a_flush_with_a_completion_completes_when_taken)
+{
+    struct counted : uct_completion_t {
+        int calls = 0;
+    } comp;
+    uct_completion_t *base = &comp;
+    base->func   = [](uct_completion_t *c) { ++static_cast<counted*>(c)->calls; };
+    base->count  = 1;
+    base->status = UCS_OK;
+
+    ASSERT_NO_FATAL_FAILURE(start(kOneNode, false));
+    ASSERT_NO_FATAL_FAILURE(fill());
+    ASSERT_EQ(UCS_INPROGRESS, uct_ep_flush(ep_, 0, base));
+    EXPECT_EQ(0, comp.calls);
+    EXPECT_TRUE(progress_until_all_arrived(30)) << received_ << " of " << sent_;
+    for (int i = 0; (i < 1000) && (comp.calls == 0); ++i) {
+        uct_worker_progress(worker_);
+    }
+    EXPECT_EQ(1, comp.calls);
+}
+
+/*
+ * A sender fills its rings and the channel to another node to their depth,
+ * then closes its interface at once (as a process that exits): every frame
+ * arrives, in order, and the sender's agent lets the port go only then.
+ */
+TEST_F(uct_flush_test, a_sender_that_closes_at_once_loses_nothing)
+{
+    ASSERT_NO_FATAL_FAILURE(start(kTwoNodes, true));
+    ASSERT_NO_FATAL_FAILURE(fill());
+    uct_ep_destroy(ep_);
+    ep_ = nullptr;
+    uct_iface_close(iface_[0]);
+    iface_[0] = nullptr;
+
+    EXPECT_TRUE(progress_until_all_arrived(30))
+            << received_ << " of " << sent_ << "\n" << status();
+    EXPECT_EQ(0u, disorder_);
+    EXPECT_EQ(0ull, node_a_->counter("dropped")) << status();
+}
+
+/* The same with a flush first, as ucp_ep_close(FLUSH) and MPI_Finalize do:
+ * the flush says done only when the agent holds the frames. */
+TEST_F(uct_flush_test, a_sender_that_flushes_and_closes_loses_nothing)
+{
+    ASSERT_NO_FATAL_FAILURE(start(kTwoNodes, true));
+    ASSERT_NO_FATAL_FAILURE(fill());
+    auto end = clock::now() + std::chrono::seconds(30);
+    while (uct_ep_flush(ep_, 0, nullptr) == UCS_INPROGRESS) {
+        ASSERT_LT(clock::now(), end) << status();
+        uct_worker_progress(worker_);
+    }
+    uct_ep_destroy(ep_);
+    ep_ = nullptr;
+    uct_iface_close(iface_[0]);
+    iface_[0] = nullptr;
+
+    EXPECT_TRUE(progress_until_all_arrived(30))
+            << received_ << " of " << sent_ << "\n" << status();
+    EXPECT_EQ(0u, disorder_);
+}
+
+} // namespace
