@@ -300,6 +300,36 @@ TEST_F(uct_direct_test, a_writer_that_dies_holding_the_lock_stops_nothing)
     pthread_mutex_unlock(&lane->lock);
 }
 
+/*
+ * The lock's owner dies and the next one to take it is the agent closing
+ * that very connection (a reset, here injected): the absorb must not close
+ * the link under its caller (once a double free that took the agent, and
+ * every job on the node, down). Both agents live; nothing is lost.
+ */
+TEST_F(uct_direct_test, a_writer_that_dies_holding_the_lock_before_a_reset)
+{
+    ASSERT_NO_FATAL_FAILURE(start("always"));
+    for (int round = 0; round < 5; ++round) {
+        ASSERT_NO_FATAL_FAILURE(paced(50));
+        srm_lane_t *lane = mapped_lane();
+        ASSERT_NE(nullptr, lane);
+        pid_t pid = fork();
+        if (pid == 0) {
+            pthread_mutex_lock(&lane->lock);
+            _exit(0);
+        }
+        ASSERT_GT(pid, 0);
+        int wstatus;
+        ASSERT_EQ(pid, waitpid(pid, &wstatus, 0));
+        node_a_->fault(false);
+        ASSERT_NO_FATAL_FAILURE(stream(500));
+        ASSERT_EQ(0, kill(node_a_->pid(), 0)) << "agent a died";
+        ASSERT_EQ(0, kill(node_b_->pid(), 0)) << "agent b died";
+    }
+    expect_all_arrive();
+    EXPECT_GE(node_a_->counter("failovers"), 5u) << node_a_->status();
+}
+
 namespace {
 
 /* A fresh path for an agent's UCX_SRM_LOG_FILE, per test and process. */

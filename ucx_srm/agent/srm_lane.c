@@ -23,6 +23,9 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+static void srm_lane_set_polled(srm_agent_t *agent, srm_link_t *link,
+                                int polled);
+
 /*
  * Books the frames clients read themselves, up to `taken` of the log.
  * -1 if one was not next in order: the client broke the lane.
@@ -46,6 +49,26 @@ static int srm_lane_absorb_rx(srm_agent_t *agent, srm_node_t *node,
         link->last_rx = srm_agent_now(); /* its peer is alive */
     }
     return 0;
+}
+
+/*
+ * What the link's socket holds is no longer known to be whole frames: it
+ * must go, and a new link starts again from the oldest unacknowledged frame.
+ * Not closed here: enter runs inside the agent's own uses of that link
+ * (writes, heartbeats, its close), which would go on with it freed. Shut
+ * down, it is closed by its own read or write, as after a reset.
+ */
+static void srm_lane_shut_link(srm_agent_t *agent, srm_node_t *node,
+                               srm_link_t *link, const char *why)
+{
+    if (link->lane_shut) {
+        return;
+    }
+    srm_warn("node %u: %s; resetting its small channel's connection",
+             node->index, why);
+    link->lane_shut = 1;
+    srm_lane_set_polled(agent, link, 0);
+    shutdown(link->fd, SHUT_RDWR);
 }
 
 static void srm_lane_absorb(srm_agent_t *agent, srm_node_t *node)
@@ -87,17 +110,15 @@ static void srm_lane_absorb(srm_agent_t *agent, srm_node_t *node)
     lane->unwritten  = 0;
     lane->owner_died = 0;
     if ((why != NULL) && (link != NULL)) {
-        /* What the socket holds is no longer known to be whole frames: a
-         * new link starts again from the oldest unacknowledged one. */
-        srm_link_close(agent, link, SRM_LOG_WARN, "%s", why);
+        srm_lane_shut_link(agent, node, link, why);
     }
 
     /* After the frames written: an ack read may acknowledge them. */
     if ((srm_lane_absorb_rx(agent, node, lane->rx_taken) != 0) &&
         (node->lane_link != NULL)) {
-        srm_link_close(agent, node->lane_link, SRM_LOG_WARN,
-                       "a process read a frame from it directly that was "
-                       "not the next");
+        srm_lane_shut_link(agent, node, node->lane_link,
+                           "a process read a frame from it directly that "
+                           "was not the next");
     }
     lane->rx_taken       = 0;
     lane->rx_taken_bytes = 0;
@@ -170,7 +191,8 @@ static srm_link_t *srm_lane_writable_link(const srm_node_t *node)
     srm_link_t *link          = chan->links[chan->active];
 
     if ((link == NULL) || (link->state != SRM_LINK_READY) ||
-        (link->qp != NULL) || link->muted || (link->ctl_left > 0) ||
+        (link->qp != NULL) || link->muted || link->lane_shut ||
+        (link->ctl_left > 0) ||
         (chan->sent != chan->tail) || (node->state == SRM_NODE_INVALID) ||
         (node->num_paused > 0)) {
         return NULL;
@@ -189,7 +211,7 @@ static int srm_lane_readable(const srm_node_t *node)
 
     return (link != NULL) && (link->state == SRM_LINK_READY) &&
            (link->in_len == 0) && (link->place.dst == NULL) &&
-           !link->muted && (node->backlogged == 0) &&
+           !link->muted && !link->lane_shut && (node->backlogged == 0) &&
            (node->state != SRM_NODE_INVALID);
 }
 

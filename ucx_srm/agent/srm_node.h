@@ -66,6 +66,8 @@ typedef struct srm_link {
     srm_placement_t  place;       /* the frame being read past in_buf */
     uint32_t         epoll_events; /* what the agent's epoll set asks of fd */
     int              muted;       /* fault injected: neither side hears */
+    int              lane_shut;   /* shut down by srm_lane_absorb: closes
+                                     at its next read or write */
     double           last_rx;     /* when bytes last arrived (or creation) */
     double           last_tx;     /* when bytes last left */
     /* A control frame (ACK) being written ahead of the channel's data. */
