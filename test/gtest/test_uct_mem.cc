@@ -255,10 +255,11 @@ TEST_F(uct_mem_test, closing_the_md_releases_its_regions)
     EXPECT_TRUE(released) << agent_.status();
 }
 
-TEST_F(uct_mem_test, a_process_maps_no_more_than_the_mem_limit)
+TEST_F(uct_mem_test, a_user_maps_no_more_than_the_mem_limit)
 {
-    /* 1 MB per process: a second 600 KB allocation of one md is refused
-     * (and counted; the md logs the agent's reason), another md's is not,
+    /* 1 MB per user: a second 600 KB allocation is refused (and counted;
+     * the md logs the agent's reason), through the same md or another
+     * connection of the same user (more connections used to bypass it),
      * and freeing makes room. */
     agent limited({"UCX_SRM_MEM_LIMIT=1m"});
     const std::vector<std::pair<std::string, std::string>> config = {
@@ -275,12 +276,14 @@ TEST_F(uct_mem_test, a_process_maps_no_more_than_the_mem_limit)
     std::string status = limited.status();
     EXPECT_NE(std::string::npos, status.find("rejected 1, limit 1024 KB"))
             << status;
+    EXPECT_NE(UCS_OK, srm_test::alloc_md_memory(md2, 600000, &other))
+            << "another connection of the same user passed the limit";
 
-    ASSERT_EQ(UCS_OK, srm_test::alloc_md_memory(md2, 600000, &other));
+    ASSERT_EQ(UCS_OK, srm_test::alloc_md_memory(md2, 300000, &other));
     ASSERT_EQ(UCS_OK, uct_mem_free(&first));
     ASSERT_EQ(UCS_OK, srm_test::alloc_md_memory(md1, 600000, &second));
     EXPECT_NE(std::string::npos,
-              limited.status().find("(2 regions, 1176 KB)"))
+              limited.status().find("(2 regions, 884 KB)"))
             << limited.status();
 
     EXPECT_EQ(UCS_OK, uct_mem_free(&second));

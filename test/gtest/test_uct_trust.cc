@@ -28,6 +28,7 @@ extern "C" {
 #include <sys/eventfd.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <thread>
@@ -398,6 +399,59 @@ TEST_F(uct_trust_test, srmd_on_a_name_another_uid_holds_fails_naming_it)
     unlink(log_path.c_str());
     EXPECT_NE(std::string::npos, text.find("held by uid 65534")) << text;
     EXPECT_GE(other.heard(), 0) << "srmd did not ask who holds the name";
+}
+
+/* srmd's exit status with --log path (and a socket nobody serves). */
+int srmd_with_log(const std::string &path)
+{
+    const std::string command = std::string(SRM_TEST_BUILDDIR) +
+                                "/srmd --socket srm-gtest-log-" +
+                                std::to_string(getpid()) + " --log " + path +
+                                " --exit-when-idle 2>/dev/null & "
+                                "pid=$!; sleep 0.3; kill $pid 2>/dev/null; "
+                                "wait $pid";
+    int wstatus = system(command.c_str());
+    return WIFEXITED(wstatus) ? WEXITSTATUS(wstatus) : -1;
+}
+
+/*
+ * The default log is in /tmp under a name anyone can guess: another user
+ * who plants a symbolic link there (to a file of ours) or a file of their
+ * own gets nothing written through it.
+ */
+TEST(srmd_log, a_planted_symlink_or_another_users_file_is_refused)
+{
+    SKIP_UNLESS_ROOT();
+    const std::string dir    = "/tmp/srm-gtest-log-" + std::to_string(getpid());
+    const std::string target = dir + "/precious";
+    const std::string link   = dir + "/srmd.log";
+    ASSERT_EQ(0, mkdir(dir.c_str(), 0755));
+    FILE *f = fopen(target.c_str(), "w");
+    ASSERT_NE(nullptr, f);
+    fclose(f);
+    ASSERT_EQ(0, symlink(target.c_str(), link.c_str()));
+
+    EXPECT_EQ(1, srmd_with_log(link));
+    struct stat st;
+    ASSERT_EQ(0, stat(target.c_str(), &st));
+    EXPECT_EQ(0, st.st_size) << "srmd wrote through a symbolic link";
+
+    ASSERT_EQ(0, unlink(link.c_str()));
+    f = fopen(link.c_str(), "w");
+    ASSERT_NE(nullptr, f);
+    fclose(f);
+    ASSERT_EQ(0, chown(link.c_str(), 65534, 65534));
+    EXPECT_EQ(1, srmd_with_log(link));
+    ASSERT_EQ(0, stat(link.c_str(), &st));
+    EXPECT_EQ(0, st.st_size) << "srmd appended to another user's file";
+
+    ASSERT_EQ(0, unlink(link.c_str()));
+    EXPECT_EQ(0, srmd_with_log(link)) << "a fresh log must do";
+    ASSERT_EQ(0, stat(link.c_str(), &st));
+    EXPECT_EQ(0600u, st.st_mode & 0777);
+    unlink(link.c_str());
+    unlink(target.c_str());
+    rmdir(dir.c_str());
 }
 
 /* A segment its sender could shrink would SIGBUS us on the next access. */

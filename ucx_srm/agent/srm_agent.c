@@ -149,9 +149,9 @@ int srm_agent_init(srm_agent_t *agent)
              srm_poll_policy_names[agent->config.poll_policy],
              agent->config.quantum, agent->config.port_backlog);
     if (agent->config.mem_limit == UCS_MEMUNITS_INF) {
-        srm_info("md-allocated memory: no limit per process");
+        srm_info("md-allocated memory: no limit per user");
     } else {
-        srm_info("md-allocated memory: at most %zu MB per process",
+        srm_info("md-allocated memory: at most %zu MB per user",
                  agent->config.mem_limit >> 20);
     }
     return 0;

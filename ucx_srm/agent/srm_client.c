@@ -342,15 +342,24 @@ static int srm_client_over_mem_limit(srm_agent_t *agent,
                                      size_t size)
 {
     uint64_t limit = agent->config.mem_limit;
-    uint64_t used  = srm_mem_owner_bytes(&agent->mem, client->port);
+    uint64_t used  = 0;
+    const srm_client_t *other;
+    unsigned i;
 
+    /* Per user: a process could open as many connections as it likes. */
+    for (i = 0; i < agent->num_slots; ++i) {
+        other = agent->slots[i];
+        if ((other != NULL) && (other->uid == client->uid)) {
+            used += srm_mem_owner_bytes(&agent->mem, other->port);
+        }
+    }
     if ((length <= limit) && (used <= limit - length)) {
         return 0;
     }
     snprintf(error, size, "%llu more bytes would pass UCX_SRM_MEM_LIMIT "
-             "(%llu of %llu bytes in use by this process)",
+             "(%llu of %llu bytes in use by uid %u)",
              (unsigned long long)length, (unsigned long long)used,
-             (unsigned long long)limit);
+             (unsigned long long)limit, (unsigned)client->uid);
     srm_info("port %u (%s, pid %d): memory refused: %s", client->port,
              client->name, (int)client->pid, error);
     return 1;

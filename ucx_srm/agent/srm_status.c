@@ -132,7 +132,7 @@ static void srm_status_memory(srm_agent_t *agent, srm_text_t *text)
     if (agent->config.mem_limit == UCS_MEMUNITS_INF) {
         snprintf(limit, sizeof(limit), "no limit");
     } else {
-        snprintf(limit, sizeof(limit), "limit %llu KB per process",
+        snprintf(limit, sizeof(limit), "limit %llu KB per user",
                  (unsigned long long)(agent->config.mem_limit >> 10));
     }
     srm_text_add(text, " (added %llu removed %llu rejected %llu, %s)\n"

@@ -88,15 +88,41 @@ static int srmd_read_config(srm_agent_t *agent)
     return 0;
 }
 
+/*
+ * The default log sits in a directory every user can write (/tmp), under a
+ * name anyone can guess: no symlink is followed, and only a regular file
+ * of our own is appended to.
+ */
 static FILE *srmd_open_log(const char *path)
 {
-    FILE *file = fopen(path, "a");
+    struct stat st;
+    const char *why;
+    FILE *file;
+    int fd;
 
+    fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC,
+              0600);
+    if (fd < 0) {
+        why = (errno == ELOOP) ? "it is a symbolic link" : strerror(errno);
+        goto err;
+    }
+    if ((fstat(fd, &st) != 0) || !S_ISREG(st.st_mode) ||
+        (st.st_uid != geteuid())) {
+        why = "not a regular file of ours (another user's, or a device)";
+        close(fd);
+        goto err;
+    }
+    file = fdopen(fd, "a");
     if (file == NULL) {
-        fprintf(stderr, "srmd: cannot open log file %s: %s\n", path,
-                strerror(errno));
+        why = strerror(errno);
+        close(fd);
+        goto err;
     }
     return file;
+
+err:
+    fprintf(stderr, "srmd: cannot open log file %s: %s\n", path, why);
+    return NULL;
 }
 
 /*

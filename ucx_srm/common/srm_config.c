@@ -117,8 +117,9 @@ ucs_config_field_t srm_agent_config_table[] = {
      offsetof(srm_agent_config_t, tcp_port), UCS_CONFIG_TYPE_UINT},
 
     {"MEM_LIMIT", "auto",
-     "Most bytes of md-allocated memory (UCX_SRM_MEM_ALLOC=y) one process may\n"
-     "have mapped and, on the verbs wire, pinned by the agent at a time; an\n"
+     "Most bytes of md-allocated memory (UCX_SRM_MEM_ALLOC=y) the processes\n"
+     "of one user may have mapped and, on the verbs wire, pinned by the\n"
+     "agent at a time; an\n"
      "allocation past it fails with a message saying so. auto: a quarter of\n"
      "the node's physical memory; inf: no limit.",
      offsetof(srm_agent_config_t, mem_limit), UCS_CONFIG_TYPE_MEMUNITS},
