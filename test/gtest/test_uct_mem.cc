@@ -529,6 +529,59 @@ TEST_F(uct_rma_test, rma_to_a_freed_region_fails_and_the_next_one_works)
     EXPECT_EQ(UCS_OK, uct_mem_free(&dst));
 }
 
+/*
+ * A key names a region by id, generation and address, all easy to learn;
+ * the agent's random token in it is what opens the region. A key with a
+ * forged token moves nothing, and a process that keeps forging is dropped.
+ */
+TEST_F(uct_rma_test, a_key_with_a_forged_token_reaches_nothing)
+{
+    uct_allocated_memory_t src, dst;
+    comp_t c;
+
+    ASSERT_EQ(UCS_OK, alloc(4096, &src));
+    ASSERT_EQ(UCS_OK, alloc(4096, &dst));
+    uct_md_attr_t attr;
+    ASSERT_EQ(UCS_OK, uct_md_query(md_, &attr));
+    std::vector<uint8_t> packed(attr.rkey_packed_size);
+    ASSERT_EQ(UCS_OK, uct_md_mkey_pack(md_, dst.memh, packed.data()));
+    srm_rkey_t key;
+    ASSERT_EQ(SRM_RKEY_OK, srm_rkey_unpack(packed.data(), &key));
+    key.token ^= 0x5a5a5a5a; /* everything else right, the check recomputed */
+    srm_rkey_pack(&key, packed.data());
+    uct_rkey_bundle_t forged;
+    ASSERT_EQ(UCS_OK, uct_rkey_unpack(component_, packed.data(), &forged));
+
+    memset(src.address, 0x3c, 4096);
+    memset(dst.address, 0, 4096);
+    for (bool put : {true, false}) {
+        ASSERT_EQ(UCS_INPROGRESS, rma(put, src, 0, 4096,
+                                      (uintptr_t)dst.address, forged.rkey,
+                                      &c));
+        ASSERT_TRUE(wait(&c));
+        EXPECT_EQ(UCS_ERR_REJECTED, c.status);
+    }
+    EXPECT_EQ(0, ((uint8_t*)dst.address)[0]) << "a forged PUT wrote";
+    EXPECT_EQ(0x3c, ((uint8_t*)src.address)[0]) << "a forged GET read";
+
+    /* Keep forging: the agent lets go of this port. (No progress from
+     * here: this iface has no error handler, and its endpoints fail.) */
+    comp_t more[8];
+    for (auto &m : more) {
+        ASSERT_EQ(UCS_INPROGRESS, rma(true, src, 0, 64,
+                                      (uintptr_t)dst.address, forged.rkey,
+                                      &m));
+    }
+    for (int i = 0; (i < 500) && !status_has("dropped 1"); ++i) {
+        usleep(10000);
+    }
+    EXPECT_TRUE(status_has("dropped 1")) << agent_.status();
+
+    EXPECT_EQ(UCS_OK, uct_rkey_release(component_, &forged));
+    EXPECT_EQ(UCS_OK, uct_mem_free(&src));
+    EXPECT_EQ(UCS_OK, uct_mem_free(&dst));
+}
+
 TEST_F(uct_rma_test, offered_only_where_the_agent_serves_every_peer)
 {
     /* On a tcp wire (UCX_SRM_DEVICES=lo in make check) RMA to other nodes

@@ -73,6 +73,7 @@ typedef struct srm_client_stats {
     uint64_t backlogged;     /* frames that waited in its backlog */
     uint64_t blocked;        /* times a sender waited for its RX room */
     uint64_t bad_dest;       /* its frames to unknown ports or wrong keys */
+    uint64_t bad_keys;       /* its RMA requests with a wrong region token */
     uint64_t wakeups;        /* event-fd signals sent to it */
 } srm_client_stats_t;
 

@@ -391,6 +391,7 @@ static void srm_client_mem_reg(srm_agent_t *agent, srm_client_t *client,
         rep.flags      = srm_client_rdma_flags(agent);
         rep.region_id  = region->id;
         rep.generation = region->generation;
+        rep.token      = region->token;
         rep.node_id    = agent->node_id;
         rep.agent_addr = (uintptr_t)region->addr;
         for (i = 0; i < SRM_WIRE_PATHS; ++i) {

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/random.h>
 
 void srm_mem_init(srm_mem_t *mem)
 {
@@ -99,7 +100,9 @@ int srm_mem_add(srm_mem_t *mem, uint32_t owner, int fd, uint64_t client_addr,
         return -1;
     }
     region = srm_mem_free_slot(mem);
-    if (region == NULL) {
+    if ((region == NULL) ||
+        (getrandom(&region->token, sizeof(region->token), 0) !=
+         sizeof(region->token))) {
         saved = errno;
         munmap(addr, length);
         errno = saved;

@@ -27,6 +27,8 @@ typedef struct srm_mem_region {
     uint32_t        id;          /* slot + 1; 0: the slot is free */
     uint32_t        generation;  /* never 0; differs for every region */
     uint32_t        owner;       /* port of the connection that added it */
+    uint32_t        token;       /* random: the packed key carries it, and
+                                    an RMA that does not is refused */
     uint64_t        client_addr; /* where the owner mapped it */
     uint64_t        length;
     void            *addr;       /* where the agent mapped it */

@@ -22,6 +22,8 @@
 #define SRM_RMA_POSTED  (-1) /* answered when its completion comes */
 #define SRM_RMA_BLOCKED (-2) /* no room now: leave it in the ring */
 
+#define SRM_RMA_BAD_KEYS_MAX 8u /* wrong region tokens before a drop */
+
 /* A free op slot, or NULL. */
 static srm_rma_inflight_t *srm_rma_op_alloc(srm_agent_t *agent, unsigned *index_p)
 {
@@ -120,6 +122,24 @@ static int srm_rma_owned_by(srm_agent_t *agent, uint32_t owner, pid_t pid)
 }
 
 /* 0 or a positive errno; moves the data when both ends check out. */
+/*
+ * A key with the right region but not its token: a guess (ids, generations
+ * and addresses are easy to learn), or a forgery. A few are a bug; more
+ * are a search, and the searcher goes.
+ */
+static void srm_rma_bad_key(srm_agent_t *agent, srm_client_t *src,
+                            const srm_rkey_t *key)
+{
+    agent->mem.rejected++;
+    if (++src->stats.bad_keys == SRM_RMA_BAD_KEYS_MAX) {
+        srm_client_fail(agent, src, "too many RMA requests with forged keys");
+    }
+    srm_warn("port %u (%s, pid %d): RMA to region %u.%u with a wrong key "
+             "(%llu so far)", src->port, src->name, (int)src->pid,
+             key->region_id, key->generation,
+             (unsigned long long)src->stats.bad_keys);
+}
+
 static int srm_rma_execute(srm_agent_t *agent, srm_client_t *src,
                            const srm_frame_hdr_t *hdr,
                            const srm_rma_req_t *req)
@@ -164,6 +184,10 @@ static int srm_rma_execute(srm_agent_t *agent, srm_client_t *src,
         srm_debug("port %u: RMA to region %u.%u, which is gone or smaller",
                   src->port, key.region_id, key.generation);
         return EFAULT;
+    }
+    if (key.token != remote->token) {
+        srm_rma_bad_key(agent, src, &key);
+        return EACCES;
     }
     laddr = srm_mem_agent_addr(local, req->local_addr);
     raddr = srm_mem_agent_addr(remote, req->remote_addr);

@@ -18,7 +18,7 @@
 #include <sys/un.h>
 
 #define SRM_PROTO_MAGIC     0x53524d43u /* "SRMC" */
-#define SRM_PROTO_VERSION   4u
+#define SRM_PROTO_VERSION   5u
 #define SRM_PROTO_NAME_MAX  64
 #define SRM_PROTO_ERROR_MAX 160
 #define SRM_PROTO_TEXT_MAX  (60 * 1024)
@@ -122,6 +122,7 @@ typedef struct srm_mem_reg_rep {
     uint64_t      node_id;
     uint64_t      agent_addr;
     uint32_t      rkey[SRM_WIRE_PATHS];
+    uint32_t      token;       /* what a key must carry to reach it */
     char          error[SRM_PROTO_ERROR_MAX];
 } srm_mem_reg_rep_t;
 

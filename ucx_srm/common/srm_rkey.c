@@ -31,6 +31,7 @@ void srm_rkey_pack(const srm_rkey_t *key, void *buffer)
     packed.length      = key->length;
     packed.region_id   = key->region_id;
     packed.generation  = key->generation;
+    packed.token       = key->token;
     for (i = 0; i < SRM_WIRE_PATHS; ++i) {
         packed.rkey[i] = key->rkey[i];
     }
@@ -73,6 +74,7 @@ srm_rkey_status_t srm_rkey_unpack(const void *buffer, srm_rkey_t *key)
     key->length      = packed.length;
     key->region_id   = packed.region_id;
     key->generation  = packed.generation;
+    key->token       = packed.token;
     for (i = 0; i < SRM_WIRE_PATHS; ++i) {
         key->rkey[i] = packed.rkey[i];
     }

@@ -14,7 +14,7 @@
 #include <stdint.h>
 
 #define SRM_RKEY_MAGIC   0x4b4d5253u /* "SRMK" */
-#define SRM_RKEY_VERSION 1u
+#define SRM_RKEY_VERSION 2u
 
 /* The memory is registered in its agent's PD: RDMA may target it. */
 #define SRM_RKEY_FLAG_RDMA 0x1u
@@ -32,7 +32,8 @@ typedef struct srm_rkey_packed {
     uint32_t region_id;               /* in the agent's registry */
     uint32_t generation;
     uint32_t rkey[SRM_WIRE_PATHS];    /* per path (device); 0: none */
-    uint32_t reserved2;
+    uint32_t token;                   /* the agent's random secret of the
+                                         region: its RMA needs it */
     uint32_t check;                   /* over everything before it */
 } srm_rkey_packed_t;
 
@@ -49,6 +50,7 @@ typedef struct srm_rkey {
     uint32_t region_id;
     uint32_t generation;
     uint32_t rkey[SRM_WIRE_PATHS];
+    uint32_t token;
     unsigned flags;
 } srm_rkey_t;
 

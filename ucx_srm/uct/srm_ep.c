@@ -484,6 +484,7 @@ static ucs_status_t uct_srm_rma_status(int32_t err)
     switch (err) {
     case 0:       return UCS_OK;
     case ENOTSUP: return UCS_ERR_UNSUPPORTED;
+    case EACCES:  return UCS_ERR_REJECTED;
     case EFAULT:
     case EINVAL:  return UCS_ERR_INVALID_PARAM;
     default:      return UCS_ERR_IO_ERROR;

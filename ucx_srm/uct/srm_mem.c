@@ -144,6 +144,7 @@ ucs_status_t uct_srm_mem_alloc(uct_md_h tl_md, size_t *length_p,
     memh->key.length      = length;
     memh->key.region_id   = rep.region_id;
     memh->key.generation  = rep.generation;
+    memh->key.token       = rep.token;
     memh->key.rkey[0]     = rep.rkey[0];
     memh->key.rkey[1]     = rep.rkey[1];
     memh->key.flags       = (rep.flags & SRM_ATTACH_FLAG_RDMA) ?
