@@ -872,3 +872,71 @@ TEST(wire, a_connection_its_receiver_does_not_read_still_sends_heartbeats)
 
     expect_all_once_in_order(node_a, b, sent);
 }
+
+namespace {
+
+int connect_tcp(uint32_t ipv4, uint16_t port)
+{
+    struct sockaddr_in addr = {};
+    addr.sin_family      = AF_INET;
+    addr.sin_addr.s_addr = ipv4; /* as the agent reports it: network order */
+    addr.sin_port        = port;      /* network order too */
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if ((fd >= 0) && (connect(fd, (struct sockaddr*)&addr, sizeof(addr)) != 0)) {
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+} // namespace
+
+/*
+ * Anyone who reaches the wire port can open connections: those that have
+ * not proven the secret are capped (the rest closed at accept, counted),
+ * and a handshake has a deadline from its start, so a byte now and then
+ * does not keep one open.
+ */
+TEST(wire, unproven_connections_are_capped_and_have_a_deadline)
+{
+    agent node(kLoopbackWire);
+    raw_client a(node.socket());
+    std::vector<int> fds;
+    for (int i = 0; i < 80; ++i) {
+        int fd = connect_tcp(a.wire_ipv4(), a.wire_port());
+        ASSERT_GE(fd, 0) << "connection " << i << ": " << strerror(errno);
+        fds.push_back(fd);
+    }
+    for (int i = 0; (i < 200) && (node.counter("handshakes_refused") < 16);
+         ++i) {
+        usleep(10000);
+    }
+    /* 16 unless a stalled agent let FAILOVER_TIMEOUT close some first. */
+    EXPECT_GE(node.counter("handshakes_refused"), 1ull) << node.status();
+    EXPECT_LE(node.counter("handshakes_refused"), 16ull) << node.status();
+
+    /* The first connection trickles a byte of a HELLO every 200 ms. */
+    const uint8_t magic[4] = {'S', 'R', 'M', 'W'};
+    auto start = std::chrono::steady_clock::now();
+    double closed_after = -1;
+    for (int i = 0; i < 60; ++i) {
+        if (send(fds[0], &magic[i % 4], 1, MSG_NOSIGNAL) < 0) {
+            closed_after = std::chrono::duration<double>(
+                    std::chrono::steady_clock::now() - start).count();
+            break;
+        }
+        usleep(200000);
+        char byte;
+        if (recv(fds[0], &byte, 1, MSG_DONTWAIT) == 0) {
+            closed_after = std::chrono::duration<double>(
+                    std::chrono::steady_clock::now() - start).count();
+            break;
+        }
+    }
+    EXPECT_GT(closed_after, 0) << "a trickling handshake stayed open 12 s";
+    EXPECT_LT(closed_after, 7.0);
+    for (int fd : fds) {
+        close(fd);
+    }
+    EXPECT_EQ(0, kill(node.pid(), 0)) << "the agent died";
+}

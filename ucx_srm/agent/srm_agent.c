@@ -212,6 +212,9 @@ static unsigned srm_agent_progress(srm_agent_t *agent)
     if (agent->num_departing > 0) {
         srm_client_reap_departed(agent);
     }
+    if (agent->accept_paused_until > 0) {
+        srm_link_accept_resume(agent, srm_agent_now());
+    }
     return count;
 }
 
@@ -347,6 +350,10 @@ static int srm_agent_sleep_timeout_ms(srm_agent_t *agent, double now)
             return 0;
         }
         timeout_ms = srm_agent_ms_until(idle_end, now, timeout_ms);
+    }
+    if (agent->accept_paused_until > 0) {
+        timeout_ms = srm_agent_ms_until(agent->accept_paused_until, now,
+                                        timeout_ms);
     }
     if ((agent->num_nodes > 0) || (agent->num_links > 0)) {
         /* Channel timers: acks owed, heartbeats, reconnects. */

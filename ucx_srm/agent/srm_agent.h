@@ -143,6 +143,8 @@ typedef struct srm_agent_stats {
     uint64_t wakeups;
     uint64_t clients_attached;
     uint64_t clients_dropped;   /* for a protocol or ring violation */
+    uint64_t handshakes_refused; /* wire connections closed at accept: too
+                                    many waited for their handshake */
     uint64_t bad_dest;
     uint64_t bad_frames;        /* malformed frames from other agents */
     uint64_t rma_ops;           /* RMA requests answered */
@@ -176,6 +178,8 @@ typedef struct srm_agent {
 
     /* The wire: other nodes' agents, on one or two interfaces (paths). */
     int                wire_fd[SRM_WIRE_PATHS];
+    double             accept_paused_until; /* after EMFILE and the like:
+                                               the wire listeners rest */
     srm_wire_addr_t    wire[SRM_WIRE_PATHS]; /* [0].ipv4 0: no wire */
     char               wire_device[SRM_WIRE_PATHS][64];
     srm_verbs_dev_t    *verbs[SRM_WIRE_PATHS]; /* NULL: the path is tcp */
@@ -304,6 +308,8 @@ int srm_link_init(srm_agent_t *agent);
 void srm_link_cleanup(srm_agent_t *agent);
 void srm_link_close_devices(srm_agent_t *agent);
 void srm_link_accept(srm_agent_t *agent, unsigned path);
+/* Listens again once an accept failure's pause is over. */
+void srm_link_accept_resume(srm_agent_t *agent, double now);
 void srm_link_connect(srm_agent_t *agent, srm_node_t *node, int kind,
                       int path);
 void srm_link_event(srm_agent_t *agent, unsigned index, uint32_t events);

@@ -32,6 +32,10 @@
 #define SRM_LINK_IN_BUF   (2 * (sizeof(srm_frame_hdr_t) + SRM_FRAME_MAX_PAYLOAD))
 #define SRM_LINK_RETRY    0.1 /* seconds between connects of one path */
 
+#define SRM_LINK_MAX_HANDSHAKES     64  /* accepted, not yet proven */
+#define SRM_LINK_HANDSHAKE_DEADLINE 5.0 /* seconds from accept or connect */
+#define SRM_LINK_ACCEPT_PAUSE_MS    100
+
 static const char *srm_link_state_names[] = {
     [SRM_LINK_CONNECTING] = "connecting",
     [SRM_LINK_HELLO_SENT] = "hello-sent",
@@ -141,6 +145,7 @@ static srm_link_t *srm_link_new(srm_agent_t *agent, int fd, int initiator)
     link->want_write = initiator;
     link->last_rx    = srm_agent_now();
     link->last_tx    = link->last_rx;
+    link->born       = link->last_rx;
     srm_retrans_watch_init(&link->retrans);
     ev.events        = EPOLLIN | (initiator ? EPOLLOUT : 0);
     ev.data.u64      = SRM_EPOLL_DATA(SRM_EPOLL_LINK, i);
@@ -296,14 +301,69 @@ void srm_link_connect(srm_agent_t *agent, srm_node_t *node, int kind,
     }
 }
 
+static unsigned srm_link_num_handshaking(const srm_agent_t *agent)
+{
+    unsigned i, count = 0;
+
+    for (i = 0; i < agent->num_links; ++i) {
+        count += (agent->links[i] != NULL) && !agent->links[i]->initiator &&
+                 (agent->links[i]->state != SRM_LINK_READY);
+    }
+    return count;
+}
+
+static void srm_link_listen_events(srm_agent_t *agent, uint32_t events)
+{
+    struct epoll_event ev;
+    unsigned path;
+
+    for (path = 0; path < SRM_WIRE_PATHS; ++path) {
+        if (agent->wire_fd[path] >= 0) {
+            ev.events   = events;
+            ev.data.u64 = SRM_EPOLL_DATA(SRM_EPOLL_WIRE, path);
+            epoll_ctl(agent->epoll_fd, EPOLL_CTL_MOD, agent->wire_fd[path],
+                      &ev);
+        }
+    }
+}
+
+void srm_link_accept_resume(srm_agent_t *agent, double now)
+{
+    if ((agent->accept_paused_until > 0) &&
+        (now >= agent->accept_paused_until)) {
+        agent->accept_paused_until = 0;
+        srm_link_listen_events(agent, EPOLLIN);
+    }
+}
+
+/*
+ * Connections from anyone who can reach the port: until one proves the
+ * secret it costs a buffer and an fd, so only so many may wait at once
+ * (others are closed as they come), and an accept that fails for want of
+ * fds or memory pauses the level-triggered listeners instead of spinning.
+ */
 void srm_link_accept(srm_agent_t *agent, unsigned path)
 {
     int fd = srm_wire_tcp_accept(agent->wire_fd[path]);
 
     if (fd < 0) {
-        if ((errno != EAGAIN) && (errno != EINTR)) {
+        if ((errno == EMFILE) || (errno == ENFILE) || (errno == ENOBUFS) ||
+            (errno == ENOMEM)) {
+            srm_warn("accept on the wire failed: %m; not accepting for "
+                     "%d ms", SRM_LINK_ACCEPT_PAUSE_MS);
+            agent->accept_paused_until = srm_agent_now() +
+                                         SRM_LINK_ACCEPT_PAUSE_MS / 1e3;
+            srm_link_listen_events(agent, 0);
+        } else if ((errno != EAGAIN) && (errno != EINTR)) {
             srm_warn("accept on the wire failed: %m");
         }
+        return;
+    }
+    if (srm_link_num_handshaking(agent) >= SRM_LINK_MAX_HANDSHAKES) {
+        agent->stats.handshakes_refused++;
+        srm_debug("%u connections wait for their handshake: one more "
+                  "closed", SRM_LINK_MAX_HANDSHAKES);
+        close(fd);
         return;
     }
     if (srm_link_new(agent, fd, 0) == NULL) {
@@ -1086,6 +1146,16 @@ void srm_link_timers(srm_agent_t *agent, double now)
             if (link == NULL) {
                 continue;
             }
+        }
+        if ((link->state != SRM_LINK_READY) &&
+            (link->state != SRM_LINK_CONNECTING) &&
+            ((now - link->born) > SRM_LINK_HANDSHAKE_DEADLINE)) {
+            /* A byte now and then must not keep a handshake open. */
+            srm_link_close(agent, link, SRM_LOG_INFO,
+                           "handshake not done within %.0f ms (%s)",
+                           SRM_LINK_HANDSHAKE_DEADLINE * 1e3,
+                           srm_link_state_names[link->state]);
+            continue;
         }
         if ((now - link->last_rx) > timeout) {
             if (link->state != SRM_LINK_READY) {

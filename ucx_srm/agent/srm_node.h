@@ -69,6 +69,7 @@ typedef struct srm_link {
     int              lane_shut;   /* shut down by srm_lane_absorb: closes
                                      at its next read or write */
     double           last_rx;     /* when bytes last arrived (or creation) */
+    double           born;        /* the handshake's deadline counts from it */
     double           last_tx;     /* when bytes last left */
     /* A control frame (ACK) being written ahead of the channel's data. */
     srm_frame_hdr_t  ctl;

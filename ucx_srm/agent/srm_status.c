@@ -200,14 +200,18 @@ size_t srm_status_format(srm_agent_t *agent, char *buf, size_t size)
                              xrc_why, xrc ? "; frames still on RC" : "");
             }
         }
-        srm_text_add(&text, ", %u remote nodes, bad_frames %llu, failover "
+        srm_text_add(&text, ", %u remote nodes, bad_frames %llu, "
+                     "handshakes_refused %llu, failover "
                      "%s (timeout %.0f ms, peer timeout %.1f s), secret %s\n",
                      agent->num_nodes,
                      (unsigned long long)agent->stats.bad_frames,
+                     (unsigned long long)agent->stats.handshakes_refused,
                      agent->config.failover ? "on" : "off",
                      agent->config.failover_timeout * 1e3,
                      agent->config.peer_timeout,
-                     (agent->auth.len > 0) ? "required" : "none");
+                     (agent->auth.len > 0) ?
+                             "required (handshake only: frames after it are "
+                             "not authenticated)" : "none");
         for (i = 0; i < agent->num_devices; ++i) {
             srm_status_buffers(agent->verbs[i], &text);
         }
