@@ -130,7 +130,7 @@ double agent::cpu_seconds() const
     return (double)(utime + stime) / sysconf(_SC_CLK_TCK);
 }
 
-raw_client::raw_client(const std::string &socket)
+raw_client::raw_client(const std::string &socket, uint32_t ring_size)
 {
     sock_fd_ = srm_sock_connect(socket.c_str());
     EXPECT_GE(sock_fd_, 0) << "connect @" << socket << ": "
@@ -139,8 +139,8 @@ raw_client::raw_client(const std::string &socket)
     srm_attach_req_t req = {};
     srm_msg_hdr_init(&req.hdr, SRM_MSG_ATTACH_REQ);
     req.num_tx_rings = 1;
-    req.tx_ring_size = 1 << 20;
-    req.rx_ring_size = 1 << 20;
+    req.tx_ring_size = ring_size;
+    req.rx_ring_size = ring_size;
     snprintf(req.name, sizeof(req.name), "gtest");
     EXPECT_GT(srm_sock_send(sock_fd_, &req, sizeof(req), nullptr, 0), 0);
 

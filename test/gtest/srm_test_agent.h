@@ -47,7 +47,9 @@ struct frame {
 
 class raw_client {
 public:
-    explicit raw_client(const std::string &socket);
+    /* Attached with one TX ring; both rings of ring_size bytes. */
+    explicit raw_client(const std::string &socket,
+                        uint32_t ring_size = 1 << 20);
     ~raw_client();
 
     uint32_t port() const { return port_; }
@@ -61,6 +63,7 @@ public:
                    uint16_t port);
     int sock_fd() const { return sock_fd_; }
     int doorbell_fd() const { return doorbell_fd_; }
+    int event_fd() const { return event_fd_; }
 
     /* false if the TX ring is full */
     bool send(uint32_t dst_port, uint32_t dst_key, const void *data,

@@ -6,10 +6,13 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <cstring>
 #include <dirent.h>
+#include <poll.h>
 #include <sys/socket.h>
 #include <sys/time.h>
+#include <thread>
 #include <unistd.h>
 
 using srm_test::agent;
@@ -405,4 +408,86 @@ TEST(agent, a_departed_sender_whose_frames_cannot_move_is_dropped_in_time)
     EXPECT_EQ(1ull, srmd.counter("dropped")) << srmd.status();
     EXPECT_EQ(0ull, srmd.counter("departing")) << srmd.status();
     EXPECT_EQ(3ull, srmd.counter("attached")) << srmd.status();
+}
+
+namespace {
+
+/* Sleeps on the client's event fd the way the module does: asks, looks
+ * once more (ready()), then waits; false if no wakeup came in timeout_ms. */
+template <typename F>
+bool sleep_until(raw_client &c, srm_shm_flag_t *wanted, F ready,
+                 int timeout_ms)
+{
+    if (wanted != nullptr) {
+        srm_shm_flag_raise(wanted);
+    }
+    srm_shm_flag_raise(&c.ctl()->client_sleeping);
+    if (ready()) {
+        return true;
+    }
+    struct pollfd pfd = {c.event_fd(), POLLIN, 0};
+    if (poll(&pfd, 1, timeout_ms) != 1) {
+        return false;
+    }
+    uint64_t count;
+    return read(c.event_fd(), &count, sizeof(count)) == sizeof(count);
+}
+
+} // namespace
+
+/*
+ * Every sleeper is woken by the one who has work for it: a sender whose
+ * ring is full by the agent that frees it, a receiver by the agent that
+ * fills its ring, the agent by the doorbells. With the agent's safety net
+ * an hour away, a wakeup lost anywhere stalls this stream and fails it;
+ * with the net in place, late_wakeups counts what only it found.
+ */
+TEST(agent, sleepers_are_woken_by_their_peers_not_by_the_safety_net)
+{
+    agent srmd({"UCX_SRM_POLL=block", "UCX_SRM_SAFETY_WAKEUP=3600s",
+                "UCX_SRM_PORT_BACKLOG=4k"});
+    raw_client sender(srmd.socket()), receiver(srmd.socket());
+    /* 64 frames fill a ring: it fills and empties about 300 times. */
+    const uint32_t count = 20000, length = 16000;
+    const std::vector<uint8_t> data = pattern(7, length);
+    std::atomic<uint32_t> stalls{0};
+
+    std::thread send_thread([&] {
+        for (uint32_t seq = 0; (seq < count) && (stalls == 0); ++seq) {
+            while (!sender.send(receiver.port(), receiver.key(), data.data(),
+                                length, seq)) {
+                auto room = [&] {
+                    return srm_ring_used(&sender.ctl()->tx[0]) +
+                           srm_frame_record_size(length) <=
+                           sender.tx_size() / 2;
+                };
+                if (!sleep_until(sender, &sender.ctl()->tx_space_wanted, room,
+                                 5000)) {
+                    stalls++;
+                    return;
+                }
+            }
+        }
+    });
+    uint32_t received = 0;
+    frame f;
+    while ((received < count) && (stalls == 0)) {
+        if (receiver.recv(&f)) {
+            ASSERT_EQ(received, f.hdr.seq);
+            ++received;
+            continue;
+        }
+        auto arrived = [&] {
+            return srm_ring_used(&receiver.ctl()->rx) > 0;
+        };
+        if (!sleep_until(receiver, nullptr, arrived, 5000)) {
+            stalls++;
+        }
+    }
+    send_thread.join();
+    EXPECT_EQ(0u, stalls.load()) << "stalled at " << received << " of "
+                                 << count << "\n" << srmd.status();
+    EXPECT_EQ(count, received);
+    EXPECT_GT(srmd.counter("sleeps"), 100ull) << srmd.status();
+    EXPECT_EQ(0ull, srmd.counter("late_wakeups")) << srmd.status();
 }

@@ -145,16 +145,18 @@ TEST_F(agent_poll_test, local_spins_for_the_answer_between_local_ports)
 
 TEST_F(agent_poll_test, block_sleeps_after_every_local_message)
 {
-    /* About twice a round trip: 925-947 measured, but 856 once, when
-     * answers came before the agent's last look and were taken without a
-     * sleep; either way far above what spinning leaves (local, above). */
-    EXPECT_GE(sleeps("block", false, 500), 750u);
+    /* About twice a round trip (925-947 measured), fewer when answers
+     * come before the agent's last look and are taken without a sleep
+     * (695-856 seen on a busy machine); at least one a round trip either
+     * way, far above what spinning leaves (local, above: 3). */
+    EXPECT_GE(sleeps("block", false, 500), 500u);
 }
 
 TEST_F(agent_poll_test, local_sleeps_at_once_after_traffic_between_nodes)
 {
     /* Once after sending the request, once after delivering the answer
-     * (600 measured; hybrid, whose spin often catches the answer on
-     * loopback, 210-310). */
-    EXPECT_GE(sleeps("local", true, 300), 500u);
+     * (600 measured, 387-551 on a busy machine, where the answer may come
+     * before the agent's last look); at least one a round trip (hybrid,
+     * whose spin often catches the answer on loopback: 210-310). */
+    EXPECT_GE(sleeps("local", true, 300), 300u);
 }

@@ -11,6 +11,7 @@
 #include <ucs/sys/string.h> /* UCS_MEMUNITS_AUTO */
 
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,7 +22,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#define SRM_AGENT_SAFETY_WAKEUP_MS 100  /* epoll timeout: a net, not a clock */
 #define SRM_AGENT_EVENT_BATCH      64
 #define SRM_AGENT_POLL_EVERY       64   /* progress loops between fd polls */
 #define SRM_AGENT_LOAD_PERIOD      0.5  /* seconds between load samples */
@@ -334,10 +334,17 @@ static int srm_agent_ms_until(double deadline, double now, int limit_ms)
                                                        limit_ms;
 }
 
+static int srm_agent_safety_ms(const srm_agent_t *agent)
+{
+    double ms = agent->config.safety_wakeup * 1e3;
+
+    return (ms >= INT_MAX) ? INT_MAX : (ms < 1) ? 1 : (int)ms;
+}
+
 /* How long a sleep may last; decides the idle exit, too. */
 static int srm_agent_sleep_timeout_ms(srm_agent_t *agent, double now)
 {
-    int timeout_ms = SRM_AGENT_SAFETY_WAKEUP_MS;
+    int timeout_ms = srm_agent_safety_ms(agent);
     double idle_end;
 
     if (agent->exit_when_idle && (agent->num_clients == 0) &&
@@ -366,6 +373,7 @@ static int srm_agent_sleep_timeout_ms(srm_agent_t *agent, double now)
 static void srm_agent_sleep(srm_agent_t *agent, double now)
 {
     int timeout_ms = srm_agent_sleep_timeout_ms(agent, now);
+    uint64_t frames;
 
     if (agent->stop) {
         return;
@@ -374,7 +382,16 @@ static void srm_agent_sleep(srm_agent_t *agent, double now)
     srm_agent_set_sleeping(agent, 1);
     if (srm_agent_progress(agent) == 0) {
         agent->stats.sleeps++;
-        srm_agent_poll_events(agent, timeout_ms);
+        if ((srm_agent_poll_events(agent, timeout_ms) == 0) &&
+            (timeout_ms == srm_agent_safety_ms(agent))) {
+            /* Only the net woke us: frames to move now were announced by
+             * no doorbell (a lost wakeup). */
+            frames = agent->stats.frames;
+            srm_agent_progress(agent);
+            if (agent->stats.frames != frames) {
+                agent->stats.late_wakeups++;
+            }
+        }
     }
     srm_agent_set_sleeping(agent, 0);
 }

@@ -141,6 +141,7 @@ typedef struct srm_agent_stats {
     uint64_t bytes;
     uint64_t sleeps;
     uint64_t wakeups;
+    uint64_t late_wakeups;      /* woken by SAFETY_WAKEUP with frames to move */
     uint64_t clients_attached;
     uint64_t clients_dropped;   /* for a protocol or ring violation */
     uint64_t handshakes_refused; /* wire connections closed at accept: too

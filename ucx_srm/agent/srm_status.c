@@ -168,7 +168,7 @@ size_t srm_status_format(srm_agent_t *agent, char *buf, size_t size)
                  "port backlog %zu B\n"
                  "clients: attached %u departing %u total %llu dropped %llu\n"
                  "counters: frames %llu bytes %llu bad_dest %llu "
-                 "sleeps %llu wakeups %llu\n",
+                 "sleeps %llu wakeups %llu late_wakeups %llu\n",
                  agent->socket_name, (unsigned long long)agent->node_id,
                  (int)getpid(), srm_agent_now() - agent->start_time,
                  srm_poll_policy_names[agent->config.poll_policy],
@@ -181,7 +181,8 @@ size_t srm_status_format(srm_agent_t *agent, char *buf, size_t size)
                  (unsigned long long)agent->stats.bytes,
                  (unsigned long long)agent->stats.bad_dest,
                  (unsigned long long)agent->stats.sleeps,
-                 (unsigned long long)agent->stats.wakeups);
+                 (unsigned long long)agent->stats.wakeups,
+                 (unsigned long long)agent->stats.late_wakeups);
 
     srm_status_memory(agent, &text);
 

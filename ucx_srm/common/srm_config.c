@@ -79,6 +79,12 @@ ucs_config_field_t srm_agent_config_table[] = {
      "An agent started on demand exits this long after its last client left.",
      offsetof(srm_agent_config_t, idle_timeout), UCS_CONFIG_TYPE_TIME},
 
+    {"SAFETY_WAKEUP", "100ms",
+     "A sleeping agent wakes this often without a doorbell and looks at its\n"
+     "rings, a net should a wakeup ever be lost. Frames it then finds to\n"
+     "move count as late_wakeups in srmctl status: a bug to report.",
+     offsetof(srm_agent_config_t, safety_wakeup), UCS_CONFIG_TYPE_TIME},
+
     {"DEPART_TIMEOUT", "30s",
      "How long the agent keeps delivering the frames a process left in its\n"
      "send rings when it exited (or closed its interface) before it gives\n"

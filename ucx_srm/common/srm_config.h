@@ -53,6 +53,7 @@ typedef struct srm_agent_config {
     double   spin_time;        /* seconds */
     double   idle_timeout;     /* seconds; exit this long after last client */
     double   depart_timeout;   /* seconds a departed client's rings drain */
+    double   safety_wakeup;    /* seconds; the longest sleep of the agent */
     size_t   quantum;          /* scheduler unit in bytes */
     size_t   port_backlog;     /* per destination port, bytes */
     char     *log_file;        /* "" = stderr */
