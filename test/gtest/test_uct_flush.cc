@@ -144,6 +144,57 @@ TEST_F(uct_flush_test, a_flush_with_a_completion_completes_when_taken)
     EXPECT_EQ(1, comp.calls);
 }
 
+/* A flush in the pending queue, as UCP queues one when a send before it
+ * found no room; it gives up after kMaxCalls so that a dispatch that never
+ * ends fails the test instead of hanging it. */
+struct pending_flush : uct_pending_req_t {
+    static const unsigned kMaxCalls = 1000;
+
+    static ucs_status_t progress(uct_pending_req_t *req)
+    {
+        auto *self = static_cast<pending_flush*>(req);
+        if (++self->calls > kMaxCalls) {
+            return UCS_OK;
+        }
+        ucs_status_t status = uct_ep_flush(self->ep, 0, nullptr);
+        self->done          = (status == UCS_OK);
+        return status;
+    }
+
+    uct_ep_h ep    = nullptr;
+    unsigned calls = 0;
+    bool     done  = false;
+};
+
+/*
+ * A pending flush that must wait for the agent says INPROGRESS until a
+ * later progress: the dispatch must leave it for the next progress, not
+ * call it again at once (one progress call never returned: the agent
+ * cannot take frames while this process does not read).
+ */
+TEST_F(uct_flush_test, a_pending_flush_waiting_for_the_agent_lets_progress_return)
+{
+    ASSERT_NO_FATAL_FAILURE(start(kOneNode, false));
+    ASSERT_NO_FATAL_FAILURE(fill());
+    pending_flush flush;
+    flush.func = pending_flush::progress;
+    flush.ep   = ep_;
+    ASSERT_EQ(UCS_OK, uct_ep_pending_add(ep_, &flush, 0));
+
+    unsigned progress_calls = 0;
+    auto end                = clock::now() + std::chrono::seconds(30);
+    while (!flush.done && (flush.calls <= pending_flush::kMaxCalls) &&
+           (clock::now() < end)) {
+        uct_worker_progress(worker_);
+        ++progress_calls;
+    }
+    EXPECT_TRUE(flush.done) << flush.calls << " calls of the pending flush in "
+                            << progress_calls << " progress calls";
+    EXPECT_LE(flush.calls, progress_calls) << "called again within a dispatch";
+    EXPECT_TRUE(progress_until_all_arrived(30)) << received_ << " of " << sent_;
+    EXPECT_EQ(0u, disorder_);
+}
+
 /*
  * A sender fills its rings and the channel to another node to their depth,
  * then closes its interface at once (as a process that exits): every frame

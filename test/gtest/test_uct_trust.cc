@@ -224,11 +224,13 @@ private:
         int fds[3] = {segment_fd(sealed_fd), eventfd(0, EFD_CLOEXEC),
                       eventfd(0, EFD_CLOEXEC)};
         close(sealed_fd);
+        /* Before the send: the module may refuse and the test look at
+         * attached() before this thread runs again. */
+        attached_ = true;
         srm_sock_send(fd, &rep, sizeof(rep), fds, 3);
         for (int f : fds) {
             close(f);
         }
-        attached_ = true;
 
         /* Until the module hangs up or the test ends; doorbells unread. */
         struct pollfd wait[2] = {{fd, POLLIN, 0}, {stop_fd_, POLLIN, 0}};

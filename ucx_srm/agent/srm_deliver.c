@@ -343,9 +343,12 @@ void srm_deliver_notify(srm_agent_t *agent)
         agent->notify_list = client->notify_next;
         reasons            = client->notify;
         client->notify     = 0;
+        /* The room request stays raised until a wakeup answers it: taken
+         * from a client not yet asleep, it would be gone when it sleeps. */
         wake = (reasons & SRM_NOTIFY_WAKE) ||
-               srm_shm_flag_take_fenced(&client->ctl->tx_space_wanted);
+               srm_load_relaxed(&client->ctl->tx_space_wanted.value);
         if (wake && srm_shm_flag_take_fenced(&client->ctl->client_sleeping)) {
+            srm_shm_flag_clear(&client->ctl->tx_space_wanted);
             ret = write(client->event_fd, &one, sizeof(one));
             (void)ret; /* a full counter already means "wake up" */
             client->stats.wakeups++;

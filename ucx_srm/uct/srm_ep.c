@@ -579,7 +579,10 @@ uct_srm_ep_pending_dispatch_cb(ucs_arbiter_t *arbiter,
     if (status == UCS_OK) {
         return UCS_ARBITER_CB_RESULT_REMOVE_ELEM;
     } else if (status == UCS_INPROGRESS) {
-        return UCS_ARBITER_CB_RESULT_NEXT_GROUP;
+        /* Not NEXT_GROUP: the arbiter would call it again in this dispatch,
+         * and a flush that waits for the agent says INPROGRESS until a
+         * later progress, so the dispatch would never end. */
+        return UCS_ARBITER_CB_RESULT_RESCHED_GROUP;
     }
     /* The ring is full for every ep that shares it. */
     return UCS_ARBITER_CB_RESULT_STOP;
