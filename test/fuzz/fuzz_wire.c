@@ -4,8 +4,8 @@
  * a clock that moves only when the input says so) with one attached
  * client, and is a script for up to four TCP connections of made-up peer
  * agents: dialled by us (HELLO, AUTH) or by the agent to our listeners
- * (HELLO_ACK), numbered AM, PAUSE and RESUME frames, ACKs, BYE, garbage,
- * partial frames, closes and resets, time passing, the client sending to
+ * (HELLO_ACK), numbered AM, PAUSE, RESUME and PORT_GONE frames, ACKs, BYE,
+ * garbage, partial frames, closes and resets, time passing, the client sending to
  * those peers and reading what they sent, srmctl status and fault. The
  * first byte picks the agent's mode: a cluster secret or none, failover or
  * none, a port backlog smaller than a frame or not, and how the input ends:
@@ -80,7 +80,7 @@ enum {
     FUZZ_OP_HELLO_ACK, /* the agent dialled: our answer */
     FUZZ_OP_AUTH,      /* our proof, valid or not */
     FUZZ_OP_AM,        /* a burst of numbered AMs */
-    FUZZ_OP_FLOW,      /* PAUSE or RESUME */
+    FUZZ_OP_FLOW,      /* PAUSE, RESUME or PORT_GONE */
     FUZZ_OP_ACK,       /* a cumulative ack, right or not */
     FUZZ_OP_OTHER,     /* BYE, or any type without payload */
     FUZZ_OP_RAW,       /* bytes */
@@ -866,6 +866,10 @@ static void fuzz_on_channel_frame(fuzz_conn_t *conn,
     chan->rx_next = hdr->chan_seq + 1;
     if (hdr->type == SRM_FRAME_AM) {
         fuzz_on_client_frame(conn, chan, hdr, payload);
+    } else if (hdr->type == SRM_FRAME_PORT_GONE) {
+        if ((hdr->length != 0) || (hdr->src_port != fuzz_client.port)) {
+            fuzz_fail("a PORT_GONE for port %u", hdr->src_port);
+        }
     } else if ((hdr->length != 0) || (hdr->dst_port != fuzz_client.port)) {
         fuzz_fail("a %s for port %u", (hdr->type == SRM_FRAME_PAUSE) ?
                                               "PAUSE" : "RESUME",
@@ -902,6 +906,7 @@ static void fuzz_conn_on_frame(fuzz_conn_t *conn, const srm_frame_hdr_t *hdr,
     case SRM_FRAME_AM:
     case SRM_FRAME_PAUSE:
     case SRM_FRAME_RESUME:
+    case SRM_FRAME_PORT_GONE:
     case SRM_FRAME_ACK:
         fuzz_on_channel_frame(conn, hdr, payload);
         return;
@@ -1198,6 +1203,7 @@ static void fuzz_note_sent(fuzz_conn_t *conn, const srm_frame_hdr_t *hdr,
     case SRM_FRAME_AM:
     case SRM_FRAME_PAUSE:
     case SRM_FRAME_RESUME:
+    case SRM_FRAME_PORT_GONE:
         if (fuzz_seq_before(chan->tx_hi, hdr->chan_seq + 1)) {
             chan->tx_hi = hdr->chan_seq + 1;
         }
@@ -1559,10 +1565,17 @@ static void fuzz_op_flow(fuzz_input_t *in, fuzz_conn_t *conn, int variant)
     if (conn->fd < 0) {
         fuzz_conn_dial(conn);
     }
-    fuzz_hdr(&hdr, (type_b & 1) ? SRM_FRAME_RESUME : SRM_FRAME_PAUSE, 0);
-    hdr.dst_port = (port_b < 0xf0) ? fuzz_src_ports[port_b & 3] :
-                                     fuzz_client.port;
-    hdr.src_port = type_b >> 1;
+    if ((type_b & 7) == 7) {
+        /* A port the AMs here never come from: the model stays whole. */
+        fuzz_hdr(&hdr, SRM_FRAME_PORT_GONE, 0);
+        hdr.src_port = 0x10000u + port_b;
+        hdr.seq      = type_b >> 3;
+    } else {
+        fuzz_hdr(&hdr, (type_b & 1) ? SRM_FRAME_RESUME : SRM_FRAME_PAUSE, 0);
+        hdr.dst_port = (port_b < 0xf0) ? fuzz_src_ports[port_b & 3] :
+                                         fuzz_client.port;
+        hdr.src_port = type_b >> 1;
+    }
     hdr.chan_seq = fuzz_chan_seq(conn, chan_b, &model);
     fuzz_tweak(conn, &hdr, tweak);
     fuzz_note_sent(conn, &hdr, model);

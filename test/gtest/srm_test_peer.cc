@@ -89,6 +89,18 @@ void raw_peer::send_am(uint32_t chan_seq, uint32_t seq, const raw_client &dst,
     send_bytes(bytes.data(), bytes.size());
 }
 
+void raw_peer::send_port_gone(uint32_t chan_seq, uint32_t src_port,
+                              uint32_t final)
+{
+    srm_frame_hdr_t hdr;
+
+    srm_frame_hdr_init(&hdr, SRM_FRAME_PORT_GONE, 0);
+    hdr.src_port = src_port;
+    hdr.chan_seq = chan_seq;
+    hdr.seq      = final;
+    send_bytes(&hdr, sizeof(hdr));
+}
+
 void raw_peer::heartbeat()
 {
     srm_frame_hdr_t hdr;

@@ -30,6 +30,8 @@ public:
     void send_bytes(const void *data, size_t length);
     void send_am(uint32_t chan_seq, uint32_t seq, const raw_client &dst,
                  const std::string &text);
+    /* PORT_GONE: source port src_port left, having sent final frames. */
+    void send_port_gone(uint32_t chan_seq, uint32_t src_port, uint32_t final);
     /* An ack of nothing: what keeps a connection heard. */
     void heartbeat();
     /* Whether the agent still keeps the connection (what it sent, read). */

@@ -213,6 +213,17 @@ TEST_F(uct_flush_test, a_sender_that_closes_at_once_loses_nothing)
             << received_ << " of " << sent_ << "\n" << status();
     EXPECT_EQ(0u, disorder_);
     EXPECT_EQ(0ull, node_a_->counter("dropped")) << status();
+
+    /* Its agent said PORT_GONE: the receiving node keeps nothing for it. */
+    auto end = clock::now() + std::chrono::seconds(10);
+    while ((node_b_->status().find(" sources 0 retired 1\n") ==
+            std::string::npos) &&
+           (clock::now() < end)) {
+        usleep(10000);
+    }
+    EXPECT_NE(std::string::npos,
+              node_b_->status().find(" sources 0 retired 1\n"))
+            << status();
 }
 
 /* The same with a flush first, as ucp_ep_close(FLUSH) and MPI_Finalize do:

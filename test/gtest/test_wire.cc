@@ -654,7 +654,7 @@ TEST(wire, unknown_or_unreachable_node_costs_only_its_own_frames)
     EXPECT_NE(0u, a.ctl()->nodes_changed.value);
     std::string status = node_a.status();
     EXPECT_NE(std::string::npos, status.find("state invalid")) << status;
-    EXPECT_NE(std::string::npos, status.find(" dropped 50\n")) << status;
+    EXPECT_NE(std::string::npos, status.find(" dropped 50 sources ")) << status;
 }
 
 TEST(wire, a_frame_numbered_twice_does_not_stall_the_frames_after_it)
@@ -676,6 +676,83 @@ TEST(wire, a_frame_numbered_twice_does_not_stall_the_frames_after_it)
         EXPECT_EQ(seq, f.hdr.seq);
     }
     EXPECT_FALSE(b.recv_wait(&f, 200)) << "seq " << f.hdr.seq << " twice";
+}
+
+/*
+ * A port of the peer goes (PORT_GONE, after its two frames): its order
+ * entry goes too, and a later port of the same number starts again at
+ * seq 0. Agents number ports with a 15-bit generation, so a node's long
+ * life brings numbers back; that port's frames used to be dropped as
+ * "numbered twice", and PORT_GONE did not exist.
+ */
+TEST(wire, a_port_number_used_again_after_its_port_went_starts_afresh)
+{
+    agent node_b({"UCX_SRM_DEVICES=lo", "UCX_SRM_FAILOVER_TIMEOUT=5s"});
+    raw_client b(node_b.socket());
+    raw_peer peer(b.wire_ipv4(), b.wire_port(), 0x5352);
+    frame f;
+
+    std::vector<uint8_t> bytes = raw_peer::am(0, 0, b, "a", 1, 5);
+    peer.send_bytes(bytes.data(), bytes.size());
+    bytes = raw_peer::am(1, 1, b, "b", 1, 5);
+    peer.send_bytes(bytes.data(), bytes.size());
+    peer.send_port_gone(2, 5, 2);
+    bytes = raw_peer::am(3, 0, b, "c", 1, 5);
+    peer.send_bytes(bytes.data(), bytes.size());
+    for (const char *text : {"a", "b", "c"}) {
+        ASSERT_TRUE(b.recv_wait(&f, 5000)) << "\"" << text << "\" lost\n"
+                                           << node_b.status();
+        EXPECT_EQ(std::string(text),
+                  std::string(f.payload.begin(), f.payload.end()));
+    }
+    std::string status = node_b.status();
+    EXPECT_NE(std::string::npos, status.find(" sources 1 retired 1\n"))
+            << status;
+    EXPECT_TRUE(peer.connected()) << status;
+}
+
+/*
+ * What a node keeps per source port of a peer is bounded and freed:
+ * 5000 ports that each send a frame and go leave nothing behind; a peer
+ * that names more ports than a node can have costs only the frames of the
+ * ports past the bound (counted as bad), not the channel.
+ */
+TEST(wire, what_a_node_keeps_per_source_port_is_bounded_and_freed)
+{
+    agent node_b({"UCX_SRM_DEVICES=lo", "UCX_SRM_FAILOVER_TIMEOUT=5s",
+                  "UCX_SRM_PORT_BACKLOG=64m"});
+    raw_client b(node_b.socket());
+    raw_peer peer(b.wire_ipv4(), b.wire_port(), 0x5352);
+    frame f;
+    uint32_t chan_seq = 0;
+
+    for (uint32_t port = 100; port < 5100; ++port) {
+        std::vector<uint8_t> bytes = raw_peer::am(chan_seq++, 0, b, "x", 1,
+                                                  port);
+        peer.send_bytes(bytes.data(), bytes.size());
+        peer.send_port_gone(chan_seq++, port, 1);
+    }
+    for (unsigned i = 0; i < 5000; ++i) {
+        ASSERT_TRUE(b.recv_wait(&f, 5000)) << i << "\n" << node_b.status();
+    }
+    std::string status = node_b.status();
+    EXPECT_NE(std::string::npos, status.find(" sources 0 retired 5000\n"))
+            << status;
+
+    /* 4096 ports that stay, then 4 more. */
+    for (uint32_t port = 10000; port < 10000 + 4100; ++port) {
+        std::vector<uint8_t> bytes = raw_peer::am(chan_seq++, 0, b, "y", 1,
+                                                  port);
+        peer.send_bytes(bytes.data(), bytes.size());
+    }
+    for (unsigned i = 0; i < 4096; ++i) {
+        ASSERT_TRUE(b.recv_wait(&f, 5000)) << i << "\n" << node_b.status();
+    }
+    EXPECT_FALSE(b.recv_wait(&f, 300)) << "a port past the bound";
+    status = node_b.status();
+    EXPECT_NE(std::string::npos, status.find(" bad 4 dropped 0 sources 4096 "))
+            << status;
+    EXPECT_TRUE(peer.connected()) << status;
 }
 
 /*

@@ -272,6 +272,9 @@ srm_sched_result_t srm_channel_enqueue(srm_agent_t *agent,
 void srm_channel_forget_client(srm_agent_t *agent, srm_client_t *client);
 void srm_channel_send_flow(srm_agent_t *agent, unsigned node_index,
                            srm_frame_type_t type, uint32_t port);
+/* Tells a node that port is gone, having sent it `final` frames. */
+void srm_channel_send_port_gone(srm_agent_t *agent, srm_node_t *node,
+                                uint32_t port, uint32_t final);
 int srm_channel_flush(srm_agent_t *agent, srm_node_t *node, int kind);
 int srm_channel_write_link(srm_agent_t *agent, srm_link_t *link, int ack);
 int srm_channel_at_boundary(const srm_link_t *link);
@@ -298,9 +301,30 @@ void srm_channel_drop_all(srm_agent_t *agent, srm_channel_t *chan);
  * themselves into its stream: 0, -1 malformed, -2 out of memory. */
 int srm_channel_absorb(srm_agent_t *agent, srm_node_t *node,
                        const uint8_t *frames, size_t len, size_t unwritten);
-unsigned srm_channel_release_held(srm_agent_t *agent, srm_node_t *node);
-void srm_channel_free_held(srm_node_t *node);
 size_t srm_channel_queued(const srm_channel_t *chan);
+/* Counts a frame of the channel kind delivered to a port of this node. */
+void srm_channel_count_rx(srm_agent_t *agent, srm_node_t *node, int kind,
+                          const srm_frame_hdr_t *hdr);
+
+/* srm_order.c: receive order per source port of a peer node */
+/* The port's entry, made if new; NULL if out of memory or the node names
+ * too many ports (srm_order_full). */
+srm_order_t *srm_order_get(srm_node_t *node, uint32_t src_port);
+int srm_order_full(const srm_node_t *node);
+/* Keeps a frame that came ahead of its turn: 1, or 0 if no room now. */
+int srm_order_hold(srm_node_t *node, srm_order_t *order, int kind,
+                   const srm_frame_hdr_t *hdr, const void *payload);
+/* The port's next frame was delivered: those held behind it follow. The
+ * entry may go (a gone port's last frame): order is not to be used after. */
+void srm_order_advance(srm_agent_t *agent, srm_node_t *node,
+                       srm_order_t *order, int kind,
+                       const srm_frame_hdr_t *hdr);
+/* Delivers the held frames whose turn came (ports had room again). */
+unsigned srm_order_release_all(srm_agent_t *agent, srm_node_t *node);
+/* PORT_GONE: the port sent `final` frames in all; its entry goes with the
+ * last of them. */
+void srm_order_port_gone(srm_node_t *node, uint32_t src_port, uint32_t final);
+void srm_order_free_all(srm_node_t *node);
 
 /* srm_link.c: connections to other agents and their handshake */
 int srm_link_init(srm_agent_t *agent);

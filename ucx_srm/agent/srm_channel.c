@@ -25,7 +25,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define SRM_HELD_LIMIT        (8u * 1024u * 1024u)
 #define SRM_CHANNEL_MAX_DEPTH (64u * 1024u * 1024u)
 #define SRM_ACK_DELAY         0.0005 /* seconds an ack waits for a ride */
 #define SRM_CHANNEL_CTL_SLACK (32u * 1024u) /* room for control frames past
@@ -33,11 +32,7 @@
                                                PAUSEs and RESUMEs */
 #define SRM_CHANNEL_WRITE_IOVS   64 /* pieces of the stream per write */
 #define SRM_CHANNEL_WRITE_ROUNDS 8  /* writes per call, while all goes */
-
-static inline int srm_seq_before(uint32_t a, uint32_t b)
-{
-    return (int32_t)(a - b) < 0;
-}
+#define SRM_NODE_MAX_PAUSED      4096 /* a node's ports that may PAUSE us */
 
 size_t srm_channel_depth(const srm_agent_t *agent)
 {
@@ -283,6 +278,10 @@ static void srm_node_set_paused(srm_node_t *node, uint32_t port, int paused)
     if (!paused) {
         return;
     }
+    if (node->num_paused == SRM_NODE_MAX_PAUSED) {
+        node->bad_frames++; /* more full ports than it could have */
+        return;
+    }
     ports = realloc(node->paused_ports,
                     (node->num_paused + 1) * sizeof(*ports));
     if (ports != NULL) {
@@ -381,32 +380,60 @@ void srm_channel_forget_client(srm_agent_t *agent, srm_client_t *client)
     }
 }
 
-void srm_channel_send_flow(srm_agent_t *agent, unsigned node_index,
-                           srm_frame_type_t type, uint32_t port)
+static const char *srm_channel_control_name(const srm_frame_hdr_t *frame)
 {
-    srm_node_t *node = agent->nodes[node_index];
-    srm_frame_hdr_t frame;
+    switch (frame->type) {
+    case SRM_FRAME_PAUSE:
+        return "PAUSE";
+    case SRM_FRAME_RESUME:
+        return "RESUME";
+    default:
+        return "PORT_GONE";
+    }
+}
+
+/* Queues a numbered control frame on the small channel to a node. */
+static void srm_channel_put_control(srm_agent_t *agent, srm_node_t *node,
+                                    srm_frame_hdr_t *frame, uint32_t port)
+{
     int ret;
 
     if (node->state == SRM_NODE_INVALID) {
         return; /* nobody to tell; its queue must stay empty */
     }
-    srm_frame_hdr_init(&frame, type, 0);
-    frame.dst_port = port;
     /* Control frames ignore the depth limit: they are what lifts it. */
     srm_lane_enter(agent, node);
-    ret = srm_channel_put(agent, node, &node->chan[SRM_CHANNEL_SMALL], &frame,
+    ret = srm_channel_put(agent, node, &node->chan[SRM_CHANNEL_SMALL], frame,
                           NULL);
     srm_lane_leave(agent, node);
     if (ret != 0) {
         srm_error("out of memory: %s for port %u to node %u not sent",
-                  (type == SRM_FRAME_PAUSE) ? "PAUSE" : "RESUME", port,
-                  node_index);
+                  srm_channel_control_name(frame), port, node->index);
         return;
     }
     srm_debug("sent %s for port %u to node %u",
-              (type == SRM_FRAME_PAUSE) ? "PAUSE" : "RESUME", port,
-              node_index);
+              srm_channel_control_name(frame), port, node->index);
+}
+
+void srm_channel_send_flow(srm_agent_t *agent, unsigned node_index,
+                           srm_frame_type_t type, uint32_t port)
+{
+    srm_frame_hdr_t frame;
+
+    srm_frame_hdr_init(&frame, type, 0);
+    frame.dst_port = port;
+    srm_channel_put_control(agent, agent->nodes[node_index], &frame, port);
+}
+
+void srm_channel_send_port_gone(srm_agent_t *agent, srm_node_t *node,
+                                uint32_t port, uint32_t final)
+{
+    srm_frame_hdr_t frame;
+
+    srm_frame_hdr_init(&frame, SRM_FRAME_PORT_GONE, 0);
+    frame.src_port = port;
+    frame.seq      = final;
+    srm_channel_put_control(agent, node, &frame, port);
 }
 
 /* Frees the acknowledged frames that the active link has written whole. */
@@ -817,124 +844,13 @@ int srm_channel_on_ack(srm_agent_t *agent, srm_link_t *link, uint32_t ack)
     return ret;
 }
 
-static srm_order_t *srm_order_get(srm_node_t *node, uint32_t src_port)
-{
-    srm_order_t *orders;
-    unsigned i;
-
-    for (i = 0; i < node->num_orders; ++i) {
-        if (node->orders[i].src_port == src_port) {
-            return &node->orders[i];
-        }
-    }
-    if (node->num_orders == node->cap_orders) {
-        node->cap_orders = (node->cap_orders == 0) ? 16 : 2 * node->cap_orders;
-        orders = realloc(node->orders, node->cap_orders * sizeof(*orders));
-        if (orders == NULL) {
-            return NULL;
-        }
-        node->orders = orders;
-    }
-    memset(&node->orders[node->num_orders], 0, sizeof(*node->orders));
-    node->orders[node->num_orders].src_port = src_port;
-    return &node->orders[node->num_orders++];
-}
-
-static void srm_channel_count_rx(srm_agent_t *agent, srm_node_t *node,
-                                 int kind, const srm_frame_hdr_t *hdr)
+void srm_channel_count_rx(srm_agent_t *agent, srm_node_t *node, int kind,
+                          const srm_frame_hdr_t *hdr)
 {
     node->chan[kind].rx_frames++;
     node->chan[kind].rx_bytes += hdr->length;
     agent->stats.frames++;
     agent->stats.bytes += hdr->length;
-}
-
-/* Delivers the held frames that are now next in order. */
-static unsigned srm_order_release(srm_agent_t *agent, srm_node_t *node,
-                                  srm_order_t *order)
-{
-    srm_held_frame_t *held;
-    unsigned count = 0;
-
-    while ((held = order->held) != NULL) {
-        if (srm_seq_before(held->hdr.seq, order->expected)) {
-            /* The sender numbered twice: never deliver twice, and never
-             * let it stand in front of the frames after it. */
-            node->bad_frames++;
-        } else if ((held->hdr.seq != order->expected) ||
-                   (srm_deliver_to_port(agent, node, &held->hdr,
-                                        held->payload) == 0)) {
-            break;
-        } else {
-            order->expected++;
-            srm_channel_count_rx(agent, node, held->kind, &held->hdr);
-            ++count;
-        }
-        order->held       = held->next;
-        node->held_bytes -= held->hdr.length;
-        free(held);
-    }
-    return count;
-}
-
-unsigned srm_channel_release_held(srm_agent_t *agent, srm_node_t *node)
-{
-    unsigned count = 0, o;
-
-    for (o = 0; o < node->num_orders; ++o) {
-        count += srm_order_release(agent, node, &node->orders[o]);
-    }
-    return count;
-}
-
-void srm_channel_free_held(srm_node_t *node)
-{
-    srm_held_frame_t *held;
-    unsigned o;
-
-    for (o = 0; o < node->num_orders; ++o) {
-        while ((held = node->orders[o].held) != NULL) {
-            node->orders[o].held = held->next;
-            free(held);
-        }
-    }
-    node->held_bytes = 0;
-}
-
-static int srm_order_hold(srm_node_t *node, srm_order_t *order, int kind,
-                          const srm_frame_hdr_t *hdr, const void *payload)
-{
-    srm_held_frame_t *held, **pos;
-
-    if ((node->held_bytes + hdr->length) > SRM_HELD_LIMIT) {
-        return 0;
-    }
-    held = malloc(sizeof(*held) + hdr->length);
-    if (held == NULL) {
-        return 0;
-    }
-    held->hdr  = *hdr;
-    held->kind = kind;
-    memcpy(held->payload, payload, hdr->length);
-    for (pos = &order->held;
-         (*pos != NULL) && srm_seq_before((*pos)->hdr.seq, hdr->seq);
-         pos = &(*pos)->next) {
-    }
-    held->next        = *pos;
-    *pos              = held;
-    node->held_bytes += hdr->length;
-    node->reordered++;
-    return 1;
-}
-
-/* The port's next frame was delivered: those held behind it may follow. */
-static void srm_order_advance(srm_agent_t *agent, srm_node_t *node,
-                              srm_order_t *order, int kind,
-                              const srm_frame_hdr_t *hdr)
-{
-    order->expected++;
-    srm_channel_count_rx(agent, node, kind, hdr);
-    srm_order_release(agent, node, order);
 }
 
 /* An AM in channel order: 1 consumed, 0 no room (retry later). */
@@ -947,7 +863,11 @@ static int srm_channel_deliver(srm_agent_t *agent, srm_link_t *link,
     int32_t ahead;
 
     if (order == NULL) {
-        return 0;
+        if (!srm_order_full(node)) {
+            return 0; /* out of memory: later */
+        }
+        node->bad_frames++;
+        return 1;
     }
     ahead = (int32_t)(hdr->seq - order->expected);
     if (ahead < 0) {
@@ -990,8 +910,9 @@ static void srm_channel_consumed(srm_agent_t *agent, srm_node_t *node,
 }
 
 /*
- * A numbered frame (AM, PAUSE, RESUME) from a ready link: 1 consumed, 0 no
- * room (retry later), -1 a gap in the numbering (the link lies).
+ * A numbered frame (AM, PAUSE, RESUME, PORT_GONE) from a ready link: 1
+ * consumed, 0 no room (retry later), -1 a gap in the numbering (the link
+ * lies).
  */
 int srm_channel_receive(srm_agent_t *agent, srm_link_t *link,
                         const srm_frame_hdr_t *hdr, const void *payload)
@@ -1014,6 +935,11 @@ int srm_channel_receive(srm_agent_t *agent, srm_link_t *link,
         if (!srm_channel_deliver(agent, link, hdr, payload)) {
             return 0;
         }
+    } else if (hdr->type == SRM_FRAME_PORT_GONE) {
+        srm_order_port_gone(node, hdr->src_port, hdr->seq);
+        srm_lane_enter(agent, node);
+        srm_node_set_paused(node, hdr->src_port, 0); /* in case */
+        srm_lane_leave(agent, node);
     } else {
         /* Direct writers must see a pause before their next frame. */
         srm_lane_enter(agent, node);

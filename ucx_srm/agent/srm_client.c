@@ -596,6 +596,31 @@ void srm_client_reap(srm_agent_t *agent)
     }
 }
 
+/*
+ * Tells every node the client sent frames to that its port is gone, with
+ * the number of frames it sent there, so that the node frees what it keeps
+ * for the port once the last of them arrived. After the client's queues
+ * left the scheduler: no frame of it is numbered after this.
+ */
+static void srm_client_say_gone(srm_agent_t *agent, srm_client_t *client)
+{
+    srm_node_t *node;
+    uint32_t idx, final;
+
+    for (idx = 1; idx < SRM_SHM_MAX_NODES; ++idx) {
+        if (client->node_map[idx] == 0) {
+            continue;
+        }
+        node  = agent->nodes[client->node_map[idx] - 1];
+        final = client->node_seq_shared[idx] ?
+                        srm_load_relaxed(&client->ctl->node_seq[idx]) :
+                        client->node_seq[idx];
+        if (final != 0) {
+            srm_channel_send_port_gone(agent, node, client->port, final);
+        }
+    }
+}
+
 void srm_client_drop(srm_agent_t *agent, srm_client_t *client,
                      const char *reason)
 {
@@ -638,6 +663,9 @@ void srm_client_drop(srm_agent_t *agent, srm_client_t *client,
     for (i = 0; i < client->num_paused_nodes; ++i) {
         srm_channel_send_flow(agent, client->paused_nodes[i], SRM_FRAME_RESUME,
                               client->port);
+    }
+    if (client->state == SRM_CLIENT_ATTACHED) {
+        srm_client_say_gone(agent, client);
     }
     /* Dropped in the middle of a progress pass, it may wait for a wakeup. */
     if (client->notify) {

@@ -186,14 +186,10 @@ void srm_node_invalidate(srm_agent_t *agent, srm_node_t *node, int failed,
         srm_channel_drop_all(agent, &node->chan[kind]);
     }
     node->dropped   += frames;
-    srm_channel_free_held(node);
     /* Nothing comes from it or goes to it again: an invalid node keeps no
      * memory but its counters (agents restart with new node ids). */
-    free(node->orders);
+    srm_order_free_all(node);
     free(node->paused_ports);
-    node->orders       = NULL;
-    node->num_orders   = 0;
-    node->cap_orders   = 0;
     node->paused_ports = NULL;
     node->num_paused   = 0;
     srm_lane_leave(agent, node); /* closed for good */
@@ -330,7 +326,7 @@ unsigned srm_node_progress(srm_agent_t *agent)
         node = agent->nodes[i];
         if (node->held_bytes > 0) {
             srm_lane_enter(agent, node); /* the order clients check moves */
-            count += srm_channel_release_held(agent, node);
+            count += srm_order_release_all(agent, node);
             srm_lane_leave(agent, node);
         }
         if (node->dirty && (node->state != SRM_NODE_INVALID)) {
@@ -379,11 +375,10 @@ void srm_node_cleanup(srm_agent_t *agent)
     srm_link_cleanup(agent);
     for (i = 0; i < agent->num_nodes; ++i) {
         node = agent->nodes[i];
-        srm_channel_free_held(node);
+        srm_order_free_all(node);
         for (kind = 0; kind < SRM_CHANNEL_KINDS; ++kind) {
             srm_channel_cleanup(agent, &node->chan[kind]);
         }
-        free(node->orders);
         free(node->paused_ports);
         srm_lane_destroy(node);
         free(node);
@@ -473,7 +468,8 @@ void srm_node_format(srm_agent_t *agent, char *buf, size_t size,
                          "placed %llu/%llu placing %d "
                          "connects %llu failovers %llu replaced %llu "
                          "resent %llu dups %llu held %zu reordered %llu "
-                         "paused %u pauses %llu bad %llu dropped %llu\n",
+                         "paused %u pauses %llu bad %llu dropped %llu "
+                         "sources %u retired %llu\n",
                          node->index, (unsigned long long)node->node_id,
                          srm_wire_tcp_str(node->wire[0].ipv4,
                                           node->wire[0].port, addr,
@@ -508,7 +504,9 @@ void srm_node_format(srm_agent_t *agent, char *buf, size_t size,
                          node->num_paused,
                          (unsigned long long)node->pauses,
                          (unsigned long long)node->bad_frames,
-                         (unsigned long long)node->dropped);
+                         (unsigned long long)node->dropped,
+                         node->num_orders,
+                         (unsigned long long)node->orders_retired);
             if ((n < 0) || ((size_t)n >= size - *len)) {
                 return;
             }

@@ -158,10 +158,12 @@ typedef struct srm_held_frame {
     uint8_t               payload[];
 } srm_held_frame_t;
 
-/* Receive order of one source port of this node's peer. */
+/* Receive order of one source port of this node's peer (srm_order.c). */
 typedef struct srm_order {
     uint32_t         src_port;
     uint32_t         expected;
+    uint32_t         final;       /* gone: the seq it ended at */
+    int              gone;        /* its agent said PORT_GONE */
     srm_held_frame_t *held;       /* sorted by seq */
 } srm_order_t;
 
@@ -187,6 +189,8 @@ struct srm_node {
     unsigned         num_orders;
     unsigned         cap_orders;
     size_t           held_bytes;
+    uint64_t         orders_retired; /* entries of gone ports freed */
+    int              orders_full_logged;
     uint32_t         *paused_ports; /* its ports that told us to PAUSE */
     unsigned         num_paused;
     uint64_t         pauses;      /* PAUSE frames received */

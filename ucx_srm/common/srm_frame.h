@@ -11,7 +11,7 @@
 #include <string.h>
 
 #define SRM_FRAME_MAGIC    0x5352u /* "SR" */
-#define SRM_FRAME_VERSION  3u
+#define SRM_FRAME_VERSION  4u
 #define SRM_FRAME_ALIGN    8u
 
 /* Largest payload a frame may carry; a client may choose less. */
@@ -35,6 +35,8 @@ typedef enum {
     SRM_FRAME_BYE = 9, /* wire: the sending agent is leaving for good */
     SRM_FRAME_RMA = 10, /* TX ring only: a PUT/GET for the agent (srm_rma.h) */
     SRM_FRAME_RMA_DONE = 11, /* RX ring only: the agent finished an RMA */
+    SRM_FRAME_PORT_GONE = 12, /* wire: src_port left; seq: the number of
+                                 frames it sent to the receiving node */
     SRM_FRAME_LAST
 } srm_frame_type_t;
 
@@ -135,6 +137,12 @@ static inline void srm_frame_hdr_init(srm_frame_hdr_t *hdr,
     hdr->version = SRM_FRAME_VERSION;
     hdr->type    = (uint8_t)type;
     hdr->length  = length;
+}
+
+/* Whether sequence number a comes before b (32-bit, wrapping). */
+static inline int srm_seq_before(uint32_t a, uint32_t b)
+{
+    return (int32_t)(a - b) < 0;
 }
 
 static inline void *srm_frame_payload(srm_frame_hdr_t *hdr)
