@@ -7,11 +7,11 @@
 # standby connection of every channel on the other link). 2 x 1 ranks run
 # test/mpi/srm_stream_check.c over UCX_TLS=srm (numbered, checksummed
 # messages both ways, every 16th up to 4 MB). Once every channel and its
-# standby are up, the second host drops 3% of the large TCP packets it
-# sends on the interface of its bulk channel's active path (an nftables
-# rule in its namespace), until its agent reacts or for at most
-# SRM_RETRANS_DROP_SECS (60: on a loaded machine the stream is slower, and
-# the drops take longer to add up to a second with the limit's worth).
+# standby are up, 3% of the large TCP packets the second host sends on the
+# interface of its bulk channel's active path are lost on their way (an
+# nftables rule in the first host's namespace drops them as they arrive),
+# until the second host's agent reacts or for at most
+# SRM_RETRANS_DROP_SECS (15).
 #
 # Checked: the drops made that host's TCP retransmit (at least the limit's
 # worth); its agent closed that connection for it ("replaced" in srmctl
@@ -24,7 +24,7 @@
 srm_netns_require --mpi mpicc mpirun
 srm_require_cmd nft nstat
 
-DROP_SECS=${SRM_RETRANS_DROP_SECS:-60}  # ends as soon as the agent reacts
+DROP_SECS=${SRM_RETRANS_DROP_SECS:-15}  # ends as soon as the agent reacts
 MPI_TIMEOUT=${SRM_MPI_TIMEOUT:-180}
 LIMIT=16    # the agents' default UCX_SRM_RETRANS_LIMIT, set explicitly
 PORT=7078
@@ -94,11 +94,15 @@ lossy_path=$(active_path "$lossy_host")
 peer_path=$(active_path "$peer_host")
 before=$(retransmitted "$lossy_host")
 srm_log "    $lossy_host: bulk channel active on path $lossy_path (eth$lossy_path); $peer_host: on path $peer_path"
-"$SRM_NETNS_CLUSTER" exec "$lossy_host" nft -f - <<NFT
+# The drops are made where the packets arrive, in the peer: dropped on the
+# way out, the sender's own TCP sees a local error and sends again later,
+# which it does not count as a retransmission (the watch would see nothing);
+# lost in flight, they are retransmitted as on a bad link.
+"$SRM_NETNS_CLUSTER" exec "$peer_host" nft -f - <<NFT
 table inet srm_retrans_test {
-    chain out {
-        type filter hook output priority 0;
-        oifname "eth$lossy_path" meta l4proto tcp meta length > 1000 numgen random mod 100 < 3 counter drop
+    chain in {
+        type filter hook input priority 0;
+        iifname "eth$lossy_path" meta l4proto tcp meta length > 1000 numgen random mod 100 < 3 counter drop
     }
 }
 NFT
@@ -110,9 +114,9 @@ while [ $(( $(srm_now_us) - t0 )) -lt $(( DROP_SECS * 1000000 )) ]; do
     sleep 0.2
 done
 srm_log "    dropped for $(( ($(srm_now_us) - t0) / 1000 )) ms:" \
-        "$("$SRM_NETNS_CLUSTER" exec "$lossy_host" nft list table inet srm_retrans_test |
+        "$("$SRM_NETNS_CLUSTER" exec "$peer_host" nft list table inet srm_retrans_test |
            grep -o 'counter packets [0-9]*' | awk '{ print $3 }') packets"
-"$SRM_NETNS_CLUSTER" exec "$lossy_host" nft delete table inet srm_retrans_test
+"$SRM_NETNS_CLUSTER" exec "$peer_host" nft delete table inet srm_retrans_test
 resent=$(( $(retransmitted "$lossy_host") - before ))
 sleep 1   # traffic after the drops, too
 
