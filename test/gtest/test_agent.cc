@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstring>
 #include <dirent.h>
 #include <poll.h>
@@ -393,11 +394,21 @@ TEST(agent, a_departed_sender_whose_frames_cannot_move_is_dropped_in_time)
     const uint32_t length = 200;
     uint32_t sent = 0;
     {
+        /* Until its ring stayed full for 200 ms: the agent, however late
+         * it runs, has taken all it can (the receiver's ring and backlog
+         * are full) and the rest cannot move. */
         raw_client sender(srmd.socket());
         std::vector<uint8_t> data = pattern(sent, length);
-        while (sender.send(receiver.port(), receiver.key(), data.data(),
-                           length, sent)) {
-            ++sent;
+        auto quiet_since = std::chrono::steady_clock::now();
+        while (std::chrono::steady_clock::now() - quiet_since <
+               std::chrono::milliseconds(200)) {
+            if (sender.send(receiver.port(), receiver.key(), data.data(),
+                            length, sent)) {
+                ++sent;
+                quiet_since = std::chrono::steady_clock::now();
+            } else {
+                usleep(1000);
+            }
         }
     }
     exchange(a, b, 500, 64);

@@ -11,6 +11,7 @@
 #include "srm_test_uct.h"
 
 extern "C" {
+#include <ucx_srm/common/srm_address.h>
 #include <ucx_srm/common/srm_lane.h>
 #include <uct/api/uct.h>
 }
@@ -328,6 +329,80 @@ TEST_F(uct_direct_test, a_writer_that_dies_holding_the_lock_before_a_reset)
     }
     expect_all_arrive();
     EXPECT_GE(node_a_->counter("failovers"), 5u) << node_a_->status();
+}
+
+/*
+ * A process breaks the lane's numbering (it counts a frame it never
+ * logged) while the log is empty: the agent keeps the channel's own count
+ * and resets the connection. It used to take the lane's count as the
+ * channel's then, so that every frame after it was a gap to the peer.
+ */
+TEST_F(uct_direct_test, a_process_that_breaks_the_lanes_numbering_stops_nothing)
+{
+    ASSERT_NO_FATAL_FAILURE(start("always"));
+    ASSERT_NO_FATAL_FAILURE(paced(100));
+    srm_lane_t *lane = mapped_lane();
+    ASSERT_NE(nullptr, lane);
+    /* Once the agent took the log: it then has nothing to check the
+     * count against but its own. */
+    auto end = clock::now() + std::chrono::seconds(10);
+    for (;;) {
+        pthread_mutex_lock(&lane->lock);
+        if (lane->log_len == 0) {
+            break;
+        }
+        pthread_mutex_unlock(&lane->lock);
+        ASSERT_LT(clock::now(), end) << "the agent never took the log";
+        usleep(1000);
+    }
+    lane->next_chan_seq += 1000;
+    pthread_mutex_unlock(&lane->lock);
+
+    unsigned long long before = direct();
+    ASSERT_NO_FATAL_FAILURE(stream(1000));
+    ASSERT_NO_FATAL_FAILURE(paced_until_direct(before + 200u));
+    expect_all_arrive();
+    EXPECT_GE(node_a_->counter("failovers"), 1u) << node_a_->status();
+}
+
+/*
+ * A frame logged in the lane as a port that has no lane (a buggy process
+ * writing as another): it is never delivered, and the frames around it
+ * are. It used to join the channel's stream as it was and reach port 1
+ * with the resend after the reset its missing bytes caused.
+ */
+TEST_F(uct_direct_test, a_frame_logged_as_a_port_without_the_lane_is_dropped)
+{
+    ASSERT_NO_FATAL_FAILURE(start("always"));
+    ASSERT_NO_FATAL_FAILURE(paced(100));
+    srm_lane_t *lane = mapped_lane();
+    ASSERT_NE(nullptr, lane);
+    srm_iface_addr_t to;
+    ASSERT_EQ(UCS_OK, uct_iface_get_address(
+                              iface_[1], reinterpret_cast<uct_iface_addr_t*>(&to)));
+
+    const uint64_t forged_payload = ~0ull;
+    srm_frame_hdr_t hdr;
+    srm_frame_hdr_init(&hdr, SRM_FRAME_AM, sizeof(forged_payload));
+    hdr.src_port = 4242;
+    hdr.dst_port = to.port;
+    hdr.dst_key  = to.key;
+    hdr.am_id    = 9;
+    pthread_mutex_lock(&lane->lock);
+    hdr.chan_seq = lane->next_chan_seq;
+    uint8_t *at  = lane->log + lane->log_len;
+    memcpy(at, &hdr, sizeof(hdr));
+    memcpy(at + sizeof(hdr), &forged_payload, sizeof(forged_payload));
+    ASSERT_EQ(0, srm_lane_append(lane, sizeof(hdr) + sizeof(forged_payload)));
+    lane->next_chan_seq++;
+    pthread_mutex_unlock(&lane->lock);
+
+    unsigned long long before = direct();
+    ASSERT_NO_FATAL_FAILURE(stream(1000));
+    ASSERT_NO_FATAL_FAILURE(paced_until_direct(before + 200u));
+    expect_all_arrive(); /* the forged one would be one too many */
+    std::string status = node_a_->status();
+    EXPECT_NE(std::string::npos, status.find(" foreign 1 ")) << status;
 }
 
 namespace {

@@ -654,7 +654,7 @@ TEST(wire, unknown_or_unreachable_node_costs_only_its_own_frames)
     EXPECT_NE(0u, a.ctl()->nodes_changed.value);
     std::string status = node_a.status();
     EXPECT_NE(std::string::npos, status.find("state invalid")) << status;
-    EXPECT_NE(std::string::npos, status.find(" dropped 50 sources ")) << status;
+    EXPECT_NE(std::string::npos, status.find(" dropped 50 foreign ")) << status;
 }
 
 TEST(wire, a_frame_numbered_twice_does_not_stall_the_frames_after_it)
@@ -750,7 +750,7 @@ TEST(wire, what_a_node_keeps_per_source_port_is_bounded_and_freed)
     }
     EXPECT_FALSE(b.recv_wait(&f, 300)) << "a port past the bound";
     status = node_b.status();
-    EXPECT_NE(std::string::npos, status.find(" bad 4 dropped 0 sources 4096 "))
+    EXPECT_NE(std::string::npos, status.find(" bad 4 dropped 0 foreign 0 sources 4096 "))
             << status;
     EXPECT_TRUE(peer.connected()) << status;
 }

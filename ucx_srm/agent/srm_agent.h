@@ -297,10 +297,19 @@ int srm_channel_on_ack(srm_agent_t *agent, srm_link_t *link, uint32_t ack);
 void srm_channel_link_ready(srm_agent_t *agent, srm_link_t *link);
 void srm_channel_link_lost(srm_agent_t *agent, srm_link_t *link);
 void srm_channel_drop_all(srm_agent_t *agent, srm_channel_t *chan);
+/* What srm_channel_absorb found wrong in a lane's log. */
+typedef struct srm_absorb_result {
+    size_t   lost_bytes;  /* from a malformed frame on: not kept */
+    unsigned renumbered;  /* frames not numbered as the channel's next */
+    unsigned foreign;     /* frames of no writer of the lane, or out of
+                             their port's order (srm_lane_check_writer) */
+} srm_absorb_result_t;
 /* Takes frames clients wrote to the small channel's active link
- * themselves into its stream: 0, -1 malformed, -2 out of memory. */
+ * themselves into its stream, checked as they are copied: 0, or -1 out of
+ * memory (nothing taken). */
 int srm_channel_absorb(srm_agent_t *agent, srm_node_t *node,
-                       const uint8_t *frames, size_t len, size_t unwritten);
+                       const uint8_t *frames, size_t len, size_t unwritten,
+                       srm_absorb_result_t *result);
 size_t srm_channel_queued(const srm_channel_t *chan);
 /* Counts a frame of the channel kind delivered to a port of this node. */
 void srm_channel_count_rx(srm_agent_t *agent, srm_node_t *node, int kind,
@@ -416,6 +425,12 @@ static inline void srm_agent_timer_by(srm_agent_t *agent, double due)
 
 /* srm_lane.c: clients that write the small channel's socket themselves */
 void srm_lane_enter(srm_agent_t *agent, srm_node_t *node);
+/* A frame a client wrote directly to the node: 0 if its source port is a
+ * writer of the lane and its seq the next the agent counted for it, else
+ * -1; a writer out of its port's order is failed (and counted as the peer
+ * saw it). */
+int srm_lane_check_writer(srm_agent_t *agent, srm_node_t *node,
+                          const srm_frame_hdr_t *hdr);
 void srm_lane_leave(srm_agent_t *agent, srm_node_t *node);
 /* Books what clients wrote and read directly, as of now. */
 void srm_lane_catch_up(srm_agent_t *agent, srm_node_t *node);

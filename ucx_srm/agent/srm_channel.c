@@ -341,11 +341,10 @@ srm_sched_result_t srm_channel_enqueue(srm_agent_t *agent,
         return SRM_SCHED_BLOCKED;
     }
 
-    /* A client that may write directly numbers its frames in its segment,
-     * and so does the agent for it (under the lane's lock). */
-    next_seq = src->node_seq_shared[hdr->dst_node] ?
-                       &src->ctl->node_seq[hdr->dst_node] :
-                       &src->node_seq[hdr->dst_node];
+    /* The agent's own count, which its enter brought up to date with the
+     * frames the client wrote directly; a client that may write directly
+     * is told the next number in its segment (under the lane's lock). */
+    next_seq = &src->node_seq[hdr->dst_node];
     srm_lane_enter(agent, node);
     frame     = *hdr;
     frame.seq = *next_seq;
@@ -359,6 +358,9 @@ srm_sched_result_t srm_channel_enqueue(srm_agent_t *agent,
         return SRM_SCHED_BLOCKED;
     }
     ++*next_seq;
+    if (src->node_seq_shared[hdr->dst_node]) {
+        srm_store_relaxed(&src->ctl->node_seq[hdr->dst_node], *next_seq);
+    }
     chan->tx_frames++;
     chan->tx_bytes += hdr->length;
     srm_lane_leave(agent, node);
@@ -502,38 +504,78 @@ static void srm_channel_advance(srm_agent_t *agent, srm_channel_t *chan,
     }
 }
 
+/* Turns the frame at `at` (whose header is hdr, left bytes on) into a
+ * header alone that the peer consumes and ignores. */
+static void srm_channel_blank_frame(uint8_t *at, const srm_frame_hdr_t *hdr,
+                                    size_t left)
+{
+    srm_frame_hdr_t blank;
+    size_t size = sizeof(*hdr) + hdr->length;
+
+    srm_frame_hdr_init(&blank, SRM_FRAME_PORT_GONE, 0);
+    blank.chan_seq = hdr->chan_seq; /* final 0: names no port */
+    memcpy(at, &blank, sizeof(blank));
+    memmove(at + sizeof(blank), at + size, left - size);
+}
+
 int srm_channel_absorb(srm_agent_t *agent, srm_node_t *node,
-                       const uint8_t *frames, size_t len, size_t unwritten)
+                       const uint8_t *frames, size_t len, size_t unwritten,
+                       srm_absorb_result_t *result)
 {
     srm_channel_t *chan = &node->chan[SRM_CHANNEL_SMALL];
     int written         = (chan->sent == chan->tail);
     uint64_t count = 0, bytes = 0;
-    uint32_t last_seq  = 0;
     srm_frame_hdr_t hdr;
-    size_t offset;
+    size_t offset, left;
     uint8_t *out;
 
-    for (offset = 0; offset < len; offset += sizeof(hdr) + hdr.length) {
-        if (len - offset < sizeof(hdr)) {
-            return -1;
-        }
-        memcpy(&hdr, frames + offset, sizeof(hdr));
-        if ((srm_frame_validate(&hdr, SRM_FRAME_MAX_PAYLOAD) != SRM_FRAME_OK) ||
-            (hdr.type != SRM_FRAME_AM) ||
-            (hdr.length > len - offset - sizeof(hdr))) {
-            return -1;
-        }
-        ++count;
-        bytes   += hdr.length;
-        last_seq = hdr.chan_seq;
-    }
+    memset(result, 0, sizeof(*result));
+    /* Copied once, from memory its writers share, into the channel's own
+     * stream; what is checked and kept is that copy. */
     out = srm_channel_append(agent, node, chan, len);
     if (out == NULL) {
-        return -2;
+        return -1;
     }
     memcpy(out, frames, len);
-    if (count > 0) {
-        chan->next_seq = last_seq + 1;
+    for (offset = 0; offset < len; offset += sizeof(hdr) + hdr.length) {
+        left = len - offset;
+        if (left >= sizeof(hdr)) {
+            memcpy(&hdr, out + offset, sizeof(hdr));
+        }
+        if ((left < sizeof(hdr)) ||
+            (srm_frame_validate(&hdr, SRM_FRAME_MAX_PAYLOAD) != SRM_FRAME_OK) ||
+            (hdr.type != SRM_FRAME_AM) ||
+            (hdr.length > left - sizeof(hdr))) {
+            /* Where the next frame starts is not known: what follows is
+             * lost (its writers were told the send went). */
+            result->lost_bytes = left;
+            chan->tail        -= left;
+            len                = offset;
+            unwritten          = (unwritten > left) ? (unwritten - left) : 0;
+            break;
+        }
+        /* The channel's numbering is the agent's: a frame numbered
+         * otherwise gets the next number (the peer never took it: it
+         * expects that number), and the connection, which carried the
+         * wrong one, is reset. */
+        if (hdr.chan_seq != chan->next_seq) {
+            hdr.chan_seq = chan->next_seq;
+            memcpy(out + offset, &hdr, sizeof(hdr));
+            result->renumbered++;
+        }
+        chan->next_seq++;
+        if (srm_lane_check_writer(agent, node, &hdr) != 0) {
+            /* Not resent as it is: it keeps its number, as a PORT_GONE
+             * that names nobody, and its payload leaves the stream. */
+            srm_channel_blank_frame(out + offset, &hdr, len - offset);
+            chan->tail -= hdr.length;
+            len        -= hdr.length;
+            unwritten   = 0; /* the connection is reset: all is resent */
+            result->foreign++;
+            hdr.length  = 0;
+        }
+        ++count;
+        bytes += hdr.length;
     }
     chan->tx_frames     += count;
     chan->tx_bytes      += bytes;

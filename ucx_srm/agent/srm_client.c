@@ -596,6 +596,21 @@ void srm_client_reap(srm_agent_t *agent)
     }
 }
 
+/* Takes what the client wrote to other nodes directly into the agent's
+ * count of its frames. */
+static void srm_client_catch_up_lanes(srm_agent_t *agent,
+                                      srm_client_t *client)
+{
+    uint32_t idx;
+
+    for (idx = 1; idx < SRM_SHM_MAX_NODES; ++idx) {
+        if (client->node_seq_shared[idx]) {
+            srm_lane_catch_up(agent,
+                              agent->nodes[client->node_map[idx] - 1]);
+        }
+    }
+}
+
 /*
  * Tells every node the client sent frames to that its port is gone, with
  * the number of frames it sent there, so that the node frees what it keeps
@@ -612,9 +627,7 @@ static void srm_client_say_gone(srm_agent_t *agent, srm_client_t *client)
             continue;
         }
         node  = agent->nodes[client->node_map[idx] - 1];
-        final = client->node_seq_shared[idx] ?
-                        srm_load_relaxed(&client->ctl->node_seq[idx]) :
-                        client->node_seq[idx];
+        final = client->node_seq[idx]; /* frames it wrote directly too */
         if (final != 0) {
             srm_channel_send_port_gone(agent, node, client->port, final);
         }
@@ -628,6 +641,9 @@ void srm_client_drop(srm_agent_t *agent, srm_client_t *client,
     srm_client_t **notify_p;
     unsigned n;
 
+    if (client->state == SRM_CLIENT_ATTACHED) {
+        srm_client_catch_up_lanes(agent, client); /* may fail it: first */
+    }
     if (reason != NULL) {
         srm_warn("dropping port %u (%s, pid %d): %s", client->port,
                  client->name, (int)client->pid, reason);

@@ -71,6 +71,70 @@ static void srm_lane_shut_link(srm_agent_t *agent, srm_node_t *node,
     shutdown(link->fd, SHUT_RDWR);
 }
 
+int srm_lane_check_writer(srm_agent_t *agent, srm_node_t *node,
+                          const srm_frame_hdr_t *hdr)
+{
+    srm_client_t *client = srm_client_lookup(agent, hdr->src_port);
+    uint32_t idx;
+
+    if (client == NULL) {
+        return -1; /* gone since, or never ours */
+    }
+    for (idx = 1; idx < SRM_SHM_MAX_NODES; ++idx) {
+        if ((client->node_map[idx] == node->index + 1) &&
+            client->node_seq_shared[idx]) {
+            break;
+        }
+    }
+    if (idx == SRM_SHM_MAX_NODES) {
+        return -1; /* a port without the lane could not write it */
+    }
+    if (hdr->seq != client->node_seq[idx]) {
+        srm_client_fail(agent, client, "it wrote a frame to another node "
+                                       "directly out of its port's order");
+        client->node_seq[idx] = hdr->seq + 1; /* as the peer saw it */
+        return -1;
+    }
+    client->node_seq[idx]++;
+    return 0;
+}
+
+/* Takes the frames of the log into the channel: why the connection must be
+ * reset, or NULL. */
+static const char *srm_lane_take_log(srm_agent_t *agent, srm_node_t *node,
+                                     uint32_t len, uint32_t unwritten)
+{
+    srm_lane_t *lane    = node->lane;
+    srm_channel_t *chan = &node->chan[SRM_CHANNEL_SMALL];
+    srm_absorb_result_t result;
+
+    if ((len > 0) && (srm_channel_absorb(agent, node, lane->log, len,
+                                         unwritten, &result) != 0)) {
+        return "no memory to keep the frames written to it directly";
+    } else if (len == 0) {
+        memset(&result, 0, sizeof(result));
+    }
+    if (result.lost_bytes > 0) {
+        srm_error("node %u: a process wrote a malformed frame to it "
+                  "directly; the %zu bytes from there on, frames other "
+                  "processes may have written too, are lost",
+                  node->index, result.lost_bytes);
+        return "a malformed frame was written to it directly";
+    }
+    if (result.foreign > 0) {
+        node->lane_foreign += result.foreign;
+        return "a process wrote frames as a port that may not, or out of "
+               "their port's order";
+    }
+    if (result.renumbered > 0) {
+        return "a process numbered frames out of the channel's order";
+    }
+    /* A client numbers a frame only once it is in the log. */
+    return (srm_load_relaxed(&lane->next_chan_seq) == chan->next_seq) ?
+                   NULL :
+                   "a process numbered a frame it did not log";
+}
+
 static void srm_lane_absorb(srm_agent_t *agent, srm_node_t *node)
 {
     srm_lane_t *lane    = node->lane;
@@ -78,33 +142,19 @@ static void srm_lane_absorb(srm_agent_t *agent, srm_node_t *node)
     uint32_t len        = lane->log_len;
     uint32_t unwritten  = lane->unwritten;
     srm_link_t *link    = chan->links[chan->active];
-    const char *why     = NULL;
-    int taken           = 0;
+    const char *why;
 
     srm_store_relaxed(&lane->kick, 0);
+    if ((len > sizeof(lane->log)) || (unwritten > len)) {
+        srm_error("node %u: a process left its direct lane's log corrupt "
+                  "(%u bytes, %u unwritten): the frames in it are lost",
+                  node->index, len, unwritten);
+        why = "a process left a corrupt lane log";
+    } else {
+        why = srm_lane_take_log(agent, node, len, unwritten);
+    }
     if (lane->owner_died) {
         why = "a process died writing to it directly";
-    } else if ((len > sizeof(lane->log)) || (unwritten > len)) {
-        why = "a process left a corrupt lane log";
-        len = 0;
-    }
-    if (len > 0) {
-        switch (srm_channel_absorb(agent, node, lane->log, len, unwritten)) {
-        case 0:
-            taken = 1; /* numbering goes on after the last frame taken */
-            break;
-        case -1:
-            why = "a process wrote a malformed frame to it directly";
-            break;
-        default:
-            why = "no memory to keep the frames written to it directly";
-            break;
-        }
-    }
-    if (!taken) {
-        /* A client numbers a frame only once it is in the log, so without
-         * frames the lane's count is the channel's. */
-        chan->next_seq = lane->next_chan_seq;
     }
     lane->log_len    = 0;
     lane->unwritten  = 0;
@@ -148,10 +198,9 @@ static void srm_lane_retire(srm_agent_t *agent, srm_node_t *node)
              "a new lane is made when asked", node->index,
              SRM_LANE_HOLD_LIMIT_MS);
     if ((len > sizeof(lane->log)) ||
-        ((len > 0) &&
-         (srm_channel_absorb(agent, node, lane->log, len, 0) != 0))) {
+        (srm_lane_take_log(agent, node, len, 0) != NULL)) {
         srm_warn("node %u: the retired lane's log (%u bytes) is corrupt or "
-                 "too large to keep; its frames are not resent",
+                 "too large to keep; what it holds may be lost",
                  node->index, len);
     }
     if (srm_lane_absorb_rx(agent, node, taken) != 0) {

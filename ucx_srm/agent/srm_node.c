@@ -469,7 +469,7 @@ void srm_node_format(srm_agent_t *agent, char *buf, size_t size,
                          "connects %llu failovers %llu replaced %llu "
                          "resent %llu dups %llu held %zu reordered %llu "
                          "paused %u pauses %llu bad %llu dropped %llu "
-                         "sources %u retired %llu\n",
+                         "foreign %llu sources %u retired %llu\n",
                          node->index, (unsigned long long)node->node_id,
                          srm_wire_tcp_str(node->wire[0].ipv4,
                                           node->wire[0].port, addr,
@@ -505,6 +505,7 @@ void srm_node_format(srm_agent_t *agent, char *buf, size_t size,
                          (unsigned long long)node->pauses,
                          (unsigned long long)node->bad_frames,
                          (unsigned long long)node->dropped,
+                         (unsigned long long)node->lane_foreign,
                          node->num_orders,
                          (unsigned long long)node->orders_retired);
             if ((n < 0) || ((size_t)n >= size - *len)) {

@@ -202,6 +202,9 @@ struct srm_node {
     srm_lane_t       *lane;
     int              lane_fd;
     unsigned         lane_depth;  /* srm_lane_enter nesting */
+    uint64_t         lane_foreign; /* frames written to it directly by no
+                                      writer of its lane, or out of their
+                                      port's order */
     srm_link_t       *lane_link;  /* the link whose socket the lane's
                                      generation names, or NULL */
     uint32_t         lane_polls_seen; /* rx_polls when last looked at */
