@@ -193,12 +193,14 @@ void raw_client::ring_doorbell()
 }
 
 void raw_client::name_node(uint32_t index, uint64_t node_id, uint32_t ipv4,
-                           uint16_t port)
+                           uint16_t port, uint32_t ipv4_1, uint16_t port_1)
 {
     srm_shm_node_t *entry = &ctl_->nodes[index];
     entry->node_id        = node_id;
     entry->wire[0].ipv4   = ipv4;
     entry->wire[0].port   = port;
+    entry->wire[1].ipv4   = ipv4_1;
+    entry->wire[1].port   = port_1;
     srm_store_release(&entry->valid, (uint16_t)1);
 }
 

@@ -58,9 +58,10 @@ public:
     uint32_t wire_ipv4() const { return wire_ipv4_; }
     uint16_t wire_port() const { return wire_port_; }
 
-    /* Names another agent's node in our node table, as the module does. */
+    /* Names another agent's node in our node table, as the module does
+     * (ipv4_1 and port_1: its second path's address, if any). */
     void name_node(uint32_t index, uint64_t node_id, uint32_t ipv4,
-                   uint16_t port);
+                   uint16_t port, uint32_t ipv4_1 = 0, uint16_t port_1 = 0);
     int sock_fd() const { return sock_fd_; }
     int doorbell_fd() const { return doorbell_fd_; }
     int event_fd() const { return event_fd_; }

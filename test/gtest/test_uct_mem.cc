@@ -564,13 +564,15 @@ TEST_F(uct_rma_test, a_key_with_a_forged_token_reaches_nothing)
     EXPECT_EQ(0, ((uint8_t*)dst.address)[0]) << "a forged PUT wrote";
     EXPECT_EQ(0x3c, ((uint8_t*)src.address)[0]) << "a forged GET read";
 
-    /* Keep forging: the agent lets go of this port. (No progress from
-     * here: this iface has no error handler, and its endpoints fail.) */
+    /* Keep forging: the agent lets go of this port, maybe before the
+     * last of these is posted (then it fails at once). No progress from
+     * here: this iface has no error handler, and its endpoints fail. */
     comp_t more[8];
     for (auto &m : more) {
-        ASSERT_EQ(UCS_INPROGRESS, rma(true, src, 0, 64,
-                                      (uintptr_t)dst.address, forged.rkey,
-                                      &m));
+        if (rma(true, src, 0, 64, (uintptr_t)dst.address, forged.rkey,
+                &m) != UCS_INPROGRESS) {
+            break;
+        }
     }
     for (int i = 0; (i < 500) && !status_has("dropped 1"); ++i) {
         usleep(10000);

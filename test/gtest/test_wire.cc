@@ -657,6 +657,97 @@ TEST(wire, unknown_or_unreachable_node_costs_only_its_own_frames)
     EXPECT_NE(std::string::npos, status.find(" dropped 50 foreign ")) << status;
 }
 
+namespace {
+
+/* A loopback port (network order) where nothing listens: bound, then
+ * closed, so connects to it are refused. */
+uint16_t refusing_port()
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in addr = {};
+    socklen_t len           = sizeof(addr);
+    addr.sin_family         = AF_INET;
+    addr.sin_addr.s_addr    = htonl(INADDR_LOOPBACK);
+    EXPECT_EQ(0, bind(fd, (struct sockaddr*)&addr, sizeof(addr)));
+    EXPECT_EQ(0, getsockname(fd, (struct sockaddr*)&addr, &len));
+    close(fd);
+    return addr.sin_port;
+}
+
+/* Sends count frames from `from` (its node entry idx) to `to`: how many
+ * arrived within the time. */
+unsigned send_and_count(raw_client &from, uint32_t idx, raw_client &to,
+                        unsigned count)
+{
+    frame f;
+    unsigned arrived = 0;
+    for (uint32_t i = 0; i < count; ++i) {
+        EXPECT_TRUE(from.send(to.port(), to.key(), &i, sizeof(i), i, idx));
+    }
+    while ((arrived < count) && to.recv_wait(&f, 3000)) {
+        ++arrived;
+    }
+    return arrived;
+}
+
+} // namespace
+
+/*
+ * A node's second path refuses (a firewall that resets it, a wrong second
+ * address): the channels go on on the first, and the node stays normal.
+ * A single refused connect on any path used to invalidate the node for
+ * every process.
+ */
+TEST(wire, a_refused_second_path_degrades_the_channels_not_the_node)
+{
+    agent node_a(kLoopbackWire), node_b(kLoopbackWire);
+    raw_client a(node_a.socket()), b(node_b.socket());
+
+    a.name_node(1, b.node_id(), b.wire_ipv4(), b.wire_port(), b.wire_ipv4(),
+                refusing_port());
+    EXPECT_EQ(50u, send_and_count(a, 1, b, 50)) << node_a.status();
+    usleep(300000); /* retries of the refused path meanwhile */
+    std::string status = node_a.status();
+    EXPECT_NE(std::string::npos, status.find("state normal")) << status;
+    EXPECT_EQ(SRM_SHM_NODE_OK, a.ctl()->nodes[1].state);
+}
+
+/*
+ * One process names a node at a wrong address: nothing listens there, so
+ * the node is declared failed, and that process's endpoints fail. Another
+ * process that names it at its right address reaches it: the node is
+ * tried again there, and the first process may connect to it anew. The
+ * node used to stay failed for everyone.
+ */
+TEST(wire, a_node_first_named_at_a_wrong_address_is_tried_at_the_right_one)
+{
+    agent node_a(kLoopbackWire), node_b(kLoopbackWire);
+    raw_client wrong(node_a.socket()), right(node_a.socket()),
+            b(node_b.socket());
+
+    wrong.name_node(1, b.node_id(), b.wire_ipv4(), refusing_port());
+    uint32_t one = 1;
+    ASSERT_TRUE(wrong.send(b.port(), b.key(), &one, sizeof(one), 0, 1));
+    for (int i = 0; (i < 300) && (wrong.ctl()->nodes[1].state == 0); ++i) {
+        usleep(10000);
+    }
+    ASSERT_EQ(SRM_SHM_NODE_FAILED, wrong.ctl()->nodes[1].state)
+            << node_a.status();
+
+    right.name_node(1, b.node_id(), b.wire_ipv4(), b.wire_port());
+    EXPECT_EQ(50u, send_and_count(right, 1, b, 50)) << node_a.status();
+    EXPECT_EQ(SRM_SHM_NODE_OK, wrong.ctl()->nodes[1].state);
+    std::string status;
+    for (int i = 0; i < 300; ++i) { /* the bulk channel connects too */
+        status = node_a.status();
+        if (status.find("state normal") != std::string::npos) {
+            break;
+        }
+        usleep(10000);
+    }
+    EXPECT_NE(std::string::npos, status.find("state normal")) << status;
+}
+
 TEST(wire, a_frame_numbered_twice_does_not_stall_the_frames_after_it)
 {
     agent node_b({"UCX_SRM_DEVICES=lo", "UCX_SRM_FAILOVER_TIMEOUT=5s"});

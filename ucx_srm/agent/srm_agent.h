@@ -381,6 +381,18 @@ srm_node_t *srm_node_resolve(srm_agent_t *agent, srm_client_t *client,
                              uint32_t idx);
 void srm_node_invalidate(srm_agent_t *agent, srm_node_t *node, int failed,
                          const char *why);
+/* A node declared failed before it was ever reached, named again at
+ * another address or calling us itself: tried again there (1), unless
+ * it was reached once or its agent left (0). */
+int srm_node_revive(srm_agent_t *agent, srm_node_t *node,
+                    const srm_wire_addr_t wire[SRM_WIRE_PATHS],
+                    const char *how);
+/* A connect to the node on path was refused: 1 if every path it has now
+ * was refused since it was last ready (nothing listens there). */
+int srm_node_path_refused(srm_node_t *node, int path);
+/* An authenticated handshake on path: the peer's own addresses. */
+void srm_node_path_ready(srm_node_t *node, int path,
+                         const srm_wire_addr_t wire[SRM_WIRE_PATHS]);
 unsigned srm_node_progress(srm_agent_t *agent);
 void srm_node_cleanup(srm_agent_t *agent);
 void srm_node_format(srm_agent_t *agent, char *buf, size_t size,

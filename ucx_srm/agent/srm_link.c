@@ -30,7 +30,8 @@
 #include <unistd.h>
 
 #define SRM_LINK_IN_BUF   (2 * (sizeof(srm_frame_hdr_t) + SRM_FRAME_MAX_PAYLOAD))
-#define SRM_LINK_RETRY    0.1 /* seconds between connects of one path */
+#define SRM_LINK_RETRY    0.1 /* seconds between connects of one path, */
+#define SRM_LINK_RETRY_MAX_SHIFT 3 /* doubled after each failure up to 8x */
 
 #define SRM_LINK_MAX_HANDSHAKES     64  /* accepted, not yet proven */
 #define SRM_LINK_HANDSHAKE_DEADLINE 5.0 /* seconds from accept or connect */
@@ -46,6 +47,17 @@ static const char *srm_link_state_names[] = {
 
 static int srm_link_ready(srm_agent_t *agent, srm_link_t *link);
 static int srm_link_read_qp(srm_agent_t *agent, srm_link_t *link);
+
+/* After `failures` failed connects of a path in a row. */
+static double srm_link_retry_delay(unsigned failures)
+{
+    unsigned shift = (failures == 0) ? 0 : (failures - 1);
+
+    if (shift > SRM_LINK_RETRY_MAX_SHIFT) {
+        shift = SRM_LINK_RETRY_MAX_SHIFT;
+    }
+    return SRM_LINK_RETRY * (double)(1u << shift);
+}
 
 void srm_link_dereg_paths(srm_verbs_mr_t *mr[SRM_WIRE_PATHS])
 {
@@ -208,10 +220,11 @@ void srm_link_close(srm_agent_t *agent, srm_link_t *link,
     agent->links[link->index] = NULL;
     srm_place_cancel(link);
     if (chan != NULL) {
-        chan->retry_at[link->path] = srm_agent_now() + SRM_LINK_RETRY;
         if (link->state != SRM_LINK_READY) {
             chan->failures[link->path]++;
         }
+        chan->retry_at[link->path] =
+                srm_agent_now() + srm_link_retry_delay(chan->failures[link->path]);
         srm_channel_link_lost(agent, link);
     }
     if (link->shared) {
@@ -462,7 +475,8 @@ static int srm_link_install(srm_agent_t *agent, srm_link_t *link)
             return -1;
         }
     }
-    if (node->state == SRM_NODE_INVALID) {
+    if ((node->state == SRM_NODE_INVALID) &&
+        !srm_node_revive(agent, node, link->peer_wire, "its agent called")) {
         srm_link_close(agent, link, SRM_LOG_INFO,
                        "node 0x%016llx was declared failed",
                        (unsigned long long)link->peer_id);
@@ -530,6 +544,9 @@ static int srm_link_ready(srm_agent_t *agent, srm_link_t *link)
 {
     unsigned index = link->index;
 
+    /* The acceptor heard the peer's own addresses in its HELLO. */
+    srm_node_path_ready(link->node, link->path,
+                        link->initiator ? NULL : link->peer_wire);
     link->state = SRM_LINK_READY;
     srm_link_set_events(agent, link);
     srm_channel_link_ready(agent, link);
@@ -936,12 +953,26 @@ static void srm_link_connected(srm_agent_t *agent, srm_link_t *link)
 {
     int error = srm_wire_tcp_connect_result(link->fd);
     srm_node_t *node;
+    int path;
 
     if (error == ECONNREFUSED) {
         node = link->node;
+        path = link->path;
+        if (!srm_node_path_refused(node, path)) {
+            /* A firewall, or a wrong second address: the channels go on
+             * on the other path, and this one is tried again later. */
+            if (node->chan[link->kind].failures[path] == 0) {
+                srm_warn("node %u: path %d refused the %s channel's "
+                         "connection; it goes on without it, retrying",
+                         node->index, path, srm_node_kind_name(link->kind));
+            }
+            srm_link_close(agent, link, SRM_LOG_DEBUG, "connect refused");
+            return;
+        }
         srm_link_close(agent, link, SRM_LOG_INFO, "connect refused");
-        /* Nothing listens there: the agent of that node is gone for good
-         * (a new one would have a new node id). */
+        /* Nothing listens on any path: the agent of that node is gone for
+         * good (a new one would have a new node id), or its address was
+         * wrong (srm_node_revive). */
         srm_node_invalidate(agent, node, 1,
                             "nothing listens at its address any more");
         return;

@@ -6,8 +6,14 @@
  *   Normal -> Restoring   a kind lost all its links; reconnecting
  *   Restoring -> Normal   a link is back (unacknowledged frames resent)
  *   Init | Restoring -> Invalid
- *                         no way back within PEER_TIMEOUT, nothing listens at
- *                         its address, or its agent said BYE
+ *                         no way back within PEER_TIMEOUT, nothing listens on
+ *                         any of its paths, or its agent said BYE
+ *   Invalid -> Init       never reached, and a client names it at another
+ *                         address or its agent calls (srm_node_revive)
+ *
+ * A path that refuses while another does not only waits for its retries.
+ * Addresses a client names are tried first; the peer's own, from its
+ * handshake, replace them.
  *
  * An invalid node's frames are dropped and every client that named it is
  * told through its node table, so its endpoints fail instead of hanging.
@@ -110,6 +116,82 @@ static void srm_node_tell_client(srm_agent_t *agent, srm_client_t *client,
     srm_deliver_mark_notify(agent, client);
 }
 
+static int srm_node_same_wire(const srm_wire_addr_t a[SRM_WIRE_PATHS],
+                              const srm_wire_addr_t b[SRM_WIRE_PATHS])
+{
+    return memcmp(a, b, SRM_WIRE_PATHS * sizeof(*a)) == 0;
+}
+
+int srm_node_revive(srm_agent_t *agent, srm_node_t *node,
+                    const srm_wire_addr_t wire[SRM_WIRE_PATHS],
+                    const char *how)
+{
+    srm_client_t *client;
+    unsigned i, idx;
+    char addr[32];
+    int kind, path;
+
+    if ((node->state != SRM_NODE_INVALID) || node->ever_ready ||
+        (node->why_invalid == NULL)) {
+        return 0;
+    }
+    for (kind = 0; kind < SRM_CHANNEL_KINDS; ++kind) {
+        for (path = 0; path < SRM_WIRE_PATHS; ++path) {
+            if (node->chan[kind].links[path] != NULL) {
+                return 0; /* not yet closed: not yet over */
+            }
+        }
+    }
+    /* Its channels start afresh: the peer never took a frame of them, and
+     * their queues went with the invalidation. */
+    for (kind = 0; kind < SRM_CHANNEL_KINDS; ++kind) {
+        srm_channel_init(agent, &node->chan[kind]);
+    }
+    if (wire[0].ipv4 != 0) {
+        memcpy(node->wire, wire, sizeof(node->wire));
+    }
+    srm_node_set_state(node, SRM_NODE_INIT, srm_agent_now());
+    node->down_since  = node->state_since;
+    node->why_invalid = NULL;
+    node->refused     = 0;
+    node->dirty       = 1;
+    srm_info("node %u (0x%016llx): %s, at %s: tried again", node->index,
+             (unsigned long long)node->node_id, how,
+             srm_wire_tcp_str(node->wire[0].ipv4, node->wire[0].port, addr,
+                              sizeof(addr)));
+    for (i = 0; i < agent->num_slots; ++i) {
+        client = agent->slots[i];
+        if ((client == NULL) || (client->state != SRM_CLIENT_ATTACHED)) {
+            continue;
+        }
+        for (idx = 1; idx < SRM_SHM_MAX_NODES; ++idx) {
+            if (client->node_map[idx] == node->index + 1) {
+                srm_store_relaxed(&client->ctl->nodes[idx].state,
+                                  (uint16_t)SRM_SHM_NODE_OK);
+            }
+        }
+    }
+    return 1;
+}
+
+int srm_node_path_refused(srm_node_t *node, int path)
+{
+    /* One interface: both paths go to its address. */
+    unsigned paths = (node->wire[1].ipv4 == 0) ? 1u : 3u;
+
+    node->refused |= (node->wire[1].ipv4 == 0) ? 1u : (1u << path);
+    return (node->refused & paths) == paths;
+}
+
+void srm_node_path_ready(srm_node_t *node, int path,
+                         const srm_wire_addr_t wire[SRM_WIRE_PATHS])
+{
+    node->refused &= ~((node->wire[1].ipv4 == 0) ? 1u : (1u << path));
+    if ((wire != NULL) && (wire[0].ipv4 != 0)) {
+        memcpy(node->wire, wire, sizeof(node->wire));
+    }
+}
+
 /* The agent node a client means by its node table entry idx. */
 srm_node_t *srm_node_resolve(srm_agent_t *agent, srm_client_t *client,
                              uint32_t idx)
@@ -136,6 +218,11 @@ srm_node_t *srm_node_resolve(srm_agent_t *agent, srm_client_t *client,
         if (node == NULL) {
             return NULL;
         }
+    } else if ((node->state == SRM_NODE_INVALID) &&
+               !srm_node_same_wire(node->wire, entry.wire)) {
+        /* One process's wrong address must not cut off the others. */
+        srm_node_revive(agent, node, entry.wire,
+                        "named at another address");
     }
     client->node_map[idx] = (uint16_t)(node->index + 1);
     if (node->state == SRM_NODE_INVALID) {
@@ -249,6 +336,7 @@ static void srm_node_update_state(srm_agent_t *agent, srm_node_t *node,
         if (node->state != SRM_NODE_NORMAL) {
             srm_node_set_state(node, SRM_NODE_NORMAL, now);
         }
+        node->ever_ready = 1;
         node->down_since = 0;
         return;
     }

@@ -183,6 +183,9 @@ struct srm_node {
     double           state_since;
     double           down_since;  /* no ready link of some kind since */
     const char       *why_invalid;
+    int              ever_ready;  /* was normal once: its address works */
+    unsigned         refused;     /* paths whose connects were refused
+                                     since they were last ready (bits) */
     srm_channel_t    chan[SRM_CHANNEL_KINDS];
     int              dirty;       /* has frames to flush */
     srm_order_t      *orders;
