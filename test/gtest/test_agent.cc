@@ -386,6 +386,42 @@ TEST(agent, frames_left_in_the_ring_of_a_departed_sender_are_delivered)
  * UCX_SRM_DEPART_TIMEOUT, with a warning of what was left, and the agent
  * serves the rest meanwhile.
  */
+/*
+ * Port keys are 32 random bits: a process that sends to ports of its node
+ * with wrong keys again and again is searching for one, and goes after 64
+ * such frames. Frames to ports that left are no search. Before, both were
+ * only counted (bad_dest), and a search could go on for as long as it
+ * took.
+ */
+TEST(agent, a_sender_that_keeps_missing_port_keys_is_dropped)
+{
+    agent srmd;
+    raw_client target(srmd.socket()), searcher(srmd.socket()),
+            late(srmd.socket());
+    frame f;
+
+    for (uint32_t i = 0; i < 200; ++i) {
+        ASSERT_TRUE(late.send(target.port() + 1, target.key(), "x", 1, i));
+    }
+    for (uint32_t guess = 1; guess < 64; ++guess) {
+        ASSERT_TRUE(searcher.send(target.port(), target.key() ^ guess, "x", 1,
+                                  guess));
+    }
+    for (int i = 0; (i < 100) && (srmd.counter("bad_dest") < 263); ++i) {
+        usleep(10000);
+    }
+    EXPECT_EQ(263ull, srmd.counter("bad_dest")) << srmd.status();
+    EXPECT_EQ(0ull, srmd.counter("dropped")) << srmd.status();
+
+    ASSERT_TRUE(searcher.send(target.port(), target.key() ^ 64, "x", 1, 64));
+    for (int i = 0; (i < 300) && (srmd.counter("dropped") == 0); ++i) {
+        usleep(10000);
+    }
+    EXPECT_EQ(1ull, srmd.counter("dropped")) << srmd.status();
+    EXPECT_EQ(2ull, srmd.counter("attached")) << srmd.status();
+    EXPECT_FALSE(target.recv_wait(&f, 100)) << "a guess got through";
+}
+
 TEST(agent, a_departed_sender_whose_frames_cannot_move_is_dropped_in_time)
 {
     agent srmd({"UCX_SRM_PORT_BACKLOG=64k", "UCX_SRM_DEPART_TIMEOUT=300ms"});

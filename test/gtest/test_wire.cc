@@ -748,6 +748,83 @@ TEST(wire, a_node_first_named_at_a_wrong_address_is_tried_at_the_right_one)
     EXPECT_NE(std::string::npos, status.find("state normal")) << status;
 }
 
+namespace {
+
+/* The state rdma(8) reports for a local queue pair ("INIT", "RTS", ...),
+ * or "" if it has none. */
+std::string qp_state(uint32_t qpn)
+{
+    std::string cmd = "rdma res show qp lqpn " + std::to_string(qpn) +
+                      " 2>/dev/null";
+    std::string out;
+    char buf[512];
+    FILE *p = popen(cmd.c_str(), "r");
+    if (p == nullptr) {
+        return "";
+    }
+    while (fgets(buf, sizeof(buf), p) != nullptr) {
+        out += buf;
+    }
+    pclose(p);
+    std::istringstream words(out);
+    std::string word;
+    while (words >> word) {
+        if ((word == "state") && (words >> word)) {
+            return word;
+        }
+    }
+    return "";
+}
+
+} // namespace
+
+/*
+ * Verbs wire: a peer that says it has the cluster secret, and never proves
+ * it, learns the number of the queue pair made for it and nothing more:
+ * that queue pair stays in INIT (it neither receives nor sends, and has
+ * no remote access) until the proof arrives. It used to be connected
+ * (RTS) as soon as the HELLO came.
+ */
+TEST(wire, a_peer_that_never_proves_the_secret_gets_no_live_queue_pair)
+{
+    if (kWireDevices == "UCX_SRM_DEVICES=lo") {
+        GTEST_SKIP() << "needs the verbs wire: SRM_TEST_WIRE_DEVICE names "
+                        "none here (test/system/test_vm_verbs.sh runs it "
+                        "on soft-RoCE)";
+    }
+    std::string secret = write_secret("correct horse battery staple");
+    agent node_b({kWireDevices, "UCX_SRM_SECRET_FILE=" + secret});
+    raw_client b(node_b.socket());
+
+    struct {
+        srm_frame_hdr_t hdr;
+        srm_hello_t     hello;
+    } msg = {};
+    srm_frame_hdr_init(&msg.hdr, SRM_FRAME_HELLO, sizeof(msg.hello));
+    msg.hello.node_id = 0x5354;
+    msg.hello.secret  = 1; /* so it claims */
+    msg.hello.wire    = SRM_HELLO_WIRE_VERBS;
+    msg.hello.qp.qpn  = 0x1234;
+    msg.hello.qp.mtu  = 3; /* IBV_MTU_1024 */
+    sockaddr_in to     = {};
+    to.sin_family      = AF_INET;
+    to.sin_addr.s_addr = b.wire_ipv4();
+    to.sin_port        = b.wire_port();
+    int fd             = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    timeval timeout    = {5, 0};
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof(timeout));
+    ASSERT_EQ(0, connect(fd, (sockaddr*)&to, sizeof(to)));
+    ASSERT_EQ((ssize_t)sizeof(msg), send(fd, &msg, sizeof(msg), MSG_NOSIGNAL));
+    ASSERT_EQ((ssize_t)sizeof(msg), recv(fd, &msg, sizeof(msg), MSG_WAITALL));
+    ASSERT_EQ(SRM_FRAME_HELLO_ACK, msg.hdr.type);
+    ASSERT_EQ(SRM_HELLO_WIRE_VERBS, msg.hello.wire);
+
+    usleep(200000);
+    EXPECT_EQ("INIT", qp_state(msg.hello.qp.qpn))
+            << "queue pair " << msg.hello.qp.qpn << " of an unproven peer";
+    close(fd);
+}
+
 TEST(wire, a_frame_numbered_twice_does_not_stall_the_frames_after_it)
 {
     agent node_b({"UCX_SRM_DEVICES=lo", "UCX_SRM_FAILOVER_TIMEOUT=5s"});

@@ -74,6 +74,7 @@ typedef struct srm_client_stats {
     uint64_t blocked;        /* times a sender waited for its RX room */
     uint64_t bad_dest;       /* its frames to unknown ports or wrong keys */
     uint64_t bad_keys;       /* its RMA requests with a wrong region token */
+    uint64_t bad_port_keys;  /* its frames to a port here with a wrong key */
     uint64_t wakeups;        /* event-fd signals sent to it */
 } srm_client_stats_t;
 
@@ -240,7 +241,7 @@ void srm_deliver_mark_tx_room(srm_agent_t *agent, srm_client_t *client);
 
 /*
  * srm_deliver.c: 1 delivered, 0 no room (retry later), -1 dropped and
- * counted (no such port, or a wrong key). from is the node a frame came
+ * counted as no such port, -2 as a wrong key. from is the node a frame came
  * from, or NULL for this node's own clients: a remote sender that fills the
  * port's backlog is told to PAUSE instead of blocking the whole channel.
  */
@@ -336,6 +337,7 @@ void srm_order_port_gone(srm_node_t *node, uint32_t src_port, uint32_t final);
 void srm_order_free_all(srm_node_t *node);
 
 /* srm_link.c: connections to other agents and their handshake */
+const char *srm_link_state_name(srm_link_state_t state);
 int srm_link_init(srm_agent_t *agent);
 /* Closes every link, then (srm_link_close_devices) the verbs devices: only
  * once nothing registered with them is left (the channels' streams). */

@@ -90,6 +90,7 @@ static int srm_deliver_to_ring(srm_agent_t *agent, srm_client_t *dst,
  * this many times it, and only past that does the whole channel wait.
  */
 #define SRM_DELIVER_INFLIGHT_FACTOR 64
+#define SRM_DELIVER_BAD_KEYS_MAX    64u /* frames to wrong keys before a drop */
 
 /* Tells node `from` to stop sending to this port, once. */
 static void srm_deliver_pause(srm_agent_t *agent, srm_client_t *dst,
@@ -166,7 +167,7 @@ int srm_deliver_to_port(srm_agent_t *agent, srm_node_t *from,
         srm_debug("dropped frame from port %u to port %u (%s)",
                   hdr->src_port, hdr->dst_port,
                   (dst == NULL) ? "no such port" : "key mismatch");
-        return -1;
+        return (dst == NULL) ? -1 : -2;
     }
 
     /* Written, or the destination broke its ring and is being dropped. */
@@ -244,6 +245,13 @@ srm_sched_result_t srm_deliver_frame(void *arg, srm_sched_queue_t *queue,
             return SRM_SCHED_BLOCKED;
         } else if (delivered < 0) {
             src->stats.bad_dest++;
+            if ((delivered == -2) &&
+                (++src->stats.bad_port_keys == SRM_DELIVER_BAD_KEYS_MAX)) {
+                /* Keys are 32 random bits: a sender that keeps missing
+                 * them is searching. A port that left is no miss. */
+                srm_client_fail(agent, src, "too many frames to ports of "
+                                            "this node with wrong keys");
+            }
         } else {
             agent->moved_locally = 1;
         }

@@ -42,8 +42,15 @@ static const char *srm_link_state_names[] = {
     [SRM_LINK_HELLO_SENT] = "hello-sent",
     [SRM_LINK_HELLO_WAIT] = "hello-wait",
     [SRM_LINK_AUTH_WAIT]  = "auth-wait",
+    [SRM_LINK_QP_WAIT]    = "qp-wait",
     [SRM_LINK_READY]      = "ready",
 };
+
+const char *srm_link_state_name(srm_link_state_t state)
+{
+    return ((unsigned)state < SRM_LINK_STATES) ? srm_link_state_names[state] :
+                                                 "?";
+}
 
 static int srm_link_ready(srm_agent_t *agent, srm_link_t *link);
 static int srm_link_read_qp(srm_agent_t *agent, srm_link_t *link);
@@ -519,15 +526,26 @@ static int srm_link_check_wire(srm_agent_t *agent, srm_link_t *link,
     return -1;
 }
 
-/* Verbs wire: our queue pair, connected to the peer's. */
-static int srm_link_connect_qp(srm_agent_t *agent, srm_link_t *link,
-                               const srm_hello_qp_t *peer)
+/* Verbs wire: our queue pair, made if need be; it stays in INIT, where
+ * it neither sends nor receives, until srm_link_connect_qp. */
+static int srm_link_make_qp(srm_agent_t *agent, srm_link_t *link)
 {
     if ((link->qp == NULL) &&
         ((link->qp = srm_verbs_qp_create(srm_link_path_verbs(agent,
                                                              link->path),
                                          link->index)) == NULL)) {
         srm_link_close(agent, link, SRM_LOG_WARN, "no queue pair");
+        return -1;
+    }
+    return 0;
+}
+
+/* Verbs wire: our queue pair, connected to the peer's: only once the peer
+ * proved the cluster secret (it may then write to our regions). */
+static int srm_link_connect_qp(srm_agent_t *agent, srm_link_t *link,
+                               const srm_hello_qp_t *peer)
+{
+    if (srm_link_make_qp(agent, link) != 0) {
         return -1;
     }
     if (srm_verbs_qp_connect(link->qp, peer) != 0) {
@@ -598,8 +616,9 @@ static int srm_link_on_hello(srm_agent_t *agent, srm_link_t *link,
                                     NULL;
     link->accepted = (old == NULL) || (old->state != SRM_LINK_READY &&
                                        hello->node_id < agent->node_id);
+    /* Its number goes in our answer; it is connected at AUTH. */
     if (link->accepted && (hello->wire == SRM_HELLO_WIRE_VERBS) &&
-        (srm_link_connect_qp(agent, link, &hello->qp) != 0)) {
+        (srm_link_make_qp(agent, link) != 0)) {
         return -1;
     }
     if (srm_link_send_hello(agent, link, SRM_FRAME_HELLO_ACK) != 0) {
@@ -618,6 +637,28 @@ static int srm_link_on_hello(srm_agent_t *agent, srm_link_t *link,
         return 0;
     }
     return srm_link_install(agent, link);
+}
+
+/* Acceptor, the peer proven: our queue pair is connected, and the
+ * initiator told (an AUTH back, without proof) that it may send. */
+static int srm_link_qp_proven(srm_agent_t *agent, srm_link_t *link)
+{
+    struct {
+        srm_frame_hdr_t  hdr;
+        srm_auth_proof_t proof;
+    } msg;
+
+    if (srm_link_connect_qp(agent, link, &link->peer_qp) != 0) {
+        return -1;
+    }
+    srm_frame_hdr_init(&msg.hdr, SRM_FRAME_AUTH, sizeof(msg.proof));
+    memset(&msg.proof, 0, sizeof(msg.proof));
+    if (srm_link_send_raw(link, &msg, sizeof(msg)) != 0) {
+        srm_link_close(agent, link, SRM_LOG_WARN,
+                       "cannot say the queue pair is ready: %m");
+        return -1;
+    }
+    return 0;
 }
 
 static int srm_link_on_hello_ack(srm_agent_t *agent, srm_link_t *link,
@@ -682,6 +723,10 @@ static int srm_link_on_hello_ack(srm_agent_t *agent, srm_link_t *link,
             return -1;
         }
     }
+    if (link->qp != NULL) {
+        link->state = SRM_LINK_QP_WAIT; /* until the peer's QP is connected */
+        return 0;
+    }
     return srm_link_ready(agent, link);
 }
 
@@ -697,6 +742,9 @@ static int srm_link_on_auth(srm_agent_t *agent, srm_link_t *link,
         srm_link_close(agent, link, SRM_LOG_WARN,
                        "refused: the peer proved another cluster secret (or "
                        "the handshake was changed on the way)");
+        return -1;
+    }
+    if ((link->qp != NULL) && (srm_link_qp_proven(agent, link) != 0)) {
         return -1;
     }
     return srm_link_install(agent, link);
@@ -765,6 +813,10 @@ static int srm_link_on_handshake(srm_agent_t *agent, srm_link_t *link,
                (link->state == SRM_LINK_AUTH_WAIT) &&
                (hdr->length == sizeof(srm_auth_proof_t))) {
         return srm_link_on_auth(agent, link, payload);
+    } else if ((hdr->type == SRM_FRAME_AUTH) &&
+               (link->state == SRM_LINK_QP_WAIT) &&
+               (hdr->length == sizeof(srm_auth_proof_t))) {
+        return srm_link_ready(agent, link); /* the peer's QP is connected */
     }
     agent->stats.bad_frames++;
     srm_link_close(agent, link, SRM_LOG_WARN,

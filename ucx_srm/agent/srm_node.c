@@ -521,8 +521,6 @@ static const char *srm_node_usecs(const srm_rtt_t *rtt, double seconds,
 void srm_node_format(srm_agent_t *agent, char *buf, size_t size,
                      size_t *len)
 {
-    const char *link_states[] = {"connecting", "hello-sent", "hello-wait",
-                                 "auth-wait", "ready"};
     const srm_channel_t *chan;
     const srm_link_t *link;
     char addr[32], paths[64], rtt[24], rtt_min[24];
@@ -541,7 +539,7 @@ void srm_node_format(srm_agent_t *agent, char *buf, size_t size,
                 used += snprintf(paths + used, sizeof(paths) - used,
                                  "%s%d:%s%s", (path > 0) ? "," : "", path,
                                  (link == NULL) ? "down" :
-                                         link_states[link->state],
+                                         srm_link_state_name(link->state),
                                  (path == chan->active) ? "*" : "");
             }
             link = chan->links[chan->active];
@@ -563,7 +561,8 @@ void srm_node_format(srm_agent_t *agent, char *buf, size_t size,
                                           node->wire[0].port, addr,
                                           sizeof(addr)),
                          srm_channel_kind_names[kind],
-                         (link == NULL) ? "down" : link_states[link->state],
+                         (link == NULL) ? "down" :
+                                          srm_link_state_name(link->state),
                          srm_node_state_names[node->state], paths,
                          (unsigned long long)(chan->tail - chan->sent),
                          (unsigned long long)(chan->sent - chan->head),

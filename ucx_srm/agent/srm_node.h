@@ -44,6 +44,8 @@ typedef enum {
     SRM_LINK_HELLO_SENT, /* initiator: we wait for HELLO_ACK */
     SRM_LINK_HELLO_WAIT, /* acceptor: we wait for HELLO */
     SRM_LINK_AUTH_WAIT,  /* acceptor: we wait for the initiator's AUTH */
+    SRM_LINK_QP_WAIT,    /* initiator, verbs: we wait for the acceptor's
+                            AUTH, sent once its queue pair is connected */
     SRM_LINK_READY,
     SRM_LINK_STATES
 } srm_link_state_t;

@@ -765,9 +765,9 @@ static int srm_verbs_to_init(srm_verbs_qp_t *qp)
         .qp_state        = IBV_QPS_INIT,
         .pkey_index      = 0,
         .port_num        = qp->dev->port,
-        /* The peer agent's RDMA into our registered regions (srm_mem.h);
-         * each region's MR still decides what it allows. */
-        .qp_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ,
+        /* No remote access before the peer is proven: granted when the
+         * queue pair is connected (srm_verbs_qp_connect). */
+        .qp_access_flags = 0,
     };
 
     return ibv_modify_qp(qp->qp, &attr,
@@ -934,10 +934,14 @@ int srm_verbs_qp_connect(srm_verbs_qp_t *qp, const srm_hello_qp_t *remote)
     }
     attr.max_dest_rd_atomic = 1;
     attr.min_rnr_timer      = 12; /* 0.64 ms */
+    /* The peer agent's RDMA into our registered regions (srm_mem.h); each
+     * region's MR still decides what it allows. */
+    attr.qp_access_flags    = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
     ret = ibv_modify_qp(qp->qp, &attr,
                         IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
                         IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
-                        IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER);
+                        IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER |
+                        IBV_QP_ACCESS_FLAGS);
     if (ret != 0) {
         errno = ret;
         return -1;
