@@ -39,7 +39,7 @@ DESCRIPTION
     runs in h1, every client in h2 and connects to 10.77.0.1.  Two
     transports are compared:
 
-      srm    UCX_TLS=srm (UCT: -x srm -d node) with LD_PRELOAD of the srm
+      srm    UCX_TLS=srm (UCT: -x srm -d <srmctl device>) with LD_PRELOAD of the srm
              module, UCX_SRM_SOCKET=srm-hosts-<pid> and UCX_SRM_AGENT=never;
              a message goes rank -> srmd(h2) -> TCP node channel ->
              srmd(h1) -> rank, but a small one between polling ranks
@@ -378,7 +378,7 @@ BASE_ENV=(env -u LD_PRELOAD -u UCX_TLS -u UCX_NET_DEVICES -u UCX_SRM_SOCKET
           -u UCX_SRM_AGENT LC_ALL=C UCX_WARN_UNUSED_ENV_VARS=n)
 SRM_ENV=(LD_PRELOAD="$SRM_MODULE" UCX_SRM_SOCKET="$SOCK" UCX_SRM_AGENT=never)
 TCP_ENV=()
-SRM_UCT=(-x srm -d node)
+SRM_UCT=()  # -x srm -d DEVICE, once the hosts are up
 TCP_UCT=(-x tcp -d eth0)
 
 # -------------------------------------------------------------- cleanup --
@@ -409,13 +409,17 @@ cluster_up 2
 
 hosts_tcp_cc "$TCP_CC"
 
-# The devices the comparison relies on, as UCX sees them inside h1.
+# The devices the comparison relies on, as UCX sees them inside h1: srm's
+# is named after the device its agent uses (srmctl device).
+SRM_DEV=$("$NC" exec "$H1" env -u LD_PRELOAD "$SRMCTL" device) ||
+    die "srmctl device in $H1 failed"
+SRM_UCT=(-x srm -d "$SRM_DEV")
 devs=$(timeout -k 5 60 "$NC" exec "$H1" "${BASE_ENV[@]}" "${SRM_ENV[@]}" \
        "$UCX_INFO" -d 2>"$WORK/ucx_info.err" | awk '
            $2 == "Transport:" { tl = $3; next }
            $2 == "Device:" { print tl "/" $3 }' | sort -u | paste -sd ' ' -) || true
-[[ " $devs " == *" srm/node "* ]] ||
-    die "ucx_info in $H1 does not list srm device 'node' with LD_PRELOAD=$SRM_MODULE (got: ${devs:-nothing}; $(head -c 300 "$WORK/ucx_info.err"))"
+[[ " $devs " == *" srm/$SRM_DEV "* ]] ||
+    die "ucx_info in $H1 does not list srm device '$SRM_DEV' with LD_PRELOAD=$SRM_MODULE (got: ${devs:-nothing}; $(head -c 300 "$WORK/ucx_info.err"))"
 [[ " $devs " == *" tcp/eth0 "* ]] ||
     die "ucx_info in $H1 does not list tcp device 'eth0' (got: $devs)"
 
@@ -986,7 +990,8 @@ report() {
     printf -- '- hosts: %s (10.77.0.1, servers) and %s (10.77.0.2, clients), netns-cluster --prefix %s; one srmd per host on @%s (%s, nice %s)\n' \
         "$H1" "$H2" "$PFX" "$SOCK" "$AGENT_POLICY" "$AGENT_NICE"
     tcp_cc_line "$TCP_CC"
-    printf -- '- srm: UCX_TLS=srm, UCT -x srm -d node (rank -> srmd -> TCP node channel -> srmd -> rank; small messages between polling ranks through the channel socket directly); tcp: UCX_TLS=tcp UCX_NET_DEVICES=eth0, UCT -x tcp -d eth0\n'
+    printf -- '- srm: UCX_TLS=srm, UCT -x srm -d %s (rank -> srmd -> TCP node channel -> srmd -> rank; small messages between polling ranks through the channel socket directly); tcp: UCX_TLS=tcp UCX_NET_DEVICES=eth0, UCT -x tcp -d eth0\n' \
+        "$SRM_DEV"
     printf -- '- iterations (-n / -w): tag_lat %s; tag_bw %s; am_lat %d/%d; 8 B message rate %d/%d (srm) and %d/%d (tcp) per pair%s\n' \
         "$(iter_ranges LAT_N LAT_W)" "$(iter_ranges BW_N BW_W)" "$AMLAT_N" "$AMLAT_W" \
         "${MR_N[srm]}" "${MR_W[srm]}" "${MR_N[tcp]}" "${MR_W[tcp]}" \

@@ -471,6 +471,16 @@ srm_netns_ctl() {
     "$SRM_NETNS_CLUSTER" exec "$h" "$SRM_SRMCTL" -s "$UCX_SRM_SOCKET" -t 3 "$@"
 }
 
+# srm_uct_device [HOST]: the name of srm's UCX device for a process here
+# (or in HOST), which ucx_perftest's -d takes.
+srm_uct_device() {
+    if [ $# -gt 0 ]; then
+        "$SRM_NETNS_CLUSTER" exec "$1" "$SRM_SRMCTL" device
+    else
+        "$SRM_SRMCTL" device
+    fi
+}
+
 # srm_netns_ping HOST: true if the srmd in HOST answers.
 srm_netns_ping() { srm_netns_ctl "$1" ping >/dev/null 2>&1; }
 
@@ -628,10 +638,14 @@ srm_mpicc() {
 # UCX_SRM_AGENT=never. Run it as "${SRM_MPIRUN[@]}" -- PROGRAM [ARGS...];
 # started in the background, $! is netns-mpirun itself (env execs it).
 srm_netns_mpirun_cmd() {
+    local name
     SRM_MPIRUN=(env UCX_SRM_AGENT=never UCX_TLS="$4"
         "$SRM_NETNS_MPIRUN" --hosts "$1" --ppn "$2" --timeout "$3" -v
         -x LD_PRELOAD="$SRM_MODULE" -x UCX_SRM_AGENT_PATH -x UCX_SRM_SOCKET
         -x UCX_SRM_AGENT -x UCX_WARN_UNUSED_ENV_VARS -x UCX_TLS)
+    for name in ${SRM_MPI_EXPORT:-}; do   # more variables for the ranks
+        SRM_MPIRUN+=(-x "$name")
+    done
 }
 
 # srm_netns_stream_finish PID OUT STOP: end test/mpi/srm_stream_check

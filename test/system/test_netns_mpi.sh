@@ -2,7 +2,9 @@
 #
 # test_netns_mpi: Open MPI (pml ucx) across simulated hosts over srm.
 #   1. test/mpi/srm_mpi_check.c, 3 hosts x 4 ranks, UCX_TLS=srm,self
-#   2. the same with UCX_TLS=srm alone (srm carries the loopback too)
+#   2. the same with UCX_TLS=srm alone (srm carries the loopback too), and
+#      with UCX_TLS=srm,self under a site's UCX_NET_DEVICES pinned to the
+#      hosts' interface (srm's device is named after it)
 #   3. NetPIPE (NPopenmpi, package netpipe-openmpi), 2 hosts x 1 rank,
 #      UCX_TLS=srm, -n 20 -p 0 -u 1 MB (small and bulk channel)
 # Jobs start through contrib/netns-mpirun with the module in LD_PRELOAD of
@@ -66,9 +68,16 @@ job() {
 results=()
 
 # --- 1, 2: srm_mpi_check ---------------------------------------------------
-for tls in srm,self srm; do
-    label=check-${tls//,/-}
-    job "$label" "$SRM_NETNS_HOST_LIST" $PPN "$tls" "$bin"
+dev=$(srm_uct_device "${HOSTS[0]}")
+for tls in srm,self srm srm,self/net_devices; do
+    label=check-${tls//[,\/]/-}
+    if [ "${tls#*/}" = net_devices ]; then
+        tls=${tls%/*}
+        UCX_NET_DEVICES=$dev SRM_MPI_EXPORT=UCX_NET_DEVICES \
+            job "$label" "$SRM_NETNS_HOST_LIST" $PPN "$tls" "$bin"
+    else
+        job "$label" "$SRM_NETNS_HOST_LIST" $PPN "$tls" "$bin"
+    fi
     summary=$(grep -a '^srm_mpi_check: .* passed' "$JOB_OUT" | tail -n 1)
     grep -a -E '^(PASS|FAIL):' "$JOB_OUT" | sed 's/^/    | /'
     if [ "$JOB_RC" = 0 ] && printf '%s\n' "$summary" | grep -q ' 0 failed$'; then

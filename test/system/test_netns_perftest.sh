@@ -2,7 +2,7 @@
 #
 # test_netns_perftest: ucx_perftest pairs between two simulated hosts
 # (contrib/netns-cluster: network + UTS + IPC namespaces) over srm only
-# (UCX_TLS=srm for UCP, -d node -x srm for UCT), so every byte goes
+# (UCX_TLS=srm for UCP, -x srm -d <its device> for UCT), so every byte goes
 # client -> srmd(h2) -> node channel (TCP) -> srmd(h1) -> client.
 # Each host runs its own srmd (started here, UCX_SRM_AGENT=never for the
 # clients). Every pair must exit 0 on both sides with a "Final:" line.
@@ -81,8 +81,8 @@ run_case() {
     fi
 }
 
-# --- uct: active messages on srm/node across hosts ----------------------
-uct="-d node -x srm"
+# --- uct: active messages on srm across hosts -----------------------------
+uct="-d $(srm_uct_device "$H1") -x srm"
 # shellcheck disable=SC2086
 {
 run_case uct-am_lat-8        2000  $uct -t am_lat -s 8     -w 200
@@ -102,6 +102,12 @@ run_case ucp_am_bw-65536   500 -t ucp_am_bw  -s 65536 -w 20
 run_case stream_bw-65536   500 -t stream_bw  -s 65536 -w 20
 run_case ucp_put_bw-65536  500 -t ucp_put_bw -s 65536 -w 20
 run_case ucp_get-65536     500 -t ucp_get    -s 65536 -w 20
+# A site that pins UCX_NET_DEVICES to the hosts' interface keeps srm: its
+# device is named after the one its agent uses (UCP used to drop srm's
+# device "node", and every pair failed with "no usable transports").
+dev=$(srm_uct_device "$H1")
+UCX_NET_DEVICES=$dev run_case "tag_lat-8-net_devices-$dev" 500 -t tag_lat \
+    -s 8 -w 50
 unset UCX_TLS
 
 srm_log ""

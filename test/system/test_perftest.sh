@@ -1,11 +1,11 @@
 #!/bin/bash
 #
 # test_perftest: ucx_perftest server/client pairs over srm only (UCX_TLS=srm
-# for UCP, -d node -x srm for UCT), through one private agent. Every pair
+# for UCP, -x srm -d <srm's device> for UCT), through one private agent. Every pair
 # must exit 0 on both sides with a "Final:" line from the client, and the
 # agent's frame counter must grow during each of them (so srm really
 # carried the traffic). One UCP run also logs its lane selection, which
-# must name srm/node. Nothing is timed: throughput numbers are only shown.
+# must name srm/<its device>. Nothing is timed: throughput numbers are only shown.
 #
 . "$(dirname "$0")/lib.sh"
 
@@ -63,8 +63,9 @@ run_case() {
     fi
 }
 
-# --- uct: active messages on the srm/node interface -----------------------
-uct="-d node -x srm"
+# --- uct: active messages on the srm interface ---------------------------
+dev=$(srm_uct_device)
+uct="-d $dev -x srm"
 # shellcheck disable=SC2086
 {
 run_case uct-am_lat         am_lat short   8      5000  $uct -w 500
@@ -100,12 +101,12 @@ lanes=$(grep -h 'ep_cfg\[' "$SRM_CLIENT_LOG" "$SRM_SERVER_LOG" |
 if [ -z "$lanes" ]; then
     srm_fail "UCX_LOG_LEVEL=info printed no ep_cfg (lane selection) lines"
     srm_show_log "$SRM_CLIENT_LOG" 10
-elif printf '%s\n' "$lanes" | grep -q 'srm/node' &&
-     ! printf '%s\n' "$lanes" | sed 's/srm\/node//g' |
+elif printf '%s\n' "$lanes" | grep -qF "srm/$dev" &&
+     ! printf '%s\n' "$lanes" | sed "s|srm/$dev||g" |
            grep -q '([a-z_0-9]*/'; then
-    srm_pass "UCP lanes use srm/node only: $(echo $lanes)"
+    srm_pass "UCP lanes use srm/$dev only: $(echo $lanes)"
 else
-    srm_fail "UCP lanes are not srm/node only:"
+    srm_fail "UCP lanes are not srm/$dev only:"
     printf '%s\n' "$lanes" | sed 's/^/    | /'
 fi
 

@@ -52,7 +52,7 @@ run_case() {
     srm_pass "$label ($SRM_PAIR_SECS s, $((r1 - r0)) RMA ops): $SRM_FINAL"
 }
 
-uct="-d node -x srm"
+uct="-d $(srm_uct_device) -x srm"
 # shellcheck disable=SC2086
 {
 run_case uct-put_bw-zcopy-64k 2000 -t put_bw -s 65536   -n 2000 $uct -w 100 -D zcopy

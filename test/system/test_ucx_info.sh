@@ -2,7 +2,10 @@
 #
 # test_ucx_info: UCX sees the srm module.
 #  - `srm-run ucx_info -d` (the wrapper alone, no LD_PRELOAD of ours) lists
-#    "Transport: srm" on device "node";
+#    "Transport: srm" on the device its agent uses (UCX_SRM_DEVICES=lo: "lo";
+#    none: "node"), as `srmctl device` names it;
+#  - a UCX_NET_DEVICES that leaves that device out gets one warning saying
+#    what to add;
 #  - `ucx_info -c -f` with the module loaded lists UCX_SRM_POLL and
 #    UCX_SRM_SOCKET, each with its doc string.
 #
@@ -24,15 +27,38 @@ if [ $rc -ne 0 ]; then
     srm_show_log "$out"
 elif grep -q '^# *Transport: srm$' "$out"; then
     srm_pass "srm-run ucx_info -d lists Transport: srm"
-    if grep -A1 '^# *Transport: srm$' "$out" | grep -q 'Device: node'; then
-        srm_pass "the srm transport has device node"
+    dev=$(srm_uct_device)
+    if grep -A1 '^# *Transport: srm$' "$out" | grep -q "Device: $dev\$"; then
+        srm_pass "the srm transport has device $dev (srmctl device)"
     else
-        srm_fail "Transport: srm is not followed by Device: node"
+        srm_fail "Transport: srm is not followed by Device: $dev"
         grep -A3 '^# *Transport: srm$' "$out" | sed 's/^/    | /'
     fi
 else
     srm_fail "srm-run ucx_info -d does not list Transport: srm"
     grep -i 'srm\|Transport:' "$out" | head -20 | sed 's/^/    | /'
+fi
+
+# The device follows UCX_SRM_DEVICES; a UCX_NET_DEVICES without it is said.
+for spec in lo:lo none:node; do
+    devices=${spec%%:*} want=${spec#*:}
+    got=$(UCX_SRM_DEVICES=$devices srm_uct_device)
+    listed=$(env -u LD_PRELOAD UCX_SRM_DEVICES=$devices SRM_MODULE="$SRM_MODULE" \
+             "$SRM_RUN" ucx_info -d 2>&1 | grep -A1 '^# *Transport: srm$' |
+             sed -n 's/.*Device: *//p')
+    if [ "$got" = "$want" ] && [ "$listed" = "$want" ]; then
+        srm_pass "UCX_SRM_DEVICES=$devices: srm's device is $want (srmctl device, ucx_info -d)"
+    else
+        srm_fail "UCX_SRM_DEVICES=$devices: srmctl device says '$got', ucx_info -d '$listed', want '$want'"
+    fi
+done
+warn=$(env -u LD_PRELOAD UCX_SRM_DEVICES=lo UCX_TLS=srm UCX_NET_DEVICES=eth9 \
+       SRM_MODULE="$SRM_MODULE" "$SRM_RUN" ucx_info -d 2>&1 |
+       grep -c "UCX_NET_DEVICES=eth9 leaves out srm's device 'lo'.*add lo")
+if [ "$warn" = 1 ]; then
+    srm_pass "UCX_NET_DEVICES=eth9 with UCX_TLS=srm: one warning naming srm's device lo"
+else
+    srm_fail "UCX_NET_DEVICES=eth9 with UCX_TLS=srm: $warn warnings naming srm's device (want 1)"
 fi
 
 # The wrapper's --print-env must name the module it preloads.

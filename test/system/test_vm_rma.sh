@@ -49,13 +49,14 @@ else
 fi
 
 export UCX_TLS=srm UCX_SRM_AGENT=never UCX_SRM_MEM_ALLOC=y
+dev=$(srm_uct_device "${SRM_NETNS_HOSTS[0]}")
 port=13600
 for spec in uct:am_bw:65536:100:zcopy uct:put_bw:65536:200:zcopy \
             uct:get:65536:200:zcopy uct:put_bw:1048576:20:zcopy \
             ucp:tag_bw:65536:50:; do
     IFS=: read -r layer t size iters layout <<<"$spec"
     args=(-t "$t" -s "$size" -n "$iters" -w 2)
-    [ "$layer" = uct ] && args+=(-x srm -d node -D "$layout")
+    [ "$layer" = uct ] && args+=(-x srm -d "$dev" -D "$layout")
     label=perftest-$t-$size
     srm_netns_perftest_pair "$label" "$port" "$STEP_TIMEOUT" "${args[@]}"
     port=$((port + 1))

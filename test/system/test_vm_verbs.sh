@@ -76,12 +76,13 @@ fi
 
 # --- 3. ucx_perftest over srm --------------------------------------------------
 export UCX_TLS=srm UCX_SRM_AGENT=never
+dev=$(srm_uct_device "${SRM_NETNS_HOSTS[0]}")
 port=13500
 for spec in uct:am_lat:8:100 uct:am_bw:1024:200 ucp:tag_lat:8:100 \
             ucp:tag_bw:8:500 ucp:tag_bw:65536:50 ucp:tag_bw:4194304:4; do
     IFS=: read -r layer t size iters <<<"$spec"
     args=(-t "$t" -s "$size" -n "$iters" -w 2)
-    [ "$layer" = uct ] && args+=(-x srm -d node)
+    [ "$layer" = uct ] && args+=(-x srm -d "$dev")
     label=perftest-$t-$size
     srm_netns_perftest_pair "$label" "$port" "$STEP_TIMEOUT" "${args[@]}"
     port=$((port + 1))

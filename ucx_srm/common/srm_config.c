@@ -1,6 +1,50 @@
 #include "srm_config.h"
 
+#include <ifaddrs.h>
+#include <net/if.h>
+#include <netinet/in.h>
 #include <stddef.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#define SRM_CONFIG_NO_WIRE_DEVICE "node"
+
+/* The first interface that is up, has IPv4 and is not loopback. */
+static int srm_config_auto_interface(char *name, size_t size)
+{
+    struct ifaddrs *ifaddrs, *ifa;
+    int found = -1;
+
+    if (getifaddrs(&ifaddrs) != 0) {
+        return -1;
+    }
+    for (ifa = ifaddrs; ifa != NULL; ifa = ifa->ifa_next) {
+        if ((ifa->ifa_addr != NULL) && (ifa->ifa_addr->sa_family == AF_INET) &&
+            (ifa->ifa_flags & IFF_UP) && !(ifa->ifa_flags & IFF_LOOPBACK)) {
+            snprintf(name, size, "%s", ifa->ifa_name);
+            found = 0;
+            break;
+        }
+    }
+    freeifaddrs(ifaddrs);
+    return found;
+}
+
+void srm_config_device_name(const char *devices, char *name, size_t size)
+{
+    size_t len = strcspn(devices, ",@"); /* path 0; an RDMA port's own name */
+
+    if ((len == 0) || (strcmp(devices, "none") == 0)) {
+        snprintf(name, size, "%s", SRM_CONFIG_NO_WIRE_DEVICE);
+    } else if ((strncmp(devices, "auto", len) == 0) && (len == 4)) {
+        if (srm_config_auto_interface(name, size) != 0) {
+            snprintf(name, size, "%s", SRM_CONFIG_NO_WIRE_DEVICE);
+        }
+    } else {
+        snprintf(name, size, "%.*s", (int)len, devices);
+    }
+}
 
 const char *srm_agent_mode_names[] = {
     [SRM_AGENT_MODE_AUTO]  = "auto",

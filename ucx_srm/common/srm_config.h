@@ -77,6 +77,14 @@ typedef struct srm_agent_config {
     size_t   mem_limit;        /* md-allocated bytes mapped per process */
 } srm_agent_config_t;
 
+/*
+ * The name of srm's UCX device: the device the agent's first path uses, as
+ * UCX_SRM_DEVICES names it (an interface, or an RDMA port such as
+ * mlx5_0:1), "auto" resolved as the agent does; "node" with no wire. A
+ * site that pins UCX_NET_DEVICES to that device keeps srm.
+ */
+void srm_config_device_name(const char *devices, char *name, size_t size);
+
 extern const char *srm_agent_mode_names[];
 extern const char *srm_poll_policy_names[];
 extern const char *srm_xrc_mode_names[];

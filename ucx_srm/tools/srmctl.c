@@ -2,6 +2,7 @@
  * srmctl: asks the node agent what it is doing. See `srmctl --help`.
  */
 #define _GNU_SOURCE
+#include <ucx_srm/common/srm_config.h>
 #include <ucx_srm/common/srm_proto.h>
 
 #include <config.h>
@@ -25,6 +26,9 @@ static void srmctl_usage(FILE *stream)
         "            attached port: rings, queued bytes, backlog, frames and\n"
         "            bytes each way, times senders blocked, wakeups sent\n"
         "  ping      exit 0 if an agent answers, 1 if none does\n"
+        "  device    print the name of srm's UCX device here: the agent's\n"
+        "            first wire device as UCX_SRM_DEVICES names it (what\n"
+        "            ucx_perftest -d and UCX_NET_DEVICES take); asks no agent\n"
         "  fault     (testing) break the active connection of node channels:\n"
         "            reset it (TCP RST), or with --mute stop all traffic on it\n"
         "            as a dead link would; traffic must fail over, nothing\n"
@@ -109,8 +113,8 @@ int main(int argc, char **argv)
     };
     srm_status_req_t status_req;
     srm_fault_req_t fault_req;
-    char socket_name[108], *end;
-    const char *command;
+    char socket_name[108], device[64], *end;
+    const char *command, *devices;
     double timeout = 5;
     int c;
 
@@ -162,7 +166,13 @@ int main(int argc, char **argv)
     }
 
     command = argv[optind];
-    if (strcmp(command, "status") == 0) {
+    if (strcmp(command, "device") == 0) {
+        devices = getenv("UCX_SRM_DEVICES");
+        srm_config_device_name((devices != NULL) ? devices : "auto",
+                               device, sizeof(device));
+        printf("%s\n", device);
+        return 0;
+    } else if (strcmp(command, "status") == 0) {
         return srmctl_query(socket_name, timeout, &status_req,
                             sizeof(status_req), 1);
     } else if (strcmp(command, "ping") == 0) {

@@ -107,17 +107,58 @@ static uct_md_ops_t uct_srm_md_ops = {
 
 /*
  * Agent settings in a job's environment are read by srmd, which the module
- * may start; parse them here too so UCX does not call them unused, and so a
- * bad value is reported in the job's own output.
+ * may start; parse them here too so UCX does not call them unused, so a
+ * bad value is reported in the job's own output, and for the name of the
+ * device (the agent's first wire device).
  */
-static void uct_srm_md_touch_agent_config(void)
+static void uct_srm_md_read_agent_config(uct_srm_md_t *md)
 {
     srm_agent_config_t config;
 
     if (ucs_config_parser_fill_opts(&config, srm_agent_config_table, "UCX_",
-                                    SRM_CONFIG_PREFIX, 0) == UCS_OK) {
-        ucs_config_parser_release_opts(&config, srm_agent_config_table);
+                                    SRM_CONFIG_PREFIX, 0) != UCS_OK) {
+        srm_config_device_name("auto", md->dev_name, sizeof(md->dev_name));
+        return;
     }
+    srm_config_device_name(config.devices, md->dev_name, sizeof(md->dev_name));
+    ucs_config_parser_release_opts(&config, srm_agent_config_table);
+}
+
+/* Whether a comma separated device list (UCX_NET_DEVICES) keeps name. */
+static int uct_srm_md_list_keeps(const char *list, const char *name)
+{
+    size_t len = strlen(name), item;
+
+    while (*list != '\0') {
+        item = strcspn(list, ",");
+        if (((item == 3) && (strncmp(list, "all", 3) == 0)) ||
+            ((item == len) && (strncmp(list, name, len) == 0))) {
+            return 1;
+        }
+        list += item + (list[item] == ',');
+    }
+    return 0;
+}
+
+/* A site's UCX_NET_DEVICES that leaves srm out is said once, with what to
+ * add: UCP's own error ("no usable transports") does not say why. */
+static void uct_srm_md_check_net_devices(const uct_srm_md_t *md)
+{
+    const char *net_devices = getenv("UCX_NET_DEVICES");
+    const char *tls         = getenv("UCX_TLS");
+    static int said;
+
+    if ((net_devices == NULL) || uct_srm_md_list_keeps(net_devices,
+                                                       md->dev_name) ||
+        said) {
+        return;
+    }
+    said = 1;
+    ucs_log((tls != NULL) && (strstr(tls, "srm") != NULL) ?
+                    UCS_LOG_LEVEL_WARN : UCS_LOG_LEVEL_DIAG,
+            "srm: UCX_NET_DEVICES=%s leaves out srm's device '%s' (the "
+            "agent's UCX_SRM_DEVICES): add %s to it to use srm",
+            net_devices, md->dev_name, md->dev_name);
 }
 
 static ucs_status_t uct_srm_md_open(uct_component_t *component,
@@ -155,17 +196,20 @@ static ucs_status_t uct_srm_md_open(uct_component_t *component,
                           SRM_BINDIR);
     }
 
-    uct_srm_md_touch_agent_config();
+    uct_srm_md_read_agent_config(md);
     *md_p = &md->super;
     return UCS_OK;
 }
 
 static ucs_status_t
-uct_srm_query_devices(uct_md_h md, uct_tl_device_resource_t **devices_p,
+uct_srm_query_devices(uct_md_h tl_md, uct_tl_device_resource_t **devices_p,
                       unsigned *num_devices_p)
 {
+    uct_srm_md_t *md = ucs_derived_of(tl_md, uct_srm_md_t);
+
+    uct_srm_md_check_net_devices(md);
     /* NET: Open MPI gives remote peers only network devices' addresses. */
-    return uct_single_device_resource(md, UCT_SRM_DEVICE_NAME,
+    return uct_single_device_resource(tl_md, md->dev_name,
                                       UCT_DEVICE_TYPE_NET,
                                       UCS_SYS_DEVICE_ID_UNKNOWN, devices_p,
                                       num_devices_p);

@@ -24,7 +24,6 @@
 #include <pthread.h>
 
 #define UCT_SRM_NAME        "srm"
-#define UCT_SRM_DEVICE_NAME "node"
 #define UCT_SRM_CONFIG_PREFIX SRM_CONFIG_PREFIX
 #define UCT_SRM_MAX_HDR     SRM_FRAME_AM_HDR_ALLOWANCE
 #define UCT_SRM_MAX_FLUSHES 64   /* flushes waiting with a completion */
@@ -53,6 +52,7 @@ typedef struct uct_srm_md {
     pthread_mutex_t  mem_lock;     /* one memory request at a time */
     char             socket_name[108];
     char             agent_path[PATH_MAX];
+    char             dev_name[UCT_DEVICE_NAME_MAX]; /* srm_config_device_name */
 } uct_srm_md_t;
 
 /* Memory the md allocated (srm_mem.c). */

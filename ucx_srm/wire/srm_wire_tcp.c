@@ -1,6 +1,8 @@
 #define _GNU_SOURCE
 #include "srm_wire_tcp.h"
 
+#include <ucx_srm/common/srm_config.h>
+
 #include <arpa/inet.h>
 #include <errno.h>
 #include <ifaddrs.h>
@@ -15,20 +17,21 @@
 int srm_wire_tcp_iface_addr(const char *device, uint32_t *ipv4, char *name,
                             size_t name_size)
 {
-    int automatic = (strcmp(device, "auto") == 0);
     struct ifaddrs *ifaddrs, *ifa;
-    int found     = -1;
+    char chosen[IF_NAMESIZE + 8];
+    int found = -1;
 
+    if (strcmp(device, "auto") == 0) {
+        /* The module names srm's UCX device after the same choice. */
+        srm_config_device_name(device, chosen, sizeof(chosen));
+        device = chosen;
+    }
     if (getifaddrs(&ifaddrs) != 0) {
         return -1;
     }
     for (ifa = ifaddrs; ifa != NULL; ifa = ifa->ifa_next) {
         if ((ifa->ifa_addr == NULL) || (ifa->ifa_addr->sa_family != AF_INET) ||
-            !(ifa->ifa_flags & IFF_UP)) {
-            continue;
-        }
-        if (automatic ? (ifa->ifa_flags & IFF_LOOPBACK) :
-                        (strcmp(ifa->ifa_name, device) != 0)) {
+            !(ifa->ifa_flags & IFF_UP) || (strcmp(ifa->ifa_name, device) != 0)) {
             continue;
         }
         *ipv4 = ((struct sockaddr_in*)ifa->ifa_addr)->sin_addr.s_addr;
