@@ -1,6 +1,6 @@
 /*
  * The agent's life: the listening socket, the event loop, and the choice
- * between spinning and sleeping (POLLING_NOTES: never spin on a node whose
+ * between spinning and sleeping (docs/design.md: never spin on a node whose
  * cores are all busy; sleep with the doorbell protocol of srm_shm.h).
  */
 #define _GNU_SOURCE

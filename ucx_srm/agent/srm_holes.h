@@ -1,6 +1,6 @@
 /*
  * Frames a channel sends from its clients' TX rings where they lie
- * (DESIGN.md: "the client's ring space is released only on ack").
+ * (docs/design.md: a ring's space is released only on the peer's ack).
  *
  * A large AM is not copied into the channel's stream. Its header is; its
  * payload keeps its place in the stream, as a *hole* that says where the

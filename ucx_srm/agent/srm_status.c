@@ -106,7 +106,7 @@ static void srm_status_streams(const srm_agent_t *agent, srm_text_t *text)
 /*
  * Which memory the transport can hand to RDMA: md-allocated regions (memfds
  * the agent registers in its own PD) on the verbs wire; user memory never,
- * for want of ibv_import_pd (DESIGN.md, "Wires").
+ * for want of ibv_import_pd (docs/design.md, "The verbs wire").
  */
 static void srm_status_memory(srm_agent_t *agent, srm_text_t *text)
 {

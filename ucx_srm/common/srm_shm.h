@@ -108,7 +108,7 @@ int srm_shm_map(const srm_shm_layout_t *layout, int fd, void **addr_p);
 void srm_shm_unmap(const srm_shm_layout_t *layout, void *addr);
 
 /*
- * The lost-wakeup-free doorbell (see POLLING_NOTES): the waker publishes its
+ * The lost-wakeup-free doorbell (docs/design.md): the waker publishes its
  * work first, then a full fence, then reads the flag; only the one that
  * flips it from 1 to 0 signals, so one wakeup costs at most one write.
  * The sleeper stores the flag, full fence, re-checks for work, then sleeps.

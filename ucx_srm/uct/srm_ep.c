@@ -398,7 +398,8 @@ ucs_status_t uct_srm_ep_am_zcopy(uct_ep_h tl_ep, uint8_t id,
  * PUT/GET zcopy: a request frame in the TX ring, in order with the ep's
  * other frames; the agent moves the data between md-allocated regions and
  * answers in the RX ring (uct_srm_ep_rma_done). Only memory the md
- * allocated can take part: the agent knows no other (DESIGN.md, "Wires").
+ * allocated can take part: the agent knows no other (docs/design.md, "The
+ * verbs wire").
  */
 static ucs_status_t uct_srm_ep_rma(uct_ep_h tl_ep, srm_rma_op_t op,
                                    const uct_iov_t *iov, size_t iovcnt,

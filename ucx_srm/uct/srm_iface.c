@@ -262,7 +262,7 @@ static ucs_status_t uct_srm_iface_query(uct_iface_h tl_iface,
     attr->cap.am.max_hdr          = UCT_SRM_MAX_HDR;
     attr->cap.am.max_iov          = 16;
 
-    /* Two ring hops and a wakeup when the agent sleeps (POLLING_NOTES). */
+    /* Two ring hops and a wakeup when the agent sleeps (docs/design.md). */
     attr->latency                 = ucs_linear_func_make(3e-6, 0);
     attr->bandwidth.dedicated     = 0;
     attr->bandwidth.shared        = 6000.0 * UCS_MBYTE;

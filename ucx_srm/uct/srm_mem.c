@@ -3,8 +3,8 @@
  * memfd sealed against shrinking, mapped here and handed to the node agent
  * over the md's own control connection; the agent maps it too and, on the
  * verbs wire, registers it in its PD, so RDMA from other agents can reach
- * it (DESIGN.md, "Wires"). The packed rkey (srm_rkey.h) names the agent,
- * the region and its keys; unpacking validates it.
+ * it (docs/design.md, "The verbs wire"). The packed rkey (srm_rkey.h) names
+ * the agent, the region and its keys; unpacking validates it.
  */
 #define _GNU_SOURCE /* memfd_create, file seals */
 #ifdef HAVE_CONFIG_H

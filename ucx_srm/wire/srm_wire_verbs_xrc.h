@@ -1,8 +1,8 @@
 /*
- * XRC on the verbs wire (DESIGN.md, "Wires"): where the device has it
- * (ConnectX; not soft-RoCE), each client owns an XRC SRQ in a domain shared
- * by the node, and the other nodes' agents send straight into it: the
- * hardware picks the client, the receiving agent copies nothing.
+ * XRC on the verbs wire (docs/design.md, "The verbs wire"): where the
+ * device has it (ConnectX; not soft-RoCE), each client owns an XRC SRQ in a
+ * domain shared by the node, and the other nodes' agents send straight into
+ * it: the hardware picks the client, the receiving agent copies nothing.
  *
  * What is here: the choice between XRC and RC at device open (made, logged
  * and shown by srmctl status), the node's XRC domain (opened at device open
