@@ -8,6 +8,10 @@ AC_DEFUN([SRM_CHECK_UCX], [
     PKG_CHECK_MODULES([UCX], [ucx-uct], [],
         [AC_MSG_ERROR([UCX not found by pkg-config (ucx-uct); install libucx-dev (contrib/install-deps.sh)])])
     UCX_VERSION=$($PKG_CONFIG --modversion ucx-uct)
+    # The versions ucx_srm/common/srm_ucx_compat.h knows.
+    AS_CASE([$UCX_VERSION],
+        [1.1[[3-8]].*], [],
+        [AC_MSG_ERROR([UCX $UCX_VERSION found; ucx-srm builds with UCX 1.13 to 1.18 (ucx_srm/common/srm_ucx_compat.h)])])
 
     AC_ARG_WITH([ucx-src],
         [AS_HELP_STRING([--with-ucx-src=DIR],
@@ -32,7 +36,9 @@ AC_DEFUN([SRM_CHECK_UCX], [
           [AC_MSG_ERROR([UCX source tree $with_ucx_src is version $srm_src_ver but the installed UCX is $UCX_VERSION; they must match])])
 
     UCX_SRC_DIR=$(cd "$with_ucx_src" && pwd)
-    UCX_SRC_CPPFLAGS="-I$UCX_SRC_DIR/src"
+    # As system headers: their own warnings (UCX 1.18's compiler_def.h
+    # under -Wsign-compare) are not ours to fail on.
+    UCX_SRC_CPPFLAGS="-isystem $UCX_SRC_DIR/src"
     AC_SUBST([UCX_VERSION])
     AC_SUBST([UCX_SRC_DIR])
     AC_SUBST([UCX_SRC_CPPFLAGS])

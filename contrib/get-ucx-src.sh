@@ -5,7 +5,20 @@ set -euo pipefail
 PROG=${0##*/}
 SOURCES_FILE=/etc/apt/sources.list.d/srm-deb-src.sources
 KEYRING=/usr/share/keyrings/debian-archive-keyring.gpg
-SUITE=bookworm
+# The suite this system installs from (its first plain "deb" source:
+# bookworm, trixie, sid), else os-release's codename; SRM_DEBIAN_SUITE wins.
+system_suite() {
+    local suite
+    # shellcheck disable=SC2016  # $(...) here is apt's format syntax
+    suite=$(apt-get indextargets --no-release-info \
+                --format '$(TARGET_OF) $(RELEASE)' 2>/dev/null |
+            awk '$1 == "deb" && $2 !~ /-/ { print $2; exit }')
+    if [ -z "$suite" ] && [ -r /etc/os-release ]; then
+        suite=$(. /etc/os-release && echo "${VERSION_CODENAME:-}")
+    fi
+    echo "${suite:-bookworm}"
+}
+SUITE=${SRM_DEBIAN_SUITE:-$(system_suite)}
 
 usage() {
     cat <<USAGE
@@ -45,7 +58,9 @@ OPTIONS
     -h, --help   Show this help and exit.
 
 ENVIRONMENT
-    UCX_VERSION  Use this version instead of asking pkg-config.
+    UCX_VERSION       Use this version instead of asking pkg-config.
+    SRM_DEBIAN_SUITE  The suite for the deb-src source (default: the one
+                      this system installs from, now '$SUITE').
 
 EXIT STATUS
     0  tree present; its path printed

@@ -1,22 +1,31 @@
 #!/usr/bin/env bash
-# install-deps.sh - install the Debian 12 packages ucx-srm needs to build,
-# test and benchmark.  Idempotent: does nothing when all are installed.
+# install-deps.sh - install the Debian packages ucx-srm needs to build,
+# test and benchmark (bookworm, trixie, sid).  Idempotent: does nothing when
+# all are installed.
 set -euo pipefail
 
 PROG=${0##*/}
 
-PACKAGES=(
+# Levels: build (configure, make, the unit and UCT-level tests), test (the
+# system tests, fuzzers and benchmarks too), all (the soft-RoCE VM too).
+# The names are the same in bookworm, trixie and sid.
+BUILD_PACKAGES=(
     build-essential autoconf automake libtool pkg-config dpkg-dev
     libucx-dev ucx-utils libssl-dev
-    openmpi-bin libopenmpi-dev
-    rdma-core libibverbs-dev ibverbs-providers
+    rdma-core libibverbs-dev
     libhwloc-dev
     googletest libgtest-dev
+)
+TEST_PACKAGES=(
+    openmpi-bin libopenmpi-dev ibverbs-providers
     iproute2 nftables netpipe-openmpi
-    clang libclang-rt-14-dev
+    clang libclang-rt-dev
     gnuplot-nox procps util-linux
+)
+VM_PACKAGES=(
     qemu-system-x86 busybox-static cpio kmod ibverbs-utils
 )
+level=all
 
 usage() {
     cat <<USAGE
@@ -24,7 +33,7 @@ NAME
     $PROG - install the Debian packages needed to build, test and benchmark ucx-srm
 
 SYNOPSIS
-    $PROG [-n|--dry-run] [-l|--list] [-h|--help]
+    $PROG [--level build|test|all] [-n|--dry-run] [-l|--list] [-h|--help]
 
 DESCRIPTION
     Checks with dpkg-query which of the packages below are not installed.
@@ -34,12 +43,16 @@ DESCRIPTION
     missing packages only (DEBIAN_FRONTEND=noninteractive), printing their
     names first.
 
-    Must run as root (or with -n).  Meant for a fresh Debian 12 (bookworm).
+    Must run as root (or with -n).  Meant for a fresh Debian 12 (bookworm),
+    13 (trixie) or sid; contrib/debian-chroot.sh runs it in the others.
 
-    Packages:
-$(printf '        %s\n' "${PACKAGES[@]}")
+    Packages, by level (each level includes the ones before):
+      build: ${BUILD_PACKAGES[*]}
+      test:  ${TEST_PACKAGES[*]}
+      all:   ${VM_PACKAGES[*]}
 
 OPTIONS
+    --level LEVEL   build, test or all (default all).
     -n, --dry-run   Only print which packages are missing; change nothing.
     -l, --list      Print the full package list, one per line, and exit.
     -h, --help      Show this help and exit.
@@ -58,16 +71,29 @@ USAGE
 
 die() { echo "$PROG: error: $*" >&2; exit "${2:-1}"; }
 
-dry_run=0
+dry_run=0 list=0
 while [ $# -gt 0 ]; do
     case "$1" in
         -h|--help) usage; exit 0 ;;
         -n|--dry-run) dry_run=1 ;;
-        -l|--list) printf '%s\n' "${PACKAGES[@]}"; exit 0 ;;
+        -l|--list) list=1 ;;
+        --level) [ $# -ge 2 ] || die "--level needs a value" 2
+                 level=$2; shift ;;
         *) echo "$PROG: unknown argument: $1 (see --help)" >&2; exit 2 ;;
     esac
     shift
 done
+case $level in
+    build) PACKAGES=("${BUILD_PACKAGES[@]}") ;;
+    test)  PACKAGES=("${BUILD_PACKAGES[@]}" "${TEST_PACKAGES[@]}") ;;
+    all)   PACKAGES=("${BUILD_PACKAGES[@]}" "${TEST_PACKAGES[@]}"
+                     "${VM_PACKAGES[@]}") ;;
+    *) die "--level '$level' is not one of build, test, all" 2 ;;
+esac
+if [ "$list" = 1 ]; then
+    printf '%s\n' "${PACKAGES[@]}"
+    exit 0
+fi
 
 # Print the packages of PACKAGES that dpkg does not report as installed.
 missing_packages() {

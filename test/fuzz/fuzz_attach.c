@@ -653,9 +653,8 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
     setenv("UCX_SRM_DEVICES", "none", 1);
     setenv("UCX_SRM_NICE", "0", 1);
     setenv("UCX_SRM_PORT_BACKLOG", "64k", 1);
-    status = ucs_config_parser_fill_opts(&agent->config,
-                                         srm_agent_config_table, "UCX_",
-                                         SRM_CONFIG_PREFIX, 0);
+    status = srm_ucx_config_fill(&agent->config, srm_agent_config_table,
+                                 "UCX_", SRM_CONFIG_PREFIX);
     if (status != UCS_OK) {
         fuzz_fail("cannot read the agent's configuration");
     }

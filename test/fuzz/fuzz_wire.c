@@ -2287,9 +2287,8 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
         setenv("UCX_SRM_PORT_BACKLOG",
                (mode & FUZZ_MODE_TINY_BACKLOG) ? "1k" : "16k", 1);
         config = &fuzz_configs[fuzz_config_index(mode)];
-        if (ucs_config_parser_fill_opts(config, srm_agent_config_table,
-                                        "UCX_", SRM_CONFIG_PREFIX,
-                                        0) != UCS_OK) {
+        if (srm_ucx_config_fill(config, srm_agent_config_table, "UCX_",
+                                SRM_CONFIG_PREFIX) != UCS_OK) {
             fuzz_fail("cannot read the agent's configuration");
         }
     }

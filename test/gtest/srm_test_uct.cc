@@ -40,6 +40,13 @@ ucs_status_t open_srm_md(const md_settings &settings, uct_md_h *md_p,
     for (const auto &setting : settings) {
         status = uct_config_modify(config, setting.first.c_str(),
                                    setting.second.c_str());
+        if (status == UCS_ERR_NO_ELEM) {
+            /* UCX 1.18 matches the md table's own entries only with its
+             * prefix (SRM_MEM_ALLOC), 1.13 also without. */
+            status = uct_config_modify(config,
+                                       ("SRM_" + setting.first).c_str(),
+                                       setting.second.c_str());
+        }
         if (status != UCS_OK) {
             uct_config_release(config);
             return status;

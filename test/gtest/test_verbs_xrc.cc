@@ -102,26 +102,21 @@ TEST(verbs_xrc, setting_parses_auto_no_yes_and_nothing_else)
     srm_agent_config_t config;
 
     unsetenv("UCX_SRM_XRC");
-    ASSERT_EQ(UCS_OK, ucs_config_parser_fill_opts(&config,
-                                                  srm_agent_config_table,
-                                                  "UCX_", SRM_CONFIG_PREFIX,
-                                                  0));
+    ASSERT_EQ(UCS_OK, srm_ucx_config_fill(&config, srm_agent_config_table,
+                                          "UCX_", SRM_CONFIG_PREFIX));
     EXPECT_EQ(unsigned(SRM_XRC_AUTO), config.xrc);
     ucs_config_parser_release_opts(&config, srm_agent_config_table);
 
     for (int i = 0; i < 3; ++i) {
         setenv("UCX_SRM_XRC", names[i], 1);
-        ASSERT_EQ(UCS_OK, ucs_config_parser_fill_opts(
-                                  &config, srm_agent_config_table, "UCX_",
-                                  SRM_CONFIG_PREFIX, 0));
+        ASSERT_EQ(UCS_OK, srm_ucx_config_fill(&config, srm_agent_config_table,
+                                              "UCX_", SRM_CONFIG_PREFIX));
         EXPECT_EQ(modes[i], config.xrc) << names[i];
         ucs_config_parser_release_opts(&config, srm_agent_config_table);
     }
     setenv("UCX_SRM_XRC", "maybe", 1);
-    EXPECT_NE(UCS_OK, ucs_config_parser_fill_opts(&config,
-                                                  srm_agent_config_table,
-                                                  "UCX_", SRM_CONFIG_PREFIX,
-                                                  0));
+    EXPECT_NE(UCS_OK, srm_ucx_config_fill(&config, srm_agent_config_table,
+                                          "UCX_", SRM_CONFIG_PREFIX));
     unsetenv("UCX_SRM_XRC");
 }
 

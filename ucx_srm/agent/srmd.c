@@ -65,17 +65,15 @@ static int srmd_read_config(srm_agent_t *agent)
 {
     ucs_status_t status;
 
-    status = ucs_config_parser_fill_opts(&agent->node_config,
-                                         srm_node_config_table, "UCX_",
-                                         SRM_CONFIG_PREFIX, 0);
+    status = srm_ucx_config_fill(&agent->node_config, srm_node_config_table,
+                                 "UCX_", SRM_CONFIG_PREFIX);
     if (status != UCS_OK) {
         fprintf(stderr, "srmd: invalid UCX_SRM_* setting: %s\n",
                 ucs_status_string(status));
         return -1;
     }
-    status = ucs_config_parser_fill_opts(&agent->config,
-                                         srm_agent_config_table, "UCX_",
-                                         SRM_CONFIG_PREFIX, 0);
+    status = srm_ucx_config_fill(&agent->config, srm_agent_config_table,
+                                 "UCX_", SRM_CONFIG_PREFIX);
     if (status != UCS_OK) {
         fprintf(stderr, "srmd: invalid UCX_SRM_* setting: %s\n",
                 ucs_status_string(status));

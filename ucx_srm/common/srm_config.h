@@ -6,6 +6,8 @@
 #ifndef SRM_CONFIG_H
 #define SRM_CONFIG_H
 
+#include "srm_ucx_compat.h"
+
 #include <ucs/config/parser.h>
 
 #include <stddef.h>

@@ -313,6 +313,68 @@ static int uct_srm_iface_is_reachable(const uct_iface_h tl_iface,
            (addr.wire[0].port != 0);
 }
 
+/*
+ * From UCX 1.16 each transport brings its own internal operations, and UCP
+ * asks reachability (and whether an ep goes to an address) through them;
+ * before, the base ones called iface_is_reachable.
+ */
+#if SRM_UCX_AT_LEAST(1, 16)
+static int
+uct_srm_iface_is_reachable_v2(const uct_iface_h tl_iface,
+                              const uct_iface_is_reachable_params_t *params)
+{
+    if (!uct_iface_is_reachable_params_valid(
+                params, UCT_IFACE_IS_REACHABLE_FIELD_DEVICE_ADDR |
+                        UCT_IFACE_IS_REACHABLE_FIELD_IFACE_ADDR)) {
+        return 0;
+    }
+    if (!uct_srm_iface_is_reachable(tl_iface, params->device_addr,
+                                    params->iface_addr)) {
+        uct_iface_fill_info_str_buf(params, "no wire to that node's agent");
+        return 0;
+    }
+    return uct_iface_scope_is_reachable(tl_iface, params);
+}
+
+/* Whether the ep goes to the port that the addresses name. */
+static int uct_srm_ep_is_connected(const uct_ep_h tl_ep,
+                                   const uct_ep_is_connected_params_t *params)
+{
+    const uct_srm_ep_t *ep = ucs_derived_of(tl_ep, uct_srm_ep_t);
+    uct_srm_iface_t *iface = ucs_derived_of(tl_ep->iface, uct_srm_iface_t);
+    srm_device_addr_t dev;
+    srm_iface_addr_t port;
+    uint64_t node_id;
+
+    if (!(params->field_mask & UCT_EP_IS_CONNECTED_FIELD_DEVICE_ADDR) ||
+        !(params->field_mask & UCT_EP_IS_CONNECTED_FIELD_IFACE_ADDR)) {
+        return 0;
+    }
+    memcpy(&dev, params->device_addr, sizeof(dev));
+    memcpy(&port, params->iface_addr, sizeof(port));
+    node_id = (ep->dst_node == 0) ? iface->agent.node_id :
+                                    iface->ctl->nodes[ep->dst_node].node_id;
+    return (dev.node_id == node_id) && (port.port == ep->dst_port) &&
+           (port.key == ep->dst_key);
+}
+
+static uct_iface_internal_ops_t uct_srm_iface_internal_ops = {
+    .iface_estimate_perf   = uct_base_iface_estimate_perf,
+    .iface_vfs_refresh     = (uct_iface_vfs_refresh_func_t)ucs_empty_function,
+    .ep_query              = (uct_ep_query_func_t)
+                                     ucs_empty_function_return_unsupported,
+    .ep_invalidate         = (uct_ep_invalidate_func_t)
+                                     ucs_empty_function_return_unsupported,
+    .ep_connect_to_ep_v2   = (uct_ep_connect_to_ep_v2_func_t)
+                                     ucs_empty_function_return_unsupported,
+    .iface_is_reachable_v2 = uct_srm_iface_is_reachable_v2,
+    .ep_is_connected       = uct_srm_ep_is_connected,
+};
+#  define UCT_SRM_IFACE_INTERNAL_OPS (&uct_srm_iface_internal_ops)
+#else
+#  define UCT_SRM_IFACE_INTERNAL_OPS (&uct_base_iface_internal_ops)
+#endif
+
 static unsigned uct_srm_iface_progress(uct_iface_h tl_iface)
 {
     uct_srm_iface_t *iface = ucs_derived_of(tl_iface, uct_srm_iface_t);
@@ -456,7 +518,7 @@ static UCS_CLASS_INIT_FUNC(uct_srm_iface_t, uct_md_h tl_md,
     unsigned i;
 
     UCS_CLASS_CALL_SUPER_INIT(uct_base_iface_t, &uct_srm_iface_ops,
-                              &uct_base_iface_internal_ops, tl_md, worker,
+                              UCT_SRM_IFACE_INTERNAL_OPS, tl_md, worker,
                               params, tl_config
                               UCS_STATS_ARG(params->stats_root)
                               UCS_STATS_ARG(UCT_SRM_NAME));

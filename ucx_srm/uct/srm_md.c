@@ -39,24 +39,58 @@ UCS_CONFIG_REGISTER_TABLE(srm_agent_config_table, "SRM node agent (srmd)",
                           SRM_CONFIG_PREFIX, srm_agent_config_t,
                           &ucs_config_global_list)
 
+/*
+ * With allocation (and so PUT/GET zcopy on the verbs wire) the md does not
+ * offer registration: UCP would pick srm as a rendezvous lane for user
+ * buffers (wireup/select.c wants REG plus GET/PUT_ZCOPY) and our RMA
+ * cannot reach memory the agent does not know (no ibv_import_pd on rxe).
+ * UCP then sends large messages through the rings (AM bcopy / rendezvous
+ * over AM).
+ */
+#define UCT_SRM_MD_FLAGS(_md) \
+    ((_md)->mem_alloc ? UCT_MD_FLAG_ALLOC : UCT_MD_FLAG_REG)
+#define UCT_SRM_MD_REG_TYPES(_md) \
+    ((_md)->mem_alloc ? 0 : UCS_BIT(UCS_MEMORY_TYPE_HOST))
+#define UCT_SRM_MD_ALLOC_TYPES(_md) \
+    ((_md)->mem_alloc ? UCS_BIT(UCS_MEMORY_TYPE_HOST) : 0)
+
+/* UCX 1.14 changed the md's query (v2 attributes) and mem_reg (params). */
+#if SRM_UCX_AT_LEAST(1, 14)
+static ucs_status_t uct_srm_md_query(uct_md_h tl_md, uct_md_attr_v2_t *attr)
+{
+    uct_srm_md_t *md = ucs_derived_of(tl_md, uct_srm_md_t);
+
+    attr->flags            = UCT_SRM_MD_FLAGS(md);
+    attr->reg_mem_types    = UCT_SRM_MD_REG_TYPES(md);
+    attr->alloc_mem_types  = UCT_SRM_MD_ALLOC_TYPES(md);
+    attr->access_mem_types = UCS_BIT(UCS_MEMORY_TYPE_HOST);
+    attr->detect_mem_types = 0;
+    attr->max_alloc        = md->mem_alloc ? SIZE_MAX : 0;
+    attr->max_reg          = ULONG_MAX;
+    attr->rkey_packed_size = sizeof(srm_rkey_packed_t);
+    attr->reg_cost         = ucs_linear_func_make(0, 0);
+    memset(&attr->local_cpus, 0xff, sizeof(attr->local_cpus));
+    ucs_strncpy_zero(attr->component_name, UCT_SRM_NAME,
+                     sizeof(attr->component_name));
+    return UCS_OK;
+}
+
+static ucs_status_t uct_srm_md_mem_reg(uct_md_h md, void *address,
+                                       size_t length,
+                                       const uct_md_mem_reg_params_t *params,
+                                       uct_mem_h *memh_p)
+{
+    *memh_p = UCT_SRM_MEMH;
+    return UCS_OK;
+}
+#else
 static ucs_status_t uct_srm_md_query(uct_md_h tl_md, uct_md_attr_t *attr)
 {
     uct_srm_md_t *md = ucs_derived_of(tl_md, uct_srm_md_t);
 
-    /*
-     * With allocation (and so PUT/GET zcopy on the verbs wire) the md does
-     * not offer registration: UCP 1.13 would pick srm as a rendezvous lane
-     * for user buffers (wireup/select.c wants REG plus GET/PUT_ZCOPY) and
-     * our RMA cannot reach memory the agent does not know (no
-     * ibv_import_pd on rxe). UCP then sends large messages through the
-     * rings (AM bcopy / rendezvous over AM).
-     */
-    attr->cap.flags            = md->mem_alloc ? UCT_MD_FLAG_ALLOC :
-                                                 UCT_MD_FLAG_REG;
-    attr->cap.reg_mem_types    = md->mem_alloc ? 0 :
-                                 UCS_BIT(UCS_MEMORY_TYPE_HOST);
-    attr->cap.alloc_mem_types  = md->mem_alloc ?
-                                 UCS_BIT(UCS_MEMORY_TYPE_HOST) : 0;
+    attr->cap.flags            = UCT_SRM_MD_FLAGS(md);
+    attr->cap.reg_mem_types    = UCT_SRM_MD_REG_TYPES(md);
+    attr->cap.alloc_mem_types  = UCT_SRM_MD_ALLOC_TYPES(md);
     attr->cap.access_mem_types = UCS_BIT(UCS_MEMORY_TYPE_HOST);
     attr->cap.detect_mem_types = 0;
     attr->cap.max_alloc        = md->mem_alloc ? SIZE_MAX : 0;
@@ -74,6 +108,20 @@ static ucs_status_t uct_srm_md_mem_reg(uct_md_h md, void *address,
     *memh_p = UCT_SRM_MEMH;
     return UCS_OK;
 }
+#endif
+
+/* UCX 1.16 gives mkey_pack the memory's address and length too. */
+#if SRM_UCX_AT_LEAST(1, 16)
+static ucs_status_t
+uct_srm_md_mkey_pack(uct_md_h md, uct_mem_h memh, void *address,
+                     size_t length, const uct_md_mkey_pack_params_t *params,
+                     void *buffer)
+{
+    return uct_srm_mkey_pack(md, memh, params, buffer);
+}
+#else
+#  define uct_srm_md_mkey_pack uct_srm_mkey_pack
+#endif
 
 static ucs_status_t
 uct_srm_md_mem_dereg(uct_md_h md, const uct_md_mem_dereg_params_t *params)
@@ -98,7 +146,7 @@ static uct_md_ops_t uct_srm_md_ops = {
     .query              = uct_srm_md_query,
     .mem_alloc          = uct_srm_mem_alloc,
     .mem_free           = uct_srm_mem_free,
-    .mkey_pack          = uct_srm_mkey_pack,
+    .mkey_pack          = uct_srm_md_mkey_pack,
     .mem_reg            = uct_srm_md_mem_reg,
     .mem_dereg          = uct_srm_md_mem_dereg,
     .detect_memory_type = (uct_md_detect_memory_type_func_t)
@@ -115,8 +163,8 @@ static void uct_srm_md_read_agent_config(uct_srm_md_t *md)
 {
     srm_agent_config_t config;
 
-    if (ucs_config_parser_fill_opts(&config, srm_agent_config_table, "UCX_",
-                                    SRM_CONFIG_PREFIX, 0) != UCS_OK) {
+    if (srm_ucx_config_fill(&config, srm_agent_config_table, "UCX_",
+                            SRM_CONFIG_PREFIX) != UCS_OK) {
         srm_config_device_name("auto", md->dev_name, sizeof(md->dev_name));
         return;
     }

@@ -83,7 +83,8 @@ ucs_status_t uct_srm_mem_alloc(uct_md_h tl_md, size_t *length_p,
                                uct_mem_h *memh_p)
 {
     uct_srm_md_t *md = ucs_derived_of(tl_md, uct_srm_md_t);
-    size_t length    = ucs_align_up(*length_p, ucs_get_page_size());
+    size_t page      = ucs_get_page_size();
+    size_t length    = ((*length_p + page - 1) / page) * page;
     srm_mem_reg_req_t req;
     srm_mem_reg_rep_t rep;
     uct_srm_memh_t *memh;
