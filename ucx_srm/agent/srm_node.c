@@ -108,12 +108,32 @@ srm_node_t *srm_node_create(srm_agent_t *agent, uint64_t node_id,
 static void srm_node_tell_client(srm_agent_t *agent, srm_client_t *client,
                                  uint32_t idx, const srm_node_t *node)
 {
-    uint16_t state = (node->why_invalid != NULL) ? SRM_SHM_NODE_FAILED :
-                                                   SRM_SHM_NODE_GONE;
+    uint16_t state = (node->state != SRM_NODE_INVALID) ? SRM_SHM_NODE_OK :
+                     (node->why_invalid != NULL)       ? SRM_SHM_NODE_FAILED :
+                                                         SRM_SHM_NODE_GONE;
 
     srm_store_relaxed(&client->ctl->nodes[idx].state, state);
     srm_shm_flag_raise(&client->ctl->nodes_changed);
     srm_deliver_mark_notify(agent, client);
+}
+
+/* Tells every client that named the node. */
+static void srm_node_tell_clients(srm_agent_t *agent, const srm_node_t *node)
+{
+    srm_client_t *client;
+    unsigned i, idx;
+
+    for (i = 0; i < agent->num_slots; ++i) {
+        client = agent->slots[i];
+        if ((client == NULL) || (client->state != SRM_CLIENT_ATTACHED)) {
+            continue;
+        }
+        for (idx = 1; idx < SRM_SHM_MAX_NODES; ++idx) {
+            if (client->node_map[idx] == node->index + 1) {
+                srm_node_tell_client(agent, client, idx, node);
+            }
+        }
+    }
 }
 
 static int srm_node_same_wire(const srm_wire_addr_t a[SRM_WIRE_PATHS],
@@ -126,8 +146,6 @@ int srm_node_revive(srm_agent_t *agent, srm_node_t *node,
                     const srm_wire_addr_t wire[SRM_WIRE_PATHS],
                     const char *how)
 {
-    srm_client_t *client;
-    unsigned i, idx;
     char addr[32];
     int kind, path;
 
@@ -159,18 +177,7 @@ int srm_node_revive(srm_agent_t *agent, srm_node_t *node,
              (unsigned long long)node->node_id, how,
              srm_wire_tcp_str(node->wire[0].ipv4, node->wire[0].port, addr,
                               sizeof(addr)));
-    for (i = 0; i < agent->num_slots; ++i) {
-        client = agent->slots[i];
-        if ((client == NULL) || (client->state != SRM_CLIENT_ATTACHED)) {
-            continue;
-        }
-        for (idx = 1; idx < SRM_SHM_MAX_NODES; ++idx) {
-            if (client->node_map[idx] == node->index + 1) {
-                srm_store_relaxed(&client->ctl->nodes[idx].state,
-                                  (uint16_t)SRM_SHM_NODE_OK);
-            }
-        }
-    }
+    srm_node_tell_clients(agent, node); /* new endpoints may connect */
     return 1;
 }
 
@@ -251,9 +258,8 @@ static uint64_t srm_node_count_frames(srm_channel_t *chan)
 void srm_node_invalidate(srm_agent_t *agent, srm_node_t *node, int failed,
                          const char *why)
 {
-    srm_client_t *client;
     uint64_t frames = 0;
-    unsigned i, idx;
+    unsigned i;
     int kind;
 
     if (node->state == SRM_NODE_INVALID) {
@@ -287,18 +293,7 @@ void srm_node_invalidate(srm_agent_t *agent, srm_node_t *node, int failed,
             (unsigned long long)node->node_id, why,
             (unsigned long long)frames,
             failed ? "report a peer failure" : "fail when used");
-
-    for (i = 0; i < agent->num_slots; ++i) {
-        client = agent->slots[i];
-        if ((client == NULL) || (client->state != SRM_CLIENT_ATTACHED)) {
-            continue;
-        }
-        for (idx = 1; idx < SRM_SHM_MAX_NODES; ++idx) {
-            if (client->node_map[idx] == node->index + 1) {
-                srm_node_tell_client(agent, client, idx, node);
-            }
-        }
-    }
+    srm_node_tell_clients(agent, node);
 }
 
 /*
