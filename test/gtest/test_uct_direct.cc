@@ -205,6 +205,46 @@ size_t pack_numbered_4k(void *dest, void *arg)
 
 } // namespace
 
+/*
+ * A process writes small AMs directly, queues a large one in its ring, and
+ * closes at once (as one that exits): the agent, taking the lane's log
+ * while the port departs, must count the direct ones as the port's, or the
+ * large one gets a number the peer already had and is dropped as sent
+ * twice (the departing port's frames were taken as written by nobody).
+ */
+TEST_F(uct_direct_test, a_writer_that_exits_after_direct_writes_loses_nothing)
+{
+    ASSERT_NO_FATAL_FAILURE(start("always"));
+    ASSERT_NO_FATAL_FAILURE(paced(100));
+    for (int round = 0; round < 5; ++round) {
+        ASSERT_NO_FATAL_FAILURE(stream(5));
+        /* 16 KB by zcopy: over LARGE_THRESH, the bulk channel's. */
+        std::vector<uint8_t> large(16384, 0x6b);
+        memcpy(large.data(), &sent_, sizeof(sent_));
+        uct_iov_t iov = {large.data(), large.size(), UCT_MEM_HANDLE_NULL, 0,
+                         1};
+        ucs_status_t status = UCS_ERR_NO_RESOURCE;
+        ASSERT_TRUE(progress_until([&] {
+            status = uct_ep_am_zcopy(ep_, 9, nullptr, 0, &iov, 1, 0, nullptr);
+            return status != UCS_ERR_NO_RESOURCE;
+        }, 10));
+        ASSERT_EQ(UCS_OK, status) << "the ring copies it at once";
+        ++sent_;
+        if (round < 4) {
+            ASSERT_TRUE(progress_until([&] { return received_ >= sent_; },
+                                       10))
+                    << "received " << received_ << " of " << sent_;
+        }
+    }
+    uct_ep_destroy(ep_);
+    ep_ = nullptr;
+    uct_iface_close(iface_[0]);
+    iface_[0] = nullptr;
+    expect_all_arrive();
+    std::string status = node_a_->status();
+    EXPECT_NE(std::string::npos, status.find(" foreign 0 ")) << status;
+}
+
 TEST_F(uct_direct_test, always_writes_messages_itself_and_all_arrive_in_order)
 {
     ASSERT_NO_FATAL_FAILURE(start("always"));

@@ -504,6 +504,13 @@ static void srm_channel_advance(srm_agent_t *agent, srm_channel_t *chan,
     }
 }
 
+/* Whether frames of this type take a number on a channel. */
+static int srm_channel_numbered(uint8_t type)
+{
+    return (type == SRM_FRAME_AM) || (type == SRM_FRAME_PAUSE) ||
+           (type == SRM_FRAME_RESUME) || (type == SRM_FRAME_PORT_GONE);
+}
+
 /* Turns the frame at `at` (whose header is hdr, left bytes on) into a
  * header alone that the peer consumes and ignores. */
 static void srm_channel_blank_frame(uint8_t *at, const srm_frame_hdr_t *hdr,
@@ -544,10 +551,12 @@ int srm_channel_absorb(srm_agent_t *agent, srm_node_t *node,
         }
         if ((left < sizeof(hdr)) ||
             (srm_frame_validate(&hdr, SRM_FRAME_MAX_PAYLOAD) != SRM_FRAME_OK) ||
-            (hdr.type != SRM_FRAME_AM) ||
+            !srm_channel_numbered(hdr.type) ||
             (hdr.length > left - sizeof(hdr))) {
-            /* Where the next frame starts is not known: what follows is
-             * lost (its writers were told the send went). */
+            /* Malformed, so where the next frame starts is not known, or
+             * of a kind without a number (an ACK, a BYE: the peer acts on
+             * it at once): what follows is lost, its writers told the
+             * send went. */
             result->lost_bytes = left;
             chan->tail        -= left;
             len                = offset;
@@ -564,7 +573,8 @@ int srm_channel_absorb(srm_agent_t *agent, srm_node_t *node,
             result->renumbered++;
         }
         chan->next_seq++;
-        if (srm_lane_check_writer(agent, node, &hdr) != 0) {
+        if ((hdr.type != SRM_FRAME_AM) ||
+            (srm_lane_check_writer(agent, node, &hdr) != 0)) {
             /* Not resent as it is: it keeps its number, as a PORT_GONE
              * that names nobody, and its payload leaves the stream. */
             srm_channel_blank_frame(out + offset, &hdr, len - offset);

@@ -23,7 +23,7 @@
 #define SRM_MAX_CLIENTS    (SRM_PORT_SLOT_MASK - 1)
 
 
-srm_client_t *srm_client_lookup(srm_agent_t *agent, uint32_t port)
+srm_client_t *srm_client_lookup_attached(srm_agent_t *agent, uint32_t port)
 {
     uint32_t slot = (port & SRM_PORT_SLOT_MASK) - 1;
     srm_client_t *client;
@@ -33,7 +33,17 @@ srm_client_t *srm_client_lookup(srm_agent_t *agent, uint32_t port)
     }
     client = agent->slots[slot];
     if ((client == NULL) || (client->port != port) ||
-        (client->state != SRM_CLIENT_ATTACHED) || (client->failed != NULL) ||
+        (client->state != SRM_CLIENT_ATTACHED)) {
+        return NULL;
+    }
+    return client;
+}
+
+srm_client_t *srm_client_lookup(srm_agent_t *agent, uint32_t port)
+{
+    srm_client_t *client = srm_client_lookup_attached(agent, port);
+
+    if ((client == NULL) || (client->failed != NULL) ||
         (client->departed_at != 0)) {
         return NULL;
     }

@@ -74,7 +74,8 @@ static void srm_lane_shut_link(srm_agent_t *agent, srm_node_t *node,
 int srm_lane_check_writer(srm_agent_t *agent, srm_node_t *node,
                           const srm_frame_hdr_t *hdr)
 {
-    srm_client_t *client = srm_client_lookup(agent, hdr->src_port);
+    /* A writer that exited right after its write still wrote it. */
+    srm_client_t *client = srm_client_lookup_attached(agent, hdr->src_port);
     uint32_t idx;
 
     if (client == NULL) {
@@ -90,9 +91,10 @@ int srm_lane_check_writer(srm_agent_t *agent, srm_node_t *node,
         return -1; /* a port without the lane could not write it */
     }
     if (hdr->seq != client->node_seq[idx]) {
+        /* The count stays: the peer took no frame of this number, and
+         * PORT_GONE will say where the port's frames ended. */
         srm_client_fail(agent, client, "it wrote a frame to another node "
                                        "directly out of its port's order");
-        client->node_seq[idx] = hdr->seq + 1; /* as the peer saw it */
         return -1;
     }
     client->node_seq[idx]++;
@@ -145,6 +147,11 @@ static void srm_lane_absorb(srm_agent_t *agent, srm_node_t *node)
     const char *why;
 
     srm_store_relaxed(&lane->kick, 0);
+    if (lane->owner_died && (unwritten > len)) {
+        /* It died marking a frame it never logged (nor sent): the log is
+         * whole, and the connection is reset anyway. */
+        unwritten = 0;
+    }
     if ((len > sizeof(lane->log)) || (unwritten > len)) {
         srm_error("node %u: a process left its direct lane's log corrupt "
                   "(%u bytes, %u unwritten): the frames in it are lost",

@@ -142,6 +142,29 @@ static int srm_node_same_wire(const srm_wire_addr_t a[SRM_WIRE_PATHS],
     return memcmp(a, b, SRM_WIRE_PATHS * sizeof(*a)) == 0;
 }
 
+/* Every port's count of the frames it sent the node starts at 0 again. */
+static void srm_node_reset_port_counts(srm_agent_t *agent, srm_node_t *node)
+{
+    srm_client_t *client;
+    unsigned i, idx;
+
+    for (i = 0; i < agent->num_slots; ++i) {
+        client = agent->slots[i];
+        if (client == NULL) {
+            continue;
+        }
+        for (idx = 1; idx < SRM_SHM_MAX_NODES; ++idx) {
+            if (client->node_map[idx] != node->index + 1) {
+                continue;
+            }
+            client->node_seq[idx] = 0;
+            if (client->node_seq_shared[idx]) {
+                srm_store_relaxed(&client->ctl->node_seq[idx], 0u);
+            }
+        }
+    }
+}
+
 int srm_node_revive(srm_agent_t *agent, srm_node_t *node,
                     const srm_wire_addr_t wire[SRM_WIRE_PATHS],
                     const char *how)
@@ -160,11 +183,14 @@ int srm_node_revive(srm_agent_t *agent, srm_node_t *node,
             }
         }
     }
-    /* Its channels start afresh: the peer never took a frame of them, and
-     * their queues went with the invalidation. */
+    /* Its channels start afresh, and so do the counts of the frames each
+     * port sent it: the peer never took a frame of them, and their queues
+     * went with the invalidation. The lane's count follows at leave. */
+    srm_lane_enter(agent, node);
     for (kind = 0; kind < SRM_CHANNEL_KINDS; ++kind) {
         srm_channel_init(agent, &node->chan[kind]);
     }
+    srm_node_reset_port_counts(agent, node);
     if (wire[0].ipv4 != 0) {
         memcpy(node->wire, wire, sizeof(node->wire));
     }
@@ -173,6 +199,7 @@ int srm_node_revive(srm_agent_t *agent, srm_node_t *node,
     node->why_invalid = NULL;
     node->refused     = 0;
     node->dirty       = 1;
+    srm_lane_leave(agent, node);
     srm_info("node %u (0x%016llx): %s, at %s: tried again", node->index,
              (unsigned long long)node->node_id, how,
              srm_wire_tcp_str(node->wire[0].ipv4, node->wire[0].port, addr,
@@ -193,7 +220,8 @@ int srm_node_path_refused(srm_node_t *node, int path)
 void srm_node_path_ready(srm_node_t *node, int path,
                          const srm_wire_addr_t wire[SRM_WIRE_PATHS])
 {
-    node->refused &= ~((node->wire[1].ipv4 == 0) ? 1u : (1u << path));
+    node->ever_ready = 1; /* frames may have gone: no fresh start */
+    node->refused   &= ~((node->wire[1].ipv4 == 0) ? 1u : (1u << path));
     if ((wire != NULL) && (wire[0].ipv4 != 0)) {
         memcpy(node->wire, wire, sizeof(node->wire));
     }
@@ -331,7 +359,6 @@ static void srm_node_update_state(srm_agent_t *agent, srm_node_t *node,
         if (node->state != SRM_NODE_NORMAL) {
             srm_node_set_state(node, SRM_NODE_NORMAL, now);
         }
-        node->ever_ready = 1;
         node->down_since = 0;
         return;
     }

@@ -185,7 +185,8 @@ struct srm_node {
     double           state_since;
     double           down_since;  /* no ready link of some kind since */
     const char       *why_invalid;
-    int              ever_ready;  /* was normal once: its address works */
+    int              ever_ready;  /* a link was ready once: its address
+                                     works, and frames may have gone */
     unsigned         refused;     /* paths whose connects were refused
                                      since they were last ready (bits) */
     srm_channel_t    chan[SRM_CHANNEL_KINDS];

@@ -330,7 +330,10 @@ uct_srm_iface_is_reachable_v2(const uct_iface_h tl_iface,
     }
     if (!uct_srm_iface_is_reachable(tl_iface, params->device_addr,
                                     params->iface_addr)) {
-        uct_iface_fill_info_str_buf(params, "no wire to that node's agent");
+        if (params->field_mask & UCT_IFACE_IS_REACHABLE_FIELD_INFO_STRING) {
+            ucs_snprintf_zero(params->info_string, params->info_string_length,
+                              "no wire to that node's agent");
+        }
         return 0;
     }
     return uct_iface_scope_is_reachable(tl_iface, params);
