@@ -1,10 +1,14 @@
 #!/bin/bash
 #
-# test_distro_trixie: ucx-srm on Debian 13's UCX 1.18.1, from this source
-# tree. In a trixie root (contrib/debian-chroot.sh, cached), configure
-# against a UCX 1.18.1 source tree, build, and run the unit and UCT-level
-# gtests (as make check does: the module preloaded, a private agent per
-# test) against trixie's installed libucx; all must pass.
+# test_distro_trixie: ucx-srm on Debian 13's UCX 1.18.1 and Open MPI 5.0,
+# from this source tree. In a trixie root (contrib/debian-chroot.sh,
+# cached), configure against a UCX 1.18.1 source tree, build, and run
+# 1. the unit and UCT-level gtests (as make check does: the module
+#    preloaded, a private agent per test) against trixie's installed
+#    libucx: all must pass;
+# 2. test/mpi/srm_mpi_check.c, 4 ranks on the root's one host, through
+#    srm-run's mpirun with UCX_TLS=srm,self: "0 failed", and the agent's
+#    frame counter grew.
 #
 # The UCX source: SRM_UCX_SRC_1_18 (a UCX 1.18.1 tree, e.g. a checkout of
 # openucx/ucx at v1.18.1), else /var/cache/ucx-srm-chroot/ucx-src/ucx-1.18.1,
@@ -22,12 +26,14 @@ tree=${SRM_UCX_SRC_1_18:-/var/cache/ucx-srm-chroot/ucx-src/ucx-1.18.1}
 
 # The root sees the source tree at /src and this test's log directory at
 # its own path.
-run_in_root() { "$CHROOT" --suite trixie --deps build --bind "$SRM_LOG" -- "$@"; }
+run_in_root() {
+    "$CHROOT" --suite trixie --deps "${DEPS:-test}" --bind "$SRM_LOG" -- "$@"
+}
 
 if [ ! -f "$tree/src/uct/base/uct_iface.h" ]; then
     srm_log "no UCX 1.18.1 tree at $tree: asking the Debian archive (in the root)"
     rm -rf "$SRM_LOG/ucx-src"
-    if ! tree=$(run_in_root contrib/get-ucx-src.sh "$SRM_LOG/ucx-src" \
+    if ! tree=$(DEPS=build run_in_root contrib/get-ucx-src.sh "$SRM_LOG/ucx-src" \
                 2>"$SRM_LOG/get-ucx-src.log"); then
         srm_show_log "$SRM_LOG/get-ucx-src.log" 6
         srm_skip "no UCX 1.18.1 source: the Debian archive here has none for trixie (see above), and no tree was given (SRM_UCX_SRC_1_18): trixie was NOT tested"
@@ -67,5 +73,37 @@ if [ "$rc" = 0 ] && grep -q '^\[  PASSED  \]' "$SRM_LOG/trixie.log" &&
 else
     srm_fail "trixie, UCX ${ucx:-?}: exit $rc, ${summary:-no gtest summary} ($secs s)"
     grep -E '^\[  FAILED  \]|error' "$SRM_LOG/trixie.log" | head -20 | sed 's/^/    | /'
+fi
+# --- 2. Open MPI 5 over srm ----------------------------------------------
+if [ "$rc" = 0 ]; then
+    run_in_root bash -c '
+        set -e
+        b=$1/build
+        echo "Open MPI: $(mpirun --version | head -n 1)"
+        mpicc -O2 -o "$1/srm_mpi_check" /src/test/mpi/srm_mpi_check.c
+        export UCX_SRM_SOCKET=srm-trixie-mpi-$$ UCX_SRM_AGENT_PATH=$b/srmd \
+               UCX_SRM_DEVICES=lo SRM_MODULE=$b/.libs/libuct_srm.so.0
+        "$b/srmd" -s "$UCX_SRM_SOCKET" >"$1/srmd-mpi.log" 2>&1 &
+        agent=$!
+        trap "kill $agent" EXIT
+        for i in $(seq 1 50); do
+            "$b/srmctl" -s "$UCX_SRM_SOCKET" ping >/dev/null 2>&1 && break
+            sleep 0.1
+        done
+        timeout -k 5 180 "$b/contrib/srm-run" mpirun --allow-run-as-root \
+            --oversubscribe -np 4 -x UCX_TLS=srm,self -x UCX_SRM_SOCKET \
+            -x UCX_SRM_AGENT=never "$1/srm_mpi_check"
+        "$b/srmctl" -s "$UCX_SRM_SOCKET" status | grep "^counters:"
+    ' test_distro_trixie "$SRM_LOG" >"$SRM_LOG/mpi.log" 2>&1 || rc=$?
+    summary=$(grep -a '^srm_mpi_check: .* passed' "$SRM_LOG/mpi.log" | tail -n 1)
+    ompi=$(sed -n 's/^Open MPI: //p' "$SRM_LOG/mpi.log")
+    frames=$(sed -n 's/^counters: frames \([0-9]*\).*/\1/p' "$SRM_LOG/mpi.log")
+    if [ "$rc" = 0 ] && printf '%s\n' "$summary" | grep -q ' 0 failed$' &&
+       [ "${frames:-0}" -gt 0 ]; then
+        srm_pass "trixie, ${ompi:-Open MPI ?}: 4 ranks over srm: $summary; the agent moved $frames frames"
+    else
+        srm_fail "trixie, ${ompi:-Open MPI ?}: exit $rc, '${summary:-no summary}', agent frames '${frames:-none}'"
+        srm_show_log "$SRM_LOG/mpi.log" 15
+    fi
 fi
 srm_done
