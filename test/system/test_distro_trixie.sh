@@ -8,7 +8,11 @@
 #    libucx: all must pass;
 # 2. test/mpi/srm_mpi_check.c, 4 ranks on the root's one host, through
 #    srm-run's mpirun with UCX_TLS=srm,self: "0 failed", and the agent's
-#    frame counter grew.
+#    frame counter grew;
+# 3. one-host ucx_perftest pairs over srm: UCP tag_lat 8 B, tag_bw 4 MB,
+#    UCT am_lat 8 B (-P 0: trixie's perftest is built with MPI and would
+#    wait for mpirun's second rank), each with a "Final:" line on both
+#    sides.
 #
 # The UCX source: SRM_UCX_SRC_1_18 (a UCX 1.18.1 tree, e.g. a checkout of
 # openucx/ucx at v1.18.1), else /var/cache/ucx-srm-chroot/ucx-src/ucx-1.18.1,
@@ -105,5 +109,49 @@ if [ "$rc" = 0 ]; then
         srm_fail "trixie, ${ompi:-Open MPI ?}: exit $rc, '${summary:-no summary}', agent frames '${frames:-none}'"
         srm_show_log "$SRM_LOG/mpi.log" 15
     fi
+fi
+# --- 3. ucx_perftest over srm ----------------------------------------------
+if [ "$rc" = 0 ]; then
+    run_in_root bash -c '
+        b=$1/build
+        export UCX_SRM_SOCKET=srm-trixie-pt-$$ UCX_SRM_AGENT_PATH=$b/srmd \
+               UCX_SRM_DEVICES=lo UCX_SRM_AGENT=never \
+               LD_PRELOAD=$b/.libs/libuct_srm.so.0
+        "$b/srmd" -s "$UCX_SRM_SOCKET" >"$1/srmd-pt.log" 2>&1 &
+        agent=$!
+        trap "kill $agent" EXIT
+        sleep 0.5
+        port=14100
+        for spec in "ucp tag_lat 8" "ucp tag_bw 4194304" "uct am_lat 8"; do
+            set -- "$1" $spec
+            port=$((port + 1))
+            args=(-P 0 -p "$port" -t "$3" -s "$4" -n 1000)
+            if [ "$2" = uct ]; then
+                args+=(-x srm -d "$("$b/srmctl" device)")
+                tls=
+            else
+                tls=srm
+            fi
+            env ${tls:+UCX_TLS=$tls} timeout 60 ucx_perftest "${args[@]}" \
+                >"$1/perftest-$3.server.log" 2>&1 &
+            server=$!
+            sleep 0.5
+            env ${tls:+UCX_TLS=$tls} timeout 60 ucx_perftest "${args[@]}" \
+                127.0.0.1 >"$1/perftest-$3.client.log" 2>&1
+            client_rc=$?
+            wait "$server"
+            echo "perftest $2 $3 $4: client $client_rc server $?" \
+                 "$(grep "^Final:" "$1/perftest-$3.client.log" | tr -s " ")"
+        done
+    ' test_distro_trixie "$SRM_LOG" >"$SRM_LOG/perftest.log" 2>&1
+    for test in tag_lat tag_bw am_lat; do
+        line=$(grep "^perftest [a-z]* $test " "$SRM_LOG/perftest.log")
+        if [[ $line == *": client 0 server 0 Final:"* ]]; then
+            srm_pass "trixie, ${line%%: client*}: ${line#*server 0 }"
+        else
+            srm_fail "trixie, ucx_perftest $test: ${line:-did not run}"
+            srm_show_log "$SRM_LOG/perftest.log" 10
+        fi
+    done
 fi
 srm_done
