@@ -5,8 +5,9 @@
  * client, and is a script for up to four TCP connections of made-up peer
  * agents: dialled by us (HELLO, AUTH) or by the agent to our listeners
  * (HELLO_ACK), numbered AM, PAUSE, RESUME and PORT_GONE frames, ACKs, BYE,
- * garbage, partial frames, closes and resets, time passing, the client sending to
- * those peers and reading what they sent, srmctl status and fault. The
+ * garbage, partial frames, closes and resets, time passing, the client
+ * sending to those peers and reading what they sent, a buggy process
+ * writing the direct lanes' logs and counts, srmctl status and fault. The
  * first byte picks the agent's mode: a cluster secret or none, failover or
  * none, a port backlog smaller than a frame or not, and how the input ends:
  * with the check below or not, or the agent stopping with all still live.
@@ -28,6 +29,7 @@
  */
 #define _GNU_SOURCE
 #include <ucx_srm/agent/srm_agent.h>
+#include <ucx_srm/common/srm_lane.h>
 #include <ucx_srm/common/srm_log.h>
 #include <ucx_srm/wire/srm_wire_tcp.h>
 
@@ -190,6 +192,8 @@ static fuzz_stamp_t       fuzz_stamps[FUZZ_MAX_STAMPS];
 static uint32_t           fuzz_num_stamps;
 static uint32_t           fuzz_stamp_magic; /* from the input: unforgeable */
 static int                fuzz_tainted;     /* the channel models may lie */
+static srm_lane_t         *fuzz_lanes[FUZZ_PEERS]; /* mapped, written into */
+static int                fuzz_lane_written; /* frames of nobody's may come */
 static int                fuzz_winding_down;
 static size_t             fuzz_bytes;
 static int                fuzz_closed_fd = -1; /* bound, never listening */
@@ -502,6 +506,18 @@ static void fuzz_client_attach(void)
                            client->layout.rx_ring_size);
 }
 
+static void fuzz_lanes_unmap(void)
+{
+    int peer;
+
+    for (peer = 0; peer < FUZZ_PEERS; ++peer) {
+        if (fuzz_lanes[peer] != NULL) {
+            srm_lane_unmap(fuzz_lanes[peer]);
+            fuzz_lanes[peer] = NULL;
+        }
+    }
+}
+
 static void fuzz_client_close(void)
 {
     fuzz_client_t *client = &fuzz_client;
@@ -798,6 +814,9 @@ static void fuzz_on_client_frame(fuzz_conn_t *conn, fuzz_chan_t *chan,
     fuzz_stamp_t *stamp;
 
     if (index == FUZZ_NO_STAMP) {
+        if (fuzz_lane_written) {
+            return; /* a frame the script put in a lane's log */
+        }
         fuzz_fail("the agent sent a peer a frame its client never wrote");
     }
     stamp = &fuzz_stamps[index];
@@ -867,7 +886,11 @@ static void fuzz_on_channel_frame(fuzz_conn_t *conn,
     if (hdr->type == SRM_FRAME_AM) {
         fuzz_on_client_frame(conn, chan, hdr, payload);
     } else if (hdr->type == SRM_FRAME_PORT_GONE) {
-        if ((hdr->length != 0) || (hdr->src_port != fuzz_client.port)) {
+        /* A blanked lane frame names port 0 and ends at 0: a no-op. */
+        if ((hdr->length != 0) ||
+            ((hdr->src_port != fuzz_client.port) &&
+             !(fuzz_lane_written && (hdr->src_port == 0) &&
+               (hdr->seq == 0)))) {
             fuzz_fail("a PORT_GONE for port %u", hdr->src_port);
         }
     } else if ((hdr->length != 0) || (hdr->dst_port != fuzz_client.port)) {
@@ -1730,6 +1753,107 @@ static void fuzz_op_recv(fuzz_input_t *in)
     fuzz_client_recv((b == 0) ? UINT32_MAX : b);
 }
 
+/* The client's direct lane to a peer's node, asked for on a connection of
+ * its own (as the module's md does) and mapped; NULL if refused. */
+static srm_lane_t *fuzz_lane_get(int peer)
+{
+    int fds[SRM_PROTO_MAX_FDS], nfds = 0, fd, steps, i;
+    srm_lane_rep_t rep;
+    srm_lane_req_t req;
+    srm_lane_t *lane = NULL;
+    ssize_t len = -1;
+
+    if (fuzz_lanes[peer] != NULL) {
+        return fuzz_lanes[peer];
+    }
+    memset(&req, 0, sizeof(req));
+    srm_msg_hdr_init(&req.hdr, SRM_MSG_LANE_REQ);
+    req.port = fuzz_client.port;
+    req.key  = fuzz_client.key;
+    req.node = (uint32_t)peer + 1;
+    fd       = fuzz_unix_connect();
+    if (srm_sock_send(fd, &req, sizeof(req), NULL, 0) < 0) {
+        fuzz_fail("cannot send a lane request");
+    }
+    for (steps = 0; steps < FUZZ_MAX_STEPS; ++steps) {
+        fuzz_step();
+        nfds = SRM_PROTO_MAX_FDS;
+        len  = srm_sock_recv(fd, &rep, sizeof(rep), fds, &nfds);
+        if ((len >= 0) || (errno != EAGAIN)) {
+            break;
+        }
+    }
+    if ((len == sizeof(rep)) && (rep.status == 0) && (nfds >= 1) &&
+        (srm_lane_map(fds[0], &lane) != 0)) {
+        fuzz_fail("the agent's lane does not map");
+    }
+    for (i = 0; (len > 0) && (i < nfds); ++i) {
+        close(fds[i]); /* the socket too: only the log is written */
+    }
+    close(fd);
+    fuzz_lanes[peer] = lane;
+    return lane;
+}
+
+/*
+ * A buggy process of the agent's user writes a lane's log and counts
+ * (not the socket): garbage, frames of ports without the lane, numbering
+ * out of step, a writer that died, lengths out of range. The agent must
+ * keep its channel's numbering, drop only what is wrong, and live; the
+ * client's own frames are not forged, so it is not dropped for them.
+ */
+static void fuzz_op_lane(fuzz_input_t *in, uint8_t b)
+{
+    uint8_t n = fuzz_u8(in), v = fuzz_u8(in);
+    srm_lane_t *lane = fuzz_lane_get(b & (FUZZ_PEERS - 1));
+    srm_frame_hdr_t hdr;
+    uint32_t len;
+
+    if (lane == NULL) {
+        return;
+    }
+    fuzz_lane_written = 1;
+    fuzz_tainted      = 1;
+    len = srm_load_relaxed(&lane->log_len) & ~SRM_LANE_SEALED;
+    switch ((b >> 2) & 7) {
+    case 0: /* bytes */
+        if ((len <= sizeof(lane->log)) && (n <= sizeof(lane->log) - len)) {
+            fuzz_take(in, lane->log + len, n);
+            lane->log_len = len + n;
+        }
+        break;
+    case 1: /* an AM of a port with no lane, numbered right or not */
+        if ((len <= sizeof(lane->log)) &&
+            (sizeof(hdr) + n <= sizeof(lane->log) - len)) {
+            srm_frame_hdr_init(&hdr, SRM_FRAME_AM, n);
+            hdr.src_port = 0x7000u + v;
+            hdr.dst_port = fuzz_src_ports[v & 3];
+            hdr.chan_seq = lane->next_chan_seq + ((v & 8) ? v : 0);
+            hdr.seq      = v;
+            memcpy(lane->log + len, &hdr, sizeof(hdr));
+            memset(lane->log + len + sizeof(hdr), v, n);
+            lane->log_len = len + (uint32_t)sizeof(hdr) + n;
+            lane->next_chan_seq++;
+        }
+        break;
+    case 2:
+        lane->next_chan_seq += n;
+        break;
+    case 3:
+        lane->owner_died = 1;
+        break;
+    case 4:
+        lane->unwritten = (uint32_t)n * v;
+        break;
+    case 5:
+        lane->log_len = ((uint32_t)n << 24) | ((uint32_t)v << 8) | n;
+        break;
+    default:
+        break; /* a kick alone */
+    }
+    srm_store_relaxed(&lane->kick, 1);
+}
+
 static void fuzz_op_ctl(fuzz_input_t *in)
 {
     static srm_status_rep_t rep;
@@ -1742,6 +1866,10 @@ static void fuzz_op_ctl(fuzz_input_t *in)
     size_t size;
     int fd, steps;
 
+    if ((b & 0xa0) == 0xa0) {
+        fuzz_op_lane(in, b);
+        return;
+    }
     memset(&req, 0, sizeof(req));
     if (b & 1) {
         srm_msg_hdr_init(&req.status.hdr, SRM_MSG_STATUS_REQ);
@@ -2164,6 +2292,7 @@ static void fuzz_finish(int check)
     fuzz_trace("done: %u stamps, %zu bytes, %lu dials redirected so far",
                fuzz_num_stamps, fuzz_bytes, fuzz_redirects);
     srm_agent_cleanup(agent);
+    fuzz_lanes_unmap();
     fuzz_client_close();
     for (i = 0; i < FUZZ_ALL_PEERS; ++i) {
         close(fuzz_peers[i].listen_fd);
@@ -2185,6 +2314,7 @@ static void fuzz_stop_abruptly(void)
         fuzz_conn_read(&fuzz_conns[i]);
         fuzz_conn_close(&fuzz_conns[i], 1);
     }
+    fuzz_lanes_unmap();
     fuzz_client_close();
     for (i = 0; i < FUZZ_ALL_PEERS; ++i) {
         close(fuzz_peers[i].listen_fd);
@@ -2226,8 +2356,9 @@ static void fuzz_start(const uint8_t *data, size_t size)
         hash = (hash ^ data[n]) * 16777619u;
     }
     fuzz_stamp_magic = hash;
-    fuzz_num_stamps  = 0;
-    fuzz_tainted     = 0;
+    fuzz_num_stamps   = 0;
+    fuzz_tainted      = 0;
+    fuzz_lane_written = 0;
     fuzz_bytes       = 0;
     fuzz_client_attach();
 }
