@@ -223,9 +223,9 @@ void srm_client_reap(srm_agent_t *agent);
 /* Drops the departed clients whose TX rings are empty, or that waited
  * longer than DEPART_TIMEOUT for them to empty. */
 void srm_client_reap_departed(srm_agent_t *agent);
-/* An attached client that is not failed and has not departed, by port. */
 /* The attached client of a port, also while it departs or is failed. */
 srm_client_t *srm_client_lookup_attached(srm_agent_t *agent, uint32_t port);
+/* An attached client that is not failed and has not departed, by port. */
 srm_client_t *srm_client_lookup(srm_agent_t *agent, uint32_t port);
 
 /* srm_deliver.c */

@@ -108,13 +108,11 @@ static const char *srm_lane_take_log(srm_agent_t *agent, srm_node_t *node,
 {
     srm_lane_t *lane    = node->lane;
     srm_channel_t *chan = &node->chan[SRM_CHANNEL_SMALL];
-    srm_absorb_result_t result;
+    srm_absorb_result_t result = {0};
 
     if ((len > 0) && (srm_channel_absorb(agent, node, lane->log, len,
                                          unwritten, &result) != 0)) {
         return "no memory to keep the frames written to it directly";
-    } else if (len == 0) {
-        memset(&result, 0, sizeof(result));
     }
     if (result.lost_bytes > 0) {
         srm_error("node %u: a process wrote a malformed frame to it "

@@ -230,8 +230,8 @@ void srm_link_close(srm_agent_t *agent, srm_link_t *link,
         if (link->state != SRM_LINK_READY) {
             chan->failures[link->path]++;
         }
-        chan->retry_at[link->path] =
-                srm_agent_now() + srm_link_retry_delay(chan->failures[link->path]);
+        chan->retry_at[link->path] = srm_agent_now() +
+                srm_link_retry_delay(chan->failures[link->path]);
         srm_channel_link_lost(agent, link);
     }
     if (link->shared) {

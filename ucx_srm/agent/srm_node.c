@@ -208,12 +208,18 @@ int srm_node_revive(srm_agent_t *agent, srm_node_t *node,
     return 1;
 }
 
+/* A path's bit in node->refused: with one interface, both paths go to its
+ * one address and share bit 0. */
+static unsigned srm_node_path_bit(const srm_node_t *node, int path)
+{
+    return (node->wire[1].ipv4 == 0) ? 1u : (1u << path);
+}
+
 int srm_node_path_refused(srm_node_t *node, int path)
 {
-    /* One interface: both paths go to its address. */
-    unsigned paths = (node->wire[1].ipv4 == 0) ? 1u : 3u;
+    unsigned paths = srm_node_path_bit(node, 0) | srm_node_path_bit(node, 1);
 
-    node->refused |= (node->wire[1].ipv4 == 0) ? 1u : (1u << path);
+    node->refused |= srm_node_path_bit(node, path);
     return (node->refused & paths) == paths;
 }
 
@@ -221,7 +227,7 @@ void srm_node_path_ready(srm_node_t *node, int path,
                          const srm_wire_addr_t wire[SRM_WIRE_PATHS])
 {
     node->ever_ready = 1; /* frames may have gone: no fresh start */
-    node->refused   &= ~((node->wire[1].ipv4 == 0) ? 1u : (1u << path));
+    node->refused   &= ~srm_node_path_bit(node, path);
     if ((wire != NULL) && (wire[0].ipv4 != 0)) {
         memcpy(node->wire, wire, sizeof(node->wire));
     }

@@ -31,7 +31,8 @@ int srm_wire_tcp_iface_addr(const char *device, uint32_t *ipv4, char *name,
     }
     for (ifa = ifaddrs; ifa != NULL; ifa = ifa->ifa_next) {
         if ((ifa->ifa_addr == NULL) || (ifa->ifa_addr->sa_family != AF_INET) ||
-            !(ifa->ifa_flags & IFF_UP) || (strcmp(ifa->ifa_name, device) != 0)) {
+            !(ifa->ifa_flags & IFF_UP) ||
+            (strcmp(ifa->ifa_name, device) != 0)) {
             continue;
         }
         *ipv4 = ((struct sockaddr_in*)ifa->ifa_addr)->sin_addr.s_addr;
