@@ -20,6 +20,7 @@ AC_DEFUN([SRM_CHECK_MPI], [
                MPI_LIBS=$("$MPICC" -link-info 2>/dev/null | cut -d' ' -f2-)])
         AC_MSG_RESULT([$MPI_CFLAGS $MPI_LIBS])
         PKG_CHECK_MODULES([UCP], [ucx], [
+            UCP_CFLAGS=$(echo " $UCP_CFLAGS" | sed 's/ -I */ -isystem /g')
             srm_save_CFLAGS=$CFLAGS srm_save_LIBS=$LIBS
             CFLAGS="$CFLAGS $MPI_CFLAGS $UCP_CFLAGS"
             LIBS="$MPI_LIBS $UCP_LIBS $LIBS"

@@ -8,10 +8,12 @@ AC_DEFUN([SRM_CHECK_UCX], [
     PKG_CHECK_MODULES([UCX], [ucx-uct], [],
         [AC_MSG_ERROR([UCX not found by pkg-config (ucx-uct); install libucx-dev (contrib/install-deps.sh)])])
     UCX_VERSION=$($PKG_CONFIG --modversion ucx-uct)
+    # A UCX outside /usr: its headers' own warnings are not ours either.
+    UCX_CFLAGS=$(echo " $UCX_CFLAGS" | sed 's/ -I */ -isystem /g')
     # The versions ucx_srm/common/srm_ucx_compat.h knows.
     AS_CASE([$UCX_VERSION],
-        [1.1[[3-8]].*], [],
-        [AC_MSG_ERROR([UCX $UCX_VERSION found; ucx-srm builds with UCX 1.13 to 1.18 (ucx_srm/common/srm_ucx_compat.h)])])
+        [1.1[[3-9]].*|1.2[[0-3]].*], [],
+        [AC_MSG_ERROR([UCX $UCX_VERSION found; ucx-srm builds with UCX 1.13 to 1.23 (ucx_srm/common/srm_ucx_compat.h)])])
 
     AC_ARG_WITH([ucx-src],
         [AS_HELP_STRING([--with-ucx-src=DIR],
@@ -42,6 +44,40 @@ AC_DEFUN([SRM_CHECK_UCX], [
     AC_SUBST([UCX_VERSION])
     AC_SUBST([UCX_SRC_DIR])
     AC_SUBST([UCX_SRC_CPPFLAGS])
+
+    # The internal headers size several structures by macros of UCX's own
+    # config.h, which is not installed; ucx_info -b prints them. The
+    # ucx_info must be the installed library's (test/gtest/test_abi.cc
+    # checks the sizes against it at run time). "@%:@" is m4's "#". Without
+    # LD_PRELOAD: a module preloaded for another UCX would stop it.
+    AC_ARG_VAR([UCX_INFO], [ucx_info of the installed UCX (default: PREFIX/bin/ucx_info of pkg-config's ucx-uct, else the PATH's)])
+    AS_IF([test -z "$UCX_INFO"], [
+        UCX_INFO="$($PKG_CONFIG --variable=prefix ucx-uct)/bin/ucx_info"
+        AS_IF([test -x "$UCX_INFO"], [], [AC_PATH_PROG([UCX_INFO], [ucx_info])])
+    ])
+    AS_IF([test -z "$UCX_INFO" || test ! -x "$UCX_INFO"],
+          [AC_MSG_ERROR([ucx_info of UCX $UCX_VERSION not found (install ucx-utils, or pass UCX_INFO=PATH): it tells how UCX was built])])
+    srm_info_ver=$(env -u LD_PRELOAD "$UCX_INFO" -v | sed -n 's/^@%:@ *\(Library \)*[[Vv]]ersion:* *\([[0-9.]]*\).*/\2/p' | head -n 1)
+    AS_IF([test "x$srm_info_ver" != "x$UCX_VERSION"],
+          [AC_MSG_ERROR([$UCX_INFO is UCX ${srm_info_ver:-of unknown version}, pkg-config found $UCX_VERSION; pass the matching one as UCX_INFO=PATH])])
+    for srm_macro in ENABLE_ASSERT ENABLE_PARAMS_CHECK ENABLE_DEBUG_DATA \
+                     ENABLE_MT NVALGRIND UCS_MAX_LOG_LEVEL; do
+        AC_MSG_CHECKING([UCX's $srm_macro])
+        srm_value=$(env -u LD_PRELOAD "$UCX_INFO" -b | awk -v m="$srm_macro" '$[]1 == "@%:@define" && $[]2 == m { print $[]3; exit }')
+        AS_IF([test -z "$srm_value"],
+              [AS_CASE([$srm_macro],
+                  [NVALGRIND], [srm_value=1],
+                  [UCS_MAX_LOG_LEVEL], [srm_value=UCS_LOG_LEVEL_TRACE_POLL],
+                  [AC_MSG_ERROR([$UCX_INFO -b does not say $srm_macro])])])
+        AC_MSG_RESULT([$srm_value])
+        AC_DEFINE_UNQUOTED([$srm_macro], [$srm_value])
+    done
+    AH_TEMPLATE([ENABLE_ASSERT], [UCX ABI: assertions compiled in])
+    AH_TEMPLATE([ENABLE_PARAMS_CHECK], [UCX ABI: parameter checks])
+    AH_TEMPLATE([ENABLE_DEBUG_DATA], [UCX ABI: debug data in objects])
+    AH_TEMPLATE([ENABLE_MT], [UCX ABI: multi-threading support])
+    AH_TEMPLATE([NVALGRIND], [UCX ABI: no valgrind annotations])
+    AH_TEMPLATE([UCS_MAX_LOG_LEVEL], [UCX ABI: highest log level compiled in])
 
     # Where the installed libucs lives: UCX looks for modules in ./ucx next to it.
     srm_ucx_libdir=$($PKG_CONFIG --variable=libdir ucx-uct)

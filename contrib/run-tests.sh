@@ -113,5 +113,23 @@ passed=$((passed + ${n:-0}))
 failed=$((failed + ${f:-0}))
 skipped=$((skipped + ${s:-0}))
 
+# CI keeps only the end of this output: say there what failed and why.
+if [ "$failed" != 0 ]; then
+    echo "== what failed"
+    [ -f "$gtest_log" ] && grep -E '^\[  FAILED  \] [a-zA-Z]' "$gtest_log" |
+        sort -u | head -n 8
+    [ "$smoke" = FAIL ] || [ "$smoke" = ERROR ] &&
+        grep -E '^(FAIL|not ok)' "$build/test/bench/smoke.sh.log" | head -n 4
+    if [ "$system" = 1 ]; then
+        for name in $(sed -n 's/^FAIL \([^ ]*\) .*/\1/p' "$build/system-tests.out"); do
+            log=$build/system-tests/$name.log
+            echo "$name:"
+            grep -E '^FAIL - |^\*\*\* .* killed after' "$log" | sort -u |
+                head -n 6 | cut -c 1-300 | sed 's/^/  /'
+        done
+    fi
+    grep -E 'failed|crash|leak' "$build/fuzz.out" | grep -v ' 0 failed' |
+        head -n 4
+fi
 echo "tests: $passed passed, $failed failed, $skipped skipped"
 [ "$failed" = 0 ]

@@ -6,6 +6,8 @@
 #    none: "node"), as `srmctl device` names it;
 #  - a UCX_NET_DEVICES that leaves that device out gets one warning saying
 #    what to add;
+#  - in a process whose UCP says it is another UCX minor version (a stand-in
+#    library), the module registers nothing and says which versions differ;
 #  - `ucx_info -c -f` with the module loaded lists UCX_SRM_POLL and
 #    UCX_SRM_SOCKET, each with its doc string.
 #
@@ -67,6 +69,29 @@ if printf '%s\n' "$penv" | grep -qF "$SRM_MODULE"; then
     srm_pass "srm-run --print-env names $SRM_MODULE"
 else
     srm_fail "srm-run --print-env does not name the module: $penv"
+fi
+
+# --- the module in another UCX minor version registers nothing -----------
+# A UCP that says it is UCX 1.99, preloaded first, stands in for one.
+fake=$SRM_LOG/libfake_ucp_version.so
+printf '%s\n' 'void ucp_get_version(unsigned *major, unsigned *minor,' \
+    '                     unsigned *release)' \
+    '{ *major = 1; *minor = 99; *release = 0; }' >"$SRM_LOG/fake_ucp_version.c"
+built=$(sed -n 's/^#define SRM_UCX_VERSION "\([0-9]*\.[0-9]*\).*"$/\1/p' \
+        "$SRM_BUILD_DIR/config.h" 2>/dev/null)
+if ! cc -shared -fPIC -o "$fake" "$SRM_LOG/fake_ucp_version.c"; then
+    srm_fail "cannot build the stand-in UCP of UCX 1.99 (cc)"
+else
+    out=$(env LD_PRELOAD="$fake $SRM_MODULE" ucx_info -d 2>&1)
+    rc=$?
+    if [ "$rc" = 0 ] && ! grep -q '^# *Transport: srm$' <<<"$out" &&
+       grep -q '^# *Transport: tcp$' <<<"$out" &&
+       grep -q "^srm: built for UCX ${built:-[0-9.]*} but this process runs UCX 1.99: the srm transport is not registered" <<<"$out"; then
+        srm_pass "in a process of UCX 1.99 the module built for UCX $built registers nothing and says so; UCX runs on"
+    else
+        srm_fail "the module built for UCX ${built:-?} in a process of UCX 1.99: exit $rc"
+        grep -E 'srm|Transport: tcp' <<<"$out" | head -6 | sed 's/^/    | /'
+    fi
 fi
 
 # --- ucx_info -c -f with the module ---------------------------------------

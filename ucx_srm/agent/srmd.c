@@ -224,15 +224,13 @@ int main(int argc, char **argv)
         return 1;
     }
     if (print_config) {
-        ucs_config_parser_print_opts(stdout, "node agent connection",
-                                     &agent->node_config,
-                                     srm_node_config_table, SRM_CONFIG_PREFIX,
-                                     "UCX_", UCS_CONFIG_PRINT_CONFIG |
-                                             UCS_CONFIG_PRINT_DOC);
-        ucs_config_parser_print_opts(stdout, "srmd", &agent->config,
-                                     srm_agent_config_table, SRM_CONFIG_PREFIX,
-                                     "UCX_", UCS_CONFIG_PRINT_CONFIG |
-                                             UCS_CONFIG_PRINT_DOC);
+        srm_ucx_config_print(stdout, "node agent connection",
+                             &agent->node_config, srm_node_config_table,
+                             SRM_CONFIG_PREFIX, "UCX_",
+                             UCS_CONFIG_PRINT_CONFIG | UCS_CONFIG_PRINT_DOC);
+        srm_ucx_config_print(stdout, "srmd", &agent->config,
+                             srm_agent_config_table, SRM_CONFIG_PREFIX, "UCX_",
+                             UCS_CONFIG_PRINT_CONFIG | UCS_CONFIG_PRINT_DOC);
         return 0;
     }
 

@@ -5,28 +5,64 @@
  * points) test SRM_UCX_AT_LEAST where they are defined, and nothing else
  * tests a version.
  *
- * Checked against the tagged sources of 1.13.1 and 1.18.1:
+ * Checked against the tagged sources of 1.13.1 .. 1.22.0 and 1.23's
+ * development tree:
  *   1.14  md query fills uct_md_attr_v2_t; mem_reg takes a params struct
  *   1.15  ucs_config_parser_fill_opts takes a config list entry, not a
  *         table and its prefix
  *   1.16  mkey_pack gets the address and length; uct_base_iface_internal_ops
  *         is gone: each transport has its own internal ops, with
  *         iface_is_reachable_v2 and ep_is_connected
+ *   1.18  UCT_IFACE_FLAG_INTER_NODE: UCP's network-only worker addresses
+ *         (Open MPI 5) keep only transports that set it
+ *   1.19  mem_alloc gets a system device; rkey_unpack gets a params struct;
+ *         ucs_config_parser_print_opts gets a name filter
+ *   1.21  internal ops: ep_get_device_ep
+ *   1.22  internal ops: iface_query_v2 (UCP calls it unchecked) and
+ *         ep_put_sgl_zcopy; ep_check may be given a completion
+ *   1.23  internal ops: ep_get_sgl_zcopy and ep_outstanding_purge (the base
+ *         iface asserts both are set)
  */
 #ifndef SRM_UCX_COMPAT_H
 #define SRM_UCX_COMPAT_H
 
 #include <ucs/config/parser.h>
+#include <ucs/sys/stubs.h>
 #include <uct/api/version.h>
 
 #define SRM_UCX_AT_LEAST(_major, _minor) \
     (UCT_API >= UCT_VERSION(_major, _minor))
 
 #define SRM_UCX_OLDEST UCT_VERSION(1, 13)
-#define SRM_UCX_NEWEST UCT_VERSION(1, 18)
+#define SRM_UCX_NEWEST UCT_VERSION(1, 23)
 
 #if (UCT_API < SRM_UCX_OLDEST) || (UCT_API > SRM_UCX_NEWEST)
-#  error "ucx-srm builds with UCX 1.13 to 1.18 (see srm_ucx_compat.h)"
+#  error "ucx-srm builds with UCX 1.13 to 1.23 (see srm_ucx_compat.h)"
+#endif
+
+#if SRM_UCX_AT_LEAST(1, 18)
+#  define SRM_UCX_IFACE_FLAG_INTER_NODE UCT_IFACE_FLAG_INTER_NODE
+#else
+#  define SRM_UCX_IFACE_FLAG_INTER_NODE 0
+#endif
+
+/*
+ * One of UCX's stubs (ucs_empty_function...) in a slot of another type.
+ * From 1.22 the stubs are declared (void), and -Wcast-function-type
+ * accepts the cast only through void (*)(void), which matches any type.
+ */
+#define SRM_UCX_STUB(_slot_type, _stub) \
+    ((_slot_type)(void (*)(void))(_stub))
+#define SRM_UCX_UNSUPPORTED(_slot_type) \
+    SRM_UCX_STUB(_slot_type, ucs_empty_function_return_unsupported)
+
+/* ep_check's argument checks (UCT_EP_KEEPALIVE_CHECK_PARAM of uct_iface.h). */
+#if SRM_UCX_AT_LEAST(1, 22)
+#  define SRM_UCX_EP_CHECK_PARAMS(_flags, _comp) \
+      UCT_EP_KEEPALIVE_CHECK_PARAM(_flags)
+#else
+#  define SRM_UCX_EP_CHECK_PARAMS(_flags, _comp) \
+      UCT_EP_KEEPALIVE_CHECK_PARAM(_flags, _comp)
 #endif
 
 /* Fills opts from table's defaults and the environment (UCX_<prefix>...). */
@@ -43,6 +79,21 @@ srm_ucx_config_fill(void *opts, ucs_config_field_t *table,
 #else
     return ucs_config_parser_fill_opts(opts, table, env_prefix, table_prefix,
                                        0);
+#endif
+}
+
+/* Prints opts with their documentation, every field. */
+static inline void
+srm_ucx_config_print(FILE *stream, const char *title, const void *opts,
+                     ucs_config_field_t *table, const char *table_prefix,
+                     const char *env_prefix, ucs_config_print_flags_t flags)
+{
+#if SRM_UCX_AT_LEAST(1, 19)
+    ucs_config_parser_print_opts(stream, title, opts, table, table_prefix,
+                                 env_prefix, flags, NULL);
+#else
+    ucs_config_parser_print_opts(stream, title, opts, table, table_prefix,
+                                 env_prefix, flags);
 #endif
 }
 

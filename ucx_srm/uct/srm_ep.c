@@ -93,8 +93,8 @@ static UCS_CLASS_INIT_FUNC(uct_srm_ep_t, const uct_ep_params_t *params)
 static UCS_CLASS_CLEANUP_FUNC(uct_srm_ep_t)
 {
     ucs_arbiter_group_purge(&self->tx->pending, &self->pending,
-                            (ucs_arbiter_callback_t)
-                                    ucs_empty_function_return_zero,
+                            SRM_UCX_STUB(ucs_arbiter_callback_t,
+                                         ucs_empty_function_return_zero),
                             NULL);
     ucs_arbiter_group_cleanup(&self->pending);
     ucs_list_del(&self->list);
@@ -672,7 +672,7 @@ ucs_status_t uct_srm_ep_check(uct_ep_h tl_ep, unsigned flags,
     uct_srm_ep_t *ep       = ucs_derived_of(tl_ep, uct_srm_ep_t);
     uct_srm_iface_t *iface = ucs_derived_of(tl_ep->iface, uct_srm_iface_t);
 
-    UCT_EP_KEEPALIVE_CHECK_PARAM(flags, comp);
+    SRM_UCX_EP_CHECK_PARAMS(flags, comp);
     if (iface->agent_lost || ep->failed) {
         return UCS_ERR_ENDPOINT_TIMEOUT;
     }

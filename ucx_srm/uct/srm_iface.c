@@ -234,7 +234,8 @@ static ucs_status_t uct_srm_iface_query(uct_iface_h tl_iface,
                                     UCT_IFACE_FLAG_PENDING |
                                     UCT_IFACE_FLAG_CB_SYNC |
                                     UCT_IFACE_FLAG_ERRHANDLE_PEER_FAILURE |
-                                    UCT_IFACE_FLAG_EP_CHECK;
+                                    UCT_IFACE_FLAG_EP_CHECK |
+                                    SRM_UCX_IFACE_FLAG_INTER_NODE;
     if (iface->config.rma_offered) {
         attr->cap.flags          |= UCT_IFACE_FLAG_PUT_ZCOPY |
                                     UCT_IFACE_FLAG_GET_ZCOPY;
@@ -363,15 +364,26 @@ static int uct_srm_ep_is_connected(const uct_ep_h tl_ep,
 
 static uct_iface_internal_ops_t uct_srm_iface_internal_ops = {
     .iface_estimate_perf   = uct_base_iface_estimate_perf,
-    .iface_vfs_refresh     = (uct_iface_vfs_refresh_func_t)ucs_empty_function,
-    .ep_query              = (uct_ep_query_func_t)
-                                     ucs_empty_function_return_unsupported,
-    .ep_invalidate         = (uct_ep_invalidate_func_t)
-                                     ucs_empty_function_return_unsupported,
-    .ep_connect_to_ep_v2   = (uct_ep_connect_to_ep_v2_func_t)
-                                     ucs_empty_function_return_unsupported,
+    .iface_vfs_refresh     = SRM_UCX_STUB(uct_iface_vfs_refresh_func_t,
+                                          ucs_empty_function),
+    .ep_query              = SRM_UCX_UNSUPPORTED(uct_ep_query_func_t),
+    .ep_invalidate         = SRM_UCX_UNSUPPORTED(uct_ep_invalidate_func_t),
+    .ep_connect_to_ep_v2   =
+            SRM_UCX_UNSUPPORTED(uct_ep_connect_to_ep_v2_func_t),
     .iface_is_reachable_v2 = uct_srm_iface_is_reachable_v2,
     .ep_is_connected       = uct_srm_ep_is_connected,
+#  if SRM_UCX_AT_LEAST(1, 21)
+    .ep_get_device_ep      = SRM_UCX_UNSUPPORTED(uct_ep_get_device_ep_func_t),
+#  endif
+#  if SRM_UCX_AT_LEAST(1, 22)
+    .iface_query_v2        = uct_iface_base_query_v2,
+    .ep_put_sgl_zcopy      = SRM_UCX_UNSUPPORTED(uct_ep_put_sgl_zcopy_func_t),
+#  endif
+#  if SRM_UCX_AT_LEAST(1, 23)
+    .ep_get_sgl_zcopy      = SRM_UCX_UNSUPPORTED(uct_ep_get_sgl_zcopy_func_t),
+    .ep_outstanding_purge  =
+            SRM_UCX_UNSUPPORTED(uct_ep_outstanding_purge_func_t),
+#  endif
 };
 #  define UCT_SRM_IFACE_INTERNAL_OPS (&uct_srm_iface_internal_ops)
 #else

@@ -14,6 +14,7 @@
 #include <ucs/sys/string.h>
 #include <ucs/debug/log.h>
 
+#include <dlfcn.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -35,9 +36,8 @@ static ucs_config_field_t uct_srm_md_config_table[] = {
 };
 
 /* Listed by `ucx_info -c` although only srmd reads it. */
-UCS_CONFIG_REGISTER_TABLE(srm_agent_config_table, "SRM node agent (srmd)",
-                          SRM_CONFIG_PREFIX, srm_agent_config_t,
-                          &ucs_config_global_list)
+UCS_CONFIG_DECLARE_TABLE(srm_agent_config_table, "SRM node agent (srmd)",
+                         SRM_CONFIG_PREFIX, srm_agent_config_t)
 
 /*
  * With allocation (and so PUT/GET zcopy on the verbs wire) the md does not
@@ -123,6 +123,30 @@ uct_srm_md_mkey_pack(uct_md_h md, uct_mem_h memh, void *address,
 #  define uct_srm_md_mkey_pack uct_srm_mkey_pack
 #endif
 
+/* UCX 1.19 asks for memory near a system device; ours is host memory. */
+#if SRM_UCX_AT_LEAST(1, 19)
+static ucs_status_t
+uct_srm_md_mem_alloc(uct_md_h md, size_t *length_p, void **address_p,
+                     ucs_memory_type_t mem_type, ucs_sys_device_t sys_dev,
+                     unsigned flags, const char *alloc_name, uct_mem_h *memh_p)
+{
+    return uct_srm_mem_alloc(md, length_p, address_p, mem_type, flags,
+                             alloc_name, memh_p);
+}
+
+static ucs_status_t
+uct_srm_component_rkey_unpack(uct_component_t *component,
+                              const void *rkey_buffer,
+                              const uct_rkey_unpack_params_t *params,
+                              uct_rkey_t *rkey_p, void **handle_p)
+{
+    return uct_srm_rkey_unpack(component, rkey_buffer, rkey_p, handle_p);
+}
+#else
+#  define uct_srm_md_mem_alloc          uct_srm_mem_alloc
+#  define uct_srm_component_rkey_unpack uct_srm_rkey_unpack
+#endif
+
 static ucs_status_t
 uct_srm_md_mem_dereg(uct_md_h md, const uct_md_mem_dereg_params_t *params)
 {
@@ -144,13 +168,12 @@ static void uct_srm_md_close(uct_md_h tl_md)
 static uct_md_ops_t uct_srm_md_ops = {
     .close              = uct_srm_md_close,
     .query              = uct_srm_md_query,
-    .mem_alloc          = uct_srm_mem_alloc,
+    .mem_alloc          = uct_srm_md_mem_alloc,
     .mem_free           = uct_srm_mem_free,
     .mkey_pack          = uct_srm_md_mkey_pack,
     .mem_reg            = uct_srm_md_mem_reg,
     .mem_dereg          = uct_srm_md_mem_dereg,
-    .detect_memory_type = (uct_md_detect_memory_type_func_t)
-                                  ucs_empty_function_return_unsupported,
+    .detect_memory_type = SRM_UCX_UNSUPPORTED(uct_md_detect_memory_type_func_t),
 };
 
 /*
@@ -266,11 +289,9 @@ uct_srm_query_devices(uct_md_h tl_md, uct_tl_device_resource_t **devices_p,
 uct_component_t uct_srm_component = {
     .query_md_resources = uct_md_query_single_md_resource,
     .md_open            = uct_srm_md_open,
-    .cm_open            = (uct_component_cm_open_func_t)
-                                  ucs_empty_function_return_unsupported,
-    .rkey_unpack        = uct_srm_rkey_unpack,
-    .rkey_ptr           = (uct_component_rkey_ptr_func_t)
-                                  ucs_empty_function_return_unsupported,
+    .cm_open            = SRM_UCX_UNSUPPORTED(uct_component_cm_open_func_t),
+    .rkey_unpack        = uct_srm_component_rkey_unpack,
+    .rkey_ptr           = SRM_UCX_UNSUPPORTED(uct_component_rkey_ptr_func_t),
     .rkey_release       = uct_srm_rkey_release,
     .name               = UCT_SRM_NAME,
     .md_config          = {
@@ -282,8 +303,8 @@ uct_component_t uct_srm_component = {
     .cm_config          = UCS_CONFIG_EMPTY_GLOBAL_LIST_ENTRY,
     .tl_list            = UCT_COMPONENT_TL_LIST_INITIALIZER(&uct_srm_component),
     .flags              = 0,
-    .md_vfs_init        = (uct_component_md_vfs_init_func_t)
-                                  ucs_empty_function
+    .md_vfs_init        = SRM_UCX_STUB(uct_component_md_vfs_init_func_t,
+                                       ucs_empty_function)
 };
 
 extern ucs_config_field_t uct_srm_iface_config_table[];
@@ -296,4 +317,55 @@ UCT_TL_DEFINE_ENTRY(&uct_srm_component, srm, uct_srm_query_devices,
                     uct_srm_iface_t, UCT_SRM_CONFIG_PREFIX,
                     uct_srm_iface_config_table, uct_srm_iface_config_t);
 
-UCT_SINGLE_TL_INIT(&uct_srm_component, srm, ctor,,)
+/*
+ * libuct.so.0 is the name of every UCX version's library and UCX checks no
+ * module's ABI: built against another minor version, our structures would
+ * sit at the wrong offsets in UCX's lists. The running version comes from
+ * UCP, which every UCX consumer loads (a process of UCT alone is taken on
+ * trust). A mismatch is told on stderr, not through UCX's log, whose
+ * structures are the other version's too.
+ */
+static int uct_srm_ucx_is_ours(void)
+{
+    void (*get_version)(unsigned*, unsigned*, unsigned*);
+    unsigned major, minor, release;
+
+    get_version = (void (*)(unsigned*, unsigned*, unsigned*))
+                          dlsym(RTLD_DEFAULT, "ucp_get_version");
+    if (get_version == NULL) {
+        return 1;
+    }
+    get_version(&major, &minor, &release);
+    if ((major == UCT_VERNO_MAJOR) && (minor == UCT_VERNO_MINOR)) {
+        return 1;
+    }
+    fprintf(stderr,
+            "srm: built for UCX %d.%d but this process runs UCX %u.%u: the "
+            "srm transport is not registered (rebuild ucx-srm against UCX "
+            "%u.%u)\n",
+            UCT_VERNO_MAJOR, UCT_VERNO_MINOR, major, minor, major, minor);
+    return 0;
+}
+
+static int uct_srm_registered;
+
+UCS_F_CTOR static void uct_srm_register(void)
+{
+    if (!uct_srm_ucx_is_ours()) {
+        return;
+    }
+    UCS_CONFIG_ADD_TABLE(srm_agent_config_table, &ucs_config_global_list);
+    uct_tl_register(&uct_srm_component, &UCT_TL_NAME(srm));
+    uct_component_register(&uct_srm_component);
+    uct_srm_registered = 1;
+}
+
+UCS_F_DTOR static void uct_srm_unregister(void)
+{
+    if (!uct_srm_registered) {
+        return;
+    }
+    uct_component_unregister(&uct_srm_component);
+    uct_tl_unregister(&UCT_TL_NAME(srm));
+    ucs_list_del(&srm_agent_config_table_config_entry.list);
+}
