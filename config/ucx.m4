@@ -79,9 +79,18 @@ AC_DEFUN([SRM_CHECK_UCX], [
     AH_TEMPLATE([NVALGRIND], [UCX ABI: no valgrind annotations])
     AH_TEMPLATE([UCS_MAX_LOG_LEVEL], [UCX ABI: highest log level compiled in])
 
-    # Where the installed libucs lives: UCX looks for modules in ./ucx next to it.
+    # Where the installed libucs lives: UCX looks for modules in ./ucx next
+    # to it, and from 1.22 loads any libuct_<name> it finds there.
     srm_ucx_libdir=$($PKG_CONFIG --variable=libdir ucx-uct)
     srm_ucx_moduledir="$srm_ucx_libdir/ucx"
     AC_SUBST([srm_ucx_moduledir])
+    AC_ARG_WITH([moduledir],
+        [AS_HELP_STRING([--with-moduledir=DIR],
+            [where make install puts libuct_srm (default: with UCX 1.22 and later, the installed UCX's module directory, which it scans; before, LIBDIR/ucx, from where srm-run preloads it)])],
+        [srmmoduledir=$with_moduledir],
+        [AS_CASE([$UCX_VERSION],
+            [1.1[[3-9]].*|1.2[[01]].*], [srmmoduledir='${libdir}/ucx'],
+            [srmmoduledir=$srm_ucx_moduledir])])
+    AC_SUBST([srmmoduledir])
     AC_DEFINE_UNQUOTED([SRM_UCX_VERSION], ["$UCX_VERSION"], [UCX version built against])
 ])

@@ -17,7 +17,7 @@ BUILD_PACKAGES=(
     googletest libgtest-dev
 )
 TEST_PACKAGES=(
-    openmpi-bin libopenmpi-dev ibverbs-providers
+    openmpi-bin libopenmpi-dev mpich libmpich-dev ibverbs-providers
     iproute2 nftables netpipe-openmpi
     clang libclang-rt-dev
     gnuplot-nox procps util-linux

@@ -22,7 +22,8 @@ prefix=$(sed -n 's/^prefix = //p' "$SRM_BUILD_DIR/Makefile")
 root=$dest$prefix
 
 for f in bin/srmd bin/srmctl bin/srm-run lib/ucx/libuct_srm.so.0 \
-         lib/pkgconfig/ucx-srm.pc lib/systemd/system/srmd.service; do
+         lib/pkgconfig/ucx-srm.pc lib/systemd/system/srmd.service \
+         share/ucx-srm/openmpi-mca-params.conf; do
     if [ -e "$root/$f" ]; then
         srm_pass "installed $f"
     else

@@ -3,7 +3,10 @@
 # test_mpi: Open MPI (pml ucx) over srm only. Builds test/mpi/srm_mpi_check.c
 # into the log directory, runs it with 4 ranks on this node through
 # `srm-run mpirun` with UCX_TLS=srm and a private agent, and requires
-# "0 failed", exit 0 and frames through the agent.
+# "0 failed", exit 0 and frames through the agent. Then plain mpirun, as a
+# batch script runs it: with `srm-run --print-env`'s settings exported, and
+# with the module plus the shipped contrib/openmpi-mca-params.conf, srm
+# carries the job; with the module alone it does not (pml ucx declines).
 #
 . "$(dirname "$0")/lib.sh"
 
@@ -103,6 +106,49 @@ srm_agent_status | sed 's/^/  /'
 if grep -q 'attached port' "$SRM_AGENT_LOG"; then
     srm_pass "$(grep -c 'attached port' "$SRM_AGENT_LOG") ports attached" \
              "to the agent during the job"
+fi
+
+# --- plain mpirun, as a batch script would run it ---------------------------
+# With what `srm-run --print-env` prints exported, and with the module's
+# setting plus the shipped MCA parameter file; without either, Open MPI's
+# pml ucx turns srm down and the job moves nothing through the agent (the
+# control: it shows the two runs above it are srm's).
+mca=$SRM_BUILD_DIR/share/ucx-srm/openmpi-mca-params.conf
+[ -r "$mca" ] || mca=$SRM_SRCDIR/contrib/openmpi-mca-params.conf
+printenv_out=$(env -u LD_PRELOAD SRM_MODULE="$SRM_MODULE" "$SRM_RUN" --print-env)
+preload=$(grep '^LD_PRELOAD=\|^UCX_PLUGIN_PATH=' <<<"$printenv_out")
+plain_run() {
+    local label=$1 f0 rc=0
+    shift
+    f0=$(srm_agent_frames)
+    env -u LD_PRELOAD "$@" UCX_TLS=srm,self UCX_SRM_SOCKET="$UCX_SRM_SOCKET" \
+        UCX_SRM_AGENT=never timeout -k 5 "$MPI_TIMEOUT" mpirun \
+        --allow-run-as-root -np "$NP" --bind-to none --oversubscribe \
+        --mca btl '^openib,ofi' --mca mpi_yield_when_idle 1 "$bin" \
+        >"$SRM_LOG/$label.log" 2>&1 || rc=$?
+    PLAIN_FRAMES=$(( $(srm_agent_frames) - f0 ))
+    PLAIN_SUMMARY=$(grep -a '^srm_mpi_check: ' "$SRM_LOG/$label.log" | tail -n 1)
+    [ "$rc" = 0 ] && [[ $PLAIN_SUMMARY == *" 0 failed" ]]
+}
+srm_agent_start || { srm_fail "cannot restart srmd"; srm_done; }
+mapfile -t env_lines <<<"$printenv_out"
+if plain_run plain-print-env "${env_lines[@]}" && [ "$PLAIN_FRAMES" -gt 0 ]; then
+    srm_pass "plain mpirun with srm-run --print-env's $(wc -l <<<"$printenv_out") settings exported: $PLAIN_SUMMARY, $PLAIN_FRAMES frames"
+else
+    srm_fail "plain mpirun with srm-run --print-env's settings: '${PLAIN_SUMMARY:-no summary}', $PLAIN_FRAMES frames"
+    srm_show_log "$SRM_LOG/plain-print-env.log" 8
+fi
+if plain_run plain-mca-file "$preload" OMPI_MCA_mca_base_param_files="$mca" &&
+   [ "$PLAIN_FRAMES" -gt 0 ]; then
+    srm_pass "plain mpirun with $preload and the MCA file $mca: $PLAIN_SUMMARY, $PLAIN_FRAMES frames"
+else
+    srm_fail "plain mpirun with the MCA file $mca: '${PLAIN_SUMMARY:-no summary}', $PLAIN_FRAMES frames"
+    srm_show_log "$SRM_LOG/plain-mca-file.log" 8
+fi
+if plain_run plain-control "$preload" && [ "$PLAIN_FRAMES" = 0 ]; then
+    srm_pass "the control: plain mpirun with the module only runs without srm (pml ucx declines it; $PLAIN_FRAMES frames)"
+else
+    srm_fail "the control, plain mpirun with the module only: '${PLAIN_SUMMARY:-no summary}', $PLAIN_FRAMES frames (want a pass with 0: else the two checks above prove nothing)"
 fi
 
 srm_agent_stop || srm_fail "srmd did not stop cleanly (exit $?)"

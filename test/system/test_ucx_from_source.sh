@@ -6,7 +6,9 @@
 # its source with its own configure defaults (no multi-threading, unlike
 # Debian's), into a cached prefix; then
 # 1. srm is configured against that prefix (pkg-config, ucx_info -b for
-#    the macros that size UCX's structures) and built; the unit and
+#    the macros that size UCX's structures) and built; make install puts
+#    the module into that UCX's module directory (under a DESTDIR; the rest
+#    of the test installs it under the log directory); the unit and
 #    UCT-level gtests pass against that UCX, test_abi among them;
 # 2. UCX finds the module without LD_PRELOAD: `ucx_info -d` lists the srm
 #    transport with UCX_PLUGIN_PATH naming srm's module directory, and
@@ -77,13 +79,29 @@ t0=$(date +%s)
 if (cd "$b" &&
     PKG_CONFIG_PATH=$prefix/lib/pkgconfig "$SRM_SRCDIR/configure" -q \
         --prefix="$inst" --with-ucx-src="$tree" &&
-    make -j2 && make -j2 test/gtest/gtest && make install) \
+    make -j2 && make -j2 test/gtest/gtest &&
+    make install DESTDIR="$SRM_LOG/dest" &&
+    PKG_CONFIG_PATH=$prefix/lib/pkgconfig "$SRM_SRCDIR/configure" -q \
+        --prefix="$inst" --with-ucx-src="$tree" \
+        --with-moduledir="$inst/lib/ucx" &&
+    make -j2 && make install) \
         >"$SRM_LOG/srm-build.log" 2>&1; then
     srm_pass "srm configured against UCX $VER and built ($(( $(date +%s) - t0 )) s)"
 else
     srm_fail "srm did not build against UCX $VER"
     grep -E 'error|Error' "$SRM_LOG/srm-build.log" | head -15 | sed 's/^/    | /'
     srm_done
+fi
+# make install's module goes where that UCX scans (from 1.22).
+if [ "$minor" -ge 22 ]; then
+    want=$SRM_LOG/dest$prefix/lib/ucx/libuct_srm.so.0
+else
+    want=$SRM_LOG/dest$inst/lib/ucx/libuct_srm.so.0
+fi
+if [ -e "$want" ]; then
+    srm_pass "make install puts the module at ${want#$SRM_LOG/dest} (under DESTDIR)"
+else
+    srm_fail "make install did not put the module at ${want#$SRM_LOG/dest}: $(cd "$SRM_LOG/dest" && find . -name 'libuct_srm.so*' | head -3)"
 fi
 # The macros that size UCX's structures are that build's, not Debian's.
 srm_mt=$(awk '$2 == "ENABLE_MT" { print $3 }' "$b/config.h")
