@@ -107,6 +107,12 @@ make_root() {
 
 [ "$fresh" = 0 ] || rm -rf "$root"
 [ -x "$root/bin/bash" ] || make_root
+# The archive reached here may be a snapshot older than sid's Release
+# files allow (apt-get update: "Release file ... is expired").
+if [ "$suite" = sid ]; then
+    echo 'Acquire::Check-Valid-Until "false";' \
+        >"$root/etc/apt/apt.conf.d/99ucx-srm-valid-until"
+fi
 if [ "$print_path" = 1 ]; then
     echo "$root"
     exit 0

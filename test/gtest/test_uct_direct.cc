@@ -731,8 +731,10 @@ TEST_F(uct_direct_test, a_frame_packed_for_a_retired_lane_goes_by_the_ring)
     EXPECT_NE(std::string::npos,
               read_file(log).find("held its direct lane for over"))
             << read_file(log);
-    /* Direct sends go on through the new lane. */
-    ASSERT_NO_FATAL_FAILURE(paced(100));
+    /* Direct sends go on through the new lane (the hold may also have
+     * made the link look silent and replaced it: then through the lane of
+     * the new connection, once it is up). */
+    ASSERT_NO_FATAL_FAILURE(paced_until_direct(before + 50u));
     expect_all_arrive();
     EXPECT_GE(direct(), before + 50u) << node_a_->status();
     unlink(log.c_str());

@@ -94,7 +94,7 @@ else
 fi
 # make install's module goes where that UCX scans (from 1.22).
 if [ "$minor" -ge 22 ]; then
-    want=$SRM_LOG/dest$prefix/lib/ucx/libuct_srm.so.0
+    want=$SRM_LOG/dest$(PKG_CONFIG_PATH=$prefix/lib/pkgconfig pkg-config --variable=libdir ucx-uct)/ucx/libuct_srm.so.0
 else
     want=$SRM_LOG/dest$inst/lib/ucx/libuct_srm.so.0
 fi

@@ -1,0 +1,1 @@
+test_distro_trixie.sh
