@@ -21,9 +21,10 @@ Builds ucx-srm (contrib/build.sh) and runs, in order:
      connection counts against UCX tcp, a garbage-speaking peer, head of line;
      verbs over soft-RoCE in a QEMU guest (contrib/vm-rxe: rc_verbs, srm's
      verbs wire, QP counts of a 3x4 job; skipped, loudly, without QEMU or
-     the kernel package); Debian 13 in a chroot (contrib/debian-chroot.sh:
-     UCX 1.18.1's build, gtests, Open MPI 5, ucx_perftest; skipped, loudly,
-     without a UCX 1.18.1 source)
+     the kernel package); Debian 13 and sid in chroots
+     (contrib/debian-chroot.sh: UCX 1.18.1's / 1.23's build, gtests, Open
+     MPI 5 / 6, ucx_perftest), UCX built from source (1.22.0); MPICH over
+     srm, one host and two; each skipped, loudly, without its UCX source
   3. test/fuzz/run.sh: libFuzzer on the frame, ring and control parsers,
      on the agent's client protocol and on its wire to other agents
      (handshake, acks, failover, the direct lanes' logs), SRM_FUZZ_SECONDS

@@ -12,9 +12,9 @@
 #    srm-run's mpirun with UCX_TLS=srm,self: "0 failed", and the agent's
 #    frame counter grew;
 # 3. one-host ucx_perftest pairs over srm: UCP tag_lat 8 B, tag_bw 4 MB,
-#    UCT am_lat 8 B (-P 0: Debian's perftest is built with MPI and would
-#    wait for mpirun's second rank), each with a "Final:" line on both
-#    sides. From UCX 1.22 (sid) the module is found the way a site installs
+#    UCT am_lat 8 B (with -P 0 where perftest is built with MPI, as
+#    trixie's is: else it waits for mpirun's second rank), each with a
+#    "Final:" line on both sides. From UCX 1.22 (sid) the module is found the way a site installs
 #    it: `make install` into the root's UCX module directory, no LD_PRELOAD
 #    (`ucx_info -d` must list srm), and taken out again at the end.
 #
@@ -33,6 +33,7 @@
 
 [ "$(id -u)" = 0 ] || srm_skip "needs root (debootstrap, chroot, mounts)"
 CHROOT=$SRM_SRCDIR/contrib/debian-chroot.sh
+unset LD_PRELOAD  # lib.sh's module is this machine's UCX's, not the root's
 SUITE=${SRM_TEST_NAME#test_distro_}
 case $SUITE in
 trixie) UCX=1.18.1 ;;
@@ -155,7 +156,11 @@ if [ "$rc" = 0 ]; then
         for spec in "ucp tag_lat 8" "ucp tag_bw 4194304" "uct am_lat 8"; do
             set -- "$1" $spec
             port=$((port + 1))
-            args=(-P 0 -p "$port" -t "$3" -s "$4" -n 1000)
+            args=(-p "$port" -t "$3" -s "$4" -n 1000)
+            # -P 0: not through MPI, where perftest has MPI (else no -P)
+            if ucx_perftest -h 2>&1 | grep -q "^ *-P "; then
+                args+=(-P 0)
+            fi
             if [ "$2" = uct ]; then
                 args+=(-x srm -d "$("$b/srmctl" device)")
                 tls=
