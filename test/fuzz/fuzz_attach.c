@@ -618,7 +618,7 @@ static void fuzz_finish(void)
         agent->stop) {
         fuzz_fail("agent state left behind by departed clients");
     }
-    if ((agent->mem.count != 0) || (agent->mem.bytes != 0)) {
+    if ((agent->regions.count != 0) || (agent->regions.bytes != 0)) {
         fuzz_fail("a memory region outlives its connection");
     }
 }

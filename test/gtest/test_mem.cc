@@ -3,7 +3,7 @@
  * trusted) and the agent's region registry (owner, generation, bounds).
  */
 extern "C" {
-#include <ucx_srm/agent/srm_mem.h>
+#include <ucx_srm/agent/srm_regions.h>
 #include <ucx_srm/common/srm_rkey.h>
 }
 
@@ -153,23 +153,23 @@ TEST(rkey, range_inside_has_no_overflow)
 
 class mem_registry : public ::testing::Test {
 protected:
-    void SetUp() override { srm_mem_init(&mem); }
-    void TearDown() override { srm_mem_cleanup(&mem); }
+    void SetUp() override { srm_regions_init(&mem); }
+    void TearDown() override { srm_regions_cleanup(&mem); }
 
-    srm_mem_t mem;
+    srm_regions_t mem;
 };
 
 TEST_F(mem_registry, add_maps_the_same_memory_and_find_checks_bounds)
 {
     const size_t len = 64 * 1024;
     const uint64_t base = 0x10000000;
-    const srm_mem_region_t *region;
+    const srm_region_t *region;
     int fd = make_memfd(len);
     ASSERT_GE(fd, 0);
     void *mine = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
     ASSERT_NE(MAP_FAILED, mine);
 
-    ASSERT_EQ(0, srm_mem_add(&mem, 7, fd, base, len, NULL, &region));
+    ASSERT_EQ(0, srm_regions_add(&mem, 7, fd, base, len, NULL, &region));
     close(fd); /* the agent's mapping keeps the memory */
     EXPECT_EQ(1u, mem.count);
     EXPECT_EQ(len, mem.bytes);
@@ -178,44 +178,44 @@ TEST_F(mem_registry, add_maps_the_same_memory_and_find_checks_bounds)
     uint32_t id = region->id, gen = region->generation;
 
     memset(mine, 0xa5, len);
-    const srm_mem_region_t *found = srm_mem_find(&mem, 7, id, gen,
+    const srm_region_t *found = srm_regions_find(&mem, 7, id, gen,
                                                  base + 100, 200);
     ASSERT_NE(nullptr, found);
-    EXPECT_EQ(0xa5, *(uint8_t*)srm_mem_agent_addr(found, base + 100));
-    EXPECT_NE(nullptr, srm_mem_find(&mem, 7, id, gen, base, len));
+    EXPECT_EQ(0xa5, *(uint8_t*)srm_region_agent_addr(found, base + 100));
+    EXPECT_NE(nullptr, srm_regions_find(&mem, 7, id, gen, base, len));
 
     /* Beyond either end, another owner, an unknown id: nothing. */
-    EXPECT_EQ(nullptr, srm_mem_find(&mem, 7, id, gen, base - 1, 2));
-    EXPECT_EQ(nullptr, srm_mem_find(&mem, 7, id, gen, base + len - 1, 2));
-    EXPECT_EQ(nullptr, srm_mem_find(&mem, 7, id, gen, base, len + 1));
-    EXPECT_EQ(nullptr, srm_mem_find(&mem, 7, id, gen, base + 8, UINT64_MAX));
-    EXPECT_EQ(nullptr, srm_mem_find(&mem, 8, id, gen, base, 1));
-    EXPECT_EQ(nullptr, srm_mem_find(&mem, 7, id + 1, gen, base, 1));
-    EXPECT_EQ(nullptr, srm_mem_find(&mem, 7, 0, gen, base, 1));
+    EXPECT_EQ(nullptr, srm_regions_find(&mem, 7, id, gen, base - 1, 2));
+    EXPECT_EQ(nullptr, srm_regions_find(&mem, 7, id, gen, base + len - 1, 2));
+    EXPECT_EQ(nullptr, srm_regions_find(&mem, 7, id, gen, base, len + 1));
+    EXPECT_EQ(nullptr, srm_regions_find(&mem, 7, id, gen, base + 8, UINT64_MAX));
+    EXPECT_EQ(nullptr, srm_regions_find(&mem, 8, id, gen, base, 1));
+    EXPECT_EQ(nullptr, srm_regions_find(&mem, 7, id + 1, gen, base, 1));
+    EXPECT_EQ(nullptr, srm_regions_find(&mem, 7, 0, gen, base, 1));
     EXPECT_EQ(7u, mem.rejected);
     munmap(mine, len);
 }
 
 TEST_F(mem_registry, a_reused_slot_does_not_answer_to_the_stale_generation)
 {
-    const srm_mem_region_t *region;
+    const srm_region_t *region;
     int fd = make_memfd(4096);
     ASSERT_GE(fd, 0);
 
-    ASSERT_EQ(0, srm_mem_add(&mem, 1, fd, 0x1000, 4096, NULL, &region));
+    ASSERT_EQ(0, srm_regions_add(&mem, 1, fd, 0x1000, 4096, NULL, &region));
     uint32_t id = region->id, old_gen = region->generation;
-    ASSERT_EQ(0, srm_mem_remove(&mem, 1, id, old_gen));
-    EXPECT_EQ(nullptr, srm_mem_find(&mem, 1, id, old_gen, 0x1000, 1));
-    EXPECT_EQ(-1, srm_mem_remove(&mem, 1, id, old_gen)); /* twice: no */
+    ASSERT_EQ(0, srm_regions_remove(&mem, 1, id, old_gen));
+    EXPECT_EQ(nullptr, srm_regions_find(&mem, 1, id, old_gen, 0x1000, 1));
+    EXPECT_EQ(-1, srm_regions_remove(&mem, 1, id, old_gen)); /* twice: no */
 
-    ASSERT_EQ(0, srm_mem_add(&mem, 1, fd, 0x1000, 4096, NULL, &region));
+    ASSERT_EQ(0, srm_regions_add(&mem, 1, fd, 0x1000, 4096, NULL, &region));
     EXPECT_EQ(id, region->id); /* the same slot ... */
     EXPECT_NE(old_gen, region->generation); /* ... a new generation */
-    EXPECT_EQ(nullptr, srm_mem_find(&mem, 1, id, old_gen, 0x1000, 1));
-    EXPECT_NE(nullptr, srm_mem_find(&mem, 1, id, region->generation, 0x1000,
+    EXPECT_EQ(nullptr, srm_regions_find(&mem, 1, id, old_gen, 0x1000, 1));
+    EXPECT_NE(nullptr, srm_regions_find(&mem, 1, id, region->generation, 0x1000,
                                     1));
     /* Another owner cannot remove it. */
-    EXPECT_EQ(-1, srm_mem_remove(&mem, 2, id, region->generation));
+    EXPECT_EQ(-1, srm_regions_remove(&mem, 2, id, region->generation));
     EXPECT_EQ(1u, mem.count);
     close(fd);
 }
@@ -223,44 +223,44 @@ TEST_F(mem_registry, a_reused_slot_does_not_answer_to_the_stale_generation)
 TEST_F(mem_registry, an_owner_leaving_removes_its_regions_only)
 {
     std::vector<std::pair<uint32_t, uint32_t>> keep;
-    const srm_mem_region_t *region;
+    const srm_region_t *region;
     int fd = make_memfd(8192);
     ASSERT_GE(fd, 0);
 
     for (uint32_t i = 0; i < 40; ++i) {
         uint32_t owner = (i % 3 == 0) ? 100 : 200;
-        ASSERT_EQ(0, srm_mem_add(&mem, owner, fd, 0x100000 + i * 8192, 8192,
+        ASSERT_EQ(0, srm_regions_add(&mem, owner, fd, 0x100000 + i * 8192, 8192,
                                  NULL, &region));
         if (owner == 200) {
             keep.push_back({region->id, region->generation});
         }
     }
     EXPECT_EQ(40u, mem.count);
-    EXPECT_EQ(14u, srm_mem_remove_owner(&mem, 100));
+    EXPECT_EQ(14u, srm_regions_remove_owner(&mem, 100));
     EXPECT_EQ(26u, mem.count);
     EXPECT_EQ(26u * 8192, mem.bytes);
     for (auto &k : keep) {
-        EXPECT_NE(nullptr, srm_mem_find(&mem, 200, k.first, k.second,
+        EXPECT_NE(nullptr, srm_regions_find(&mem, 200, k.first, k.second,
                                         mem.regions[k.first - 1].client_addr,
                                         8192));
     }
-    EXPECT_EQ(0u, srm_mem_remove_owner(&mem, 100));
+    EXPECT_EQ(0u, srm_regions_remove_owner(&mem, 100));
     close(fd);
 }
 
 TEST_F(mem_registry, refuses_unsealed_short_or_empty_memory)
 {
-    const srm_mem_region_t *region;
+    const srm_region_t *region;
     int unsealed = make_memfd(4096, false);
     int sealed   = make_memfd(4096);
     ASSERT_GE(unsealed, 0);
     ASSERT_GE(sealed, 0);
 
-    EXPECT_EQ(-1, srm_mem_add(&mem, 1, unsealed, 0x1000, 4096, NULL, &region));
+    EXPECT_EQ(-1, srm_regions_add(&mem, 1, unsealed, 0x1000, 4096, NULL, &region));
     EXPECT_EQ(EINVAL, errno);
-    EXPECT_EQ(-1, srm_mem_add(&mem, 1, sealed, 0x1000, 8192, NULL, &region));
-    EXPECT_EQ(-1, srm_mem_add(&mem, 1, sealed, 0x1000, 0, NULL, &region));
-    EXPECT_EQ(-1, srm_mem_add(&mem, 1, sealed, UINT64_MAX - 100, 4096, NULL,
+    EXPECT_EQ(-1, srm_regions_add(&mem, 1, sealed, 0x1000, 8192, NULL, &region));
+    EXPECT_EQ(-1, srm_regions_add(&mem, 1, sealed, 0x1000, 0, NULL, &region));
+    EXPECT_EQ(-1, srm_regions_add(&mem, 1, sealed, UINT64_MAX - 100, 4096, NULL,
                               &region));
     EXPECT_EQ(0u, mem.count);
     close(unsealed);
@@ -269,31 +269,31 @@ TEST_F(mem_registry, refuses_unsealed_short_or_empty_memory)
 
 TEST_F(mem_registry, a_held_region_outlives_its_removal_until_released)
 {
-    const srm_mem_region_t *region;
+    const srm_region_t *region;
     int fd = make_memfd(4096);
     ASSERT_GE(fd, 0);
 
-    ASSERT_EQ(0, srm_mem_add(&mem, 1, fd, 0x1000, 4096, NULL, &region));
+    ASSERT_EQ(0, srm_regions_add(&mem, 1, fd, 0x1000, 4096, NULL, &region));
     uint32_t id = region->id, gen = region->generation;
-    srm_mem_region_t *found = srm_mem_find(&mem, 1, id, gen, 0x1000, 4096);
+    srm_region_t *found = srm_regions_find(&mem, 1, id, gen, 0x1000, 4096);
     ASSERT_NE(nullptr, found);
-    srm_mem_hold(found); /* an RDMA operation in flight */
-    srm_mem_hold(found);
+    srm_regions_hold(found); /* an RDMA operation in flight */
+    srm_regions_hold(found);
 
     /* Removed (its owner left): hidden at once, registered until the
      * last operation is done, and its slot is not reused meanwhile. */
-    EXPECT_EQ(1u, srm_mem_remove_owner(&mem, 1));
-    EXPECT_EQ(nullptr, srm_mem_find(&mem, SRM_MEM_ANY_OWNER, id, gen, 0x1000,
+    EXPECT_EQ(1u, srm_regions_remove_owner(&mem, 1));
+    EXPECT_EQ(nullptr, srm_regions_find(&mem, SRM_MEM_ANY_OWNER, id, gen, 0x1000,
                                     1));
     EXPECT_EQ(1u, mem.count);
-    const srm_mem_region_t *other;
-    ASSERT_EQ(0, srm_mem_add(&mem, 2, fd, 0x9000, 4096, NULL, &other));
+    const srm_region_t *other;
+    ASSERT_EQ(0, srm_regions_add(&mem, 2, fd, 0x9000, 4096, NULL, &other));
     EXPECT_NE(id, other->id);
-    srm_mem_release_hold(&mem, id);
+    srm_regions_release_hold(&mem, id);
     EXPECT_EQ(2u, mem.count);
-    srm_mem_release_hold(&mem, id);
+    srm_regions_release_hold(&mem, id);
     EXPECT_EQ(1u, mem.count);
-    srm_mem_release_hold(&mem, id); /* once more: ignored */
+    srm_regions_release_hold(&mem, id); /* once more: ignored */
     EXPECT_EQ(1u, mem.count);
     close(fd);
 }

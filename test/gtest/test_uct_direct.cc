@@ -1,5 +1,5 @@
 /*
- * Direct lanes (srm_lane.h): a process writes small AMs to another node's
+ * Direct lanes (srm_lane_shared.h): a process writes small AMs to another node's
  * channel socket itself, and reads those for it. Two private agents on
  * loopback, an iface on each, eps both ways. The tests count what the
  * sending agent says was written directly ("direct" in its status) and
@@ -12,7 +12,7 @@
 
 extern "C" {
 #include <ucx_srm/common/srm_address.h>
-#include <ucx_srm/common/srm_lane.h>
+#include <ucx_srm/common/srm_lane_shared.h>
 #include <uct/api/uct.h>
 }
 

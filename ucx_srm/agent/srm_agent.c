@@ -86,7 +86,7 @@ int srm_agent_init(srm_agent_t *agent)
     agent->epoll_fd   = -1;
     srm_sched_init(&agent->sched, agent->config.quantum,
                    SRM_FRAME_MAX_PAYLOAD);
-    srm_mem_init(&agent->mem);
+    srm_regions_init(&agent->regions);
     if (agent->config.mem_limit == UCS_MEMUNITS_AUTO) {
         agent->config.mem_limit = (size_t)sysconf(_SC_PHYS_PAGES) / 4 *
                                   (size_t)sysconf(_SC_PAGESIZE);
@@ -168,7 +168,7 @@ void srm_agent_cleanup(srm_agent_t *agent)
     }
     free(agent->slots);
     srm_rma_cleanup(agent);
-    srm_mem_cleanup(&agent->mem); /* before the devices' PDs go */
+    srm_regions_cleanup(&agent->regions); /* before the devices' PDs go */
     /* Closing the links may fail their nodes, which tells the clients. */
     agent->slots     = NULL;
     agent->num_slots = 0;
@@ -348,7 +348,7 @@ static int srm_agent_sleep_timeout_ms(srm_agent_t *agent, double now)
     double idle_end;
 
     if (agent->exit_when_idle && (agent->num_clients == 0) &&
-        (agent->mem.count == 0)) {
+        (agent->regions.count == 0)) {
         idle_end = agent->idle_since + agent->config.idle_timeout;
         if (now >= idle_end) {
             srm_info("no clients for %.1f s: exiting",

@@ -360,7 +360,7 @@ static int srm_client_over_mem_limit(srm_agent_t *agent,
     for (i = 0; i < agent->num_slots; ++i) {
         other = agent->slots[i];
         if ((other != NULL) && (other->uid == client->uid)) {
-            used += srm_mem_owner_bytes(&agent->mem, other->port);
+            used += srm_regions_owner_bytes(&agent->regions, other->port);
         }
     }
     if ((length <= limit) && (used <= limit - length)) {
@@ -378,7 +378,7 @@ static int srm_client_over_mem_limit(srm_agent_t *agent,
 static void srm_client_mem_reg(srm_agent_t *agent, srm_client_t *client,
                                const srm_mem_reg_req_t *req, int fd)
 {
-    const srm_mem_region_t *region;
+    const srm_region_t *region;
     srm_mem_reg_rep_t rep;
     unsigned i;
 
@@ -390,8 +390,8 @@ static void srm_client_mem_reg(srm_agent_t *agent, srm_client_t *client,
     } else if (srm_client_over_mem_limit(agent, client, req->length,
                                          rep.error, sizeof(rep.error))) {
         rep.status = ENOMEM;
-        agent->mem.rejected++;
-    } else if (srm_mem_add(&agent->mem, client->port, fd, req->address,
+        agent->regions.rejected++;
+    } else if (srm_regions_add(&agent->regions, client->port, fd, req->address,
                            req->length, agent->verbs, &region) != 0) {
         rep.status = errno;
         snprintf(rep.error, sizeof(rep.error),
@@ -426,7 +426,7 @@ static void srm_client_mem_dereg(srm_agent_t *agent, srm_client_t *client,
 
     memset(&rep, 0, sizeof(rep));
     srm_msg_hdr_init(&rep.hdr, SRM_MSG_MEM_DEREG_REP);
-    if (srm_mem_remove(&agent->mem, client->port, req->region_id,
+    if (srm_regions_remove(&agent->regions, client->port, req->region_id,
                        req->generation) != 0) {
         rep.status = errno;
     }
@@ -681,7 +681,7 @@ void srm_client_drop(srm_agent_t *agent, srm_client_t *client,
         }
     }
     srm_deliver_release_backlog(client);
-    n = srm_mem_remove_owner(&agent->mem, client->port);
+    n = srm_regions_remove_owner(&agent->regions, client->port);
     if (n > 0) {
         srm_info("port %u (%s, pid %d): released %u memory regions",
                  client->port, client->name, (int)client->pid, n);

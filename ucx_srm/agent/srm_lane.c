@@ -1,5 +1,5 @@
 /*
- * The agent's side of the direct lanes (srm_lane.h): one per remote node
+ * The agent's side of the direct lanes (srm_lane_shared.h): one per remote node
  * for its small channel, on the tcp wire, made when a client first asks.
  *
  * Every change the agent makes to the small channel's sending state,
@@ -14,7 +14,7 @@
 #define _GNU_SOURCE
 #include "srm_agent.h"
 
-#include <ucx_srm/common/srm_lane.h>
+#include <ucx_srm/common/srm_lane_shared.h>
 #include <ucx_srm/common/srm_log.h>
 
 #include <errno.h>

@@ -21,7 +21,7 @@
 #define _GNU_SOURCE
 #include "srm_agent.h"
 
-#include <ucx_srm/common/srm_lane.h>
+#include <ucx_srm/common/srm_lane_shared.h>
 #include <ucx_srm/common/srm_log.h>
 #include <ucx_srm/wire/srm_wire_tcp.h>
 

@@ -41,7 +41,7 @@ static srm_rma_inflight_t *srm_rma_op_alloc(srm_agent_t *agent, unsigned *index_
 /* RDMA on the node's active bulk link: SRM_RMA_POSTED, BLOCKED or errno. */
 static int srm_rma_post(srm_agent_t *agent, srm_client_t *src,
                         const srm_frame_hdr_t *hdr, const srm_rma_req_t *req,
-                        srm_mem_region_t *local, const srm_rkey_t *key)
+                        srm_region_t *local, const srm_rkey_t *key)
 {
     srm_channel_t *chan;
     srm_link_t *link;
@@ -83,7 +83,7 @@ static int srm_rma_post(srm_agent_t *agent, srm_client_t *src,
     }
     op->gen++;
     ret = srm_verbs_qp_rdma(link->qp, req->op == SRM_RMA_PUT,
-                            srm_mem_agent_addr(local, req->local_addr),
+                            srm_region_agent_addr(local, req->local_addr),
                             srm_verbs_mr_lkey(local->mr[dev]),
                             key->agent_addr +
                                     (req->remote_addr - key->client_addr),
@@ -101,7 +101,7 @@ static int srm_rma_post(srm_agent_t *agent, srm_client_t *src,
     op->length = req->length;
     op->link   = link;
     op->region = local->id;
-    srm_mem_hold(local);
+    srm_regions_hold(local);
     agent->rma_busy++;
     return SRM_RMA_POSTED;
 }
@@ -130,7 +130,7 @@ static int srm_rma_owned_by(srm_agent_t *agent, uint32_t owner, pid_t pid)
 static void srm_rma_bad_key(srm_agent_t *agent, srm_client_t *src,
                             const srm_rkey_t *key)
 {
-    agent->mem.rejected++;
+    agent->regions.rejected++;
     if (++src->stats.bad_keys == SRM_RMA_BAD_KEYS_MAX) {
         srm_client_fail(agent, src, "too many RMA requests with forged keys");
     }
@@ -144,7 +144,7 @@ static int srm_rma_execute(srm_agent_t *agent, srm_client_t *src,
                            const srm_frame_hdr_t *hdr,
                            const srm_rma_req_t *req)
 {
-    srm_mem_region_t *local, *remote;
+    srm_region_t *local, *remote;
     srm_rkey_status_t kstatus;
     srm_rkey_t key;
     void *laddr, *raddr;
@@ -152,7 +152,7 @@ static int srm_rma_execute(srm_agent_t *agent, srm_client_t *src,
     if ((req->op != SRM_RMA_PUT) && (req->op != SRM_RMA_GET)) {
         return EINVAL;
     }
-    local = srm_mem_find(&agent->mem, SRM_MEM_ANY_OWNER, req->local_region,
+    local = srm_regions_find(&agent->regions, SRM_MEM_ANY_OWNER, req->local_region,
                          req->local_generation, req->local_addr,
                          req->length);
     if ((local == NULL) || !srm_rma_owned_by(agent, local->owner, src->pid)) {
@@ -165,20 +165,20 @@ static int srm_rma_execute(srm_agent_t *agent, srm_client_t *src,
     if ((kstatus != SRM_RKEY_OK) || (key.region_id == 0)) {
         srm_debug("port %u: RMA with a bad remote key: %s", src->port,
                   srm_rkey_status_str(kstatus));
-        agent->mem.rejected++;
+        agent->regions.rejected++;
         return EINVAL;
     }
     if (key.node_id != agent->node_id) {
         /* The key's own range: the remote registry is out of our reach. */
         if (!srm_range_inside(key.client_addr, key.length, req->remote_addr,
                               req->length)) {
-            agent->mem.rejected++;
+            agent->regions.rejected++;
             return EFAULT;
         }
         return srm_rma_post(agent, src, hdr, req, local, &key);
     }
     /* The registry, not the key, says where the region is and how long. */
-    remote = srm_mem_find(&agent->mem, SRM_MEM_ANY_OWNER, key.region_id,
+    remote = srm_regions_find(&agent->regions, SRM_MEM_ANY_OWNER, key.region_id,
                           key.generation, req->remote_addr, req->length);
     if (remote == NULL) {
         srm_debug("port %u: RMA to region %u.%u, which is gone or smaller",
@@ -189,8 +189,8 @@ static int srm_rma_execute(srm_agent_t *agent, srm_client_t *src,
         srm_rma_bad_key(agent, src, &key);
         return EACCES;
     }
-    laddr = srm_mem_agent_addr(local, req->local_addr);
-    raddr = srm_mem_agent_addr(remote, req->remote_addr);
+    laddr = srm_region_agent_addr(local, req->local_addr);
+    raddr = srm_region_agent_addr(remote, req->remote_addr);
     if (req->op == SRM_RMA_PUT) {
         memmove(raddr, laddr, req->length);
     } else {
@@ -276,7 +276,7 @@ static void srm_rma_finish(srm_agent_t *agent, srm_rma_inflight_t *op, int statu
     op->state  = SRM_RMA_OP_DONE;
     op->status = status;
     op->link   = NULL;
-    srm_mem_release_hold(&agent->mem, op->region);
+    srm_regions_release_hold(&agent->regions, op->region);
     op->region = 0;
 }
 
@@ -352,7 +352,7 @@ void srm_rma_cleanup(srm_agent_t *agent)
 
     for (i = 0; i < SRM_RMA_MAX_OPS; ++i) {
         if (agent->rma_ops[i].state == SRM_RMA_OP_POSTED) {
-            srm_mem_release_hold(&agent->mem, agent->rma_ops[i].region);
+            srm_regions_release_hold(&agent->regions, agent->rma_ops[i].region);
         }
         agent->rma_ops[i].state = SRM_RMA_OP_FREE;
     }

@@ -119,14 +119,14 @@ static void srm_status_memory(srm_agent_t *agent, srm_text_t *text)
                      "agent PD (%u regions, %llu KB); user memory: not "
                      "registrable (%s: no ibv_import_pd used), UCP pipelines "
                      "through the rings",
-                     agent->mem.count,
-                     (unsigned long long)(agent->mem.bytes >> 10), dev);
+                     agent->regions.count,
+                     (unsigned long long)(agent->regions.bytes >> 10), dev);
     } else {
         srm_text_add(text, "memory: md-allocated regions mapped by the agent "
                      "(%u regions, %llu KB), no RDMA on the %s wire; user "
                      "memory: not registrable, UCP pipelines through the "
-                     "rings", agent->mem.count,
-                     (unsigned long long)(agent->mem.bytes >> 10),
+                     "rings", agent->regions.count,
+                     (unsigned long long)(agent->regions.bytes >> 10),
                      (agent->wire[0].ipv4 != 0) ? "tcp" : "local");
     }
     if (agent->config.mem_limit == UCS_MEMUNITS_INF) {
@@ -137,9 +137,9 @@ static void srm_status_memory(srm_agent_t *agent, srm_text_t *text)
     }
     srm_text_add(text, " (added %llu removed %llu rejected %llu, %s)\n"
                  "rma: %s; ops %llu bytes %llu failed %llu\n",
-                 (unsigned long long)agent->mem.added,
-                 (unsigned long long)agent->mem.removed,
-                 (unsigned long long)agent->mem.rejected, limit,
+                 (unsigned long long)agent->regions.added,
+                 (unsigned long long)agent->regions.removed,
+                 (unsigned long long)agent->regions.rejected, limit,
                  (agent->wire[0].ipv4 == 0) ?
                  "PUT/GET zcopy for every peer (no wire: all on this node)" :
                  (agent->verbs[0] != NULL) ?

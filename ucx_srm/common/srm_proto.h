@@ -138,7 +138,7 @@ typedef struct srm_mem_dereg_rep {
     uint32_t      reserved;
 } srm_mem_dereg_rep_t;
 
-/* The direct lane to a node (srm_lane.h), for an attached port of the
+/* The direct lane to a node (srm_lane_shared.h), for an attached port of the
  * requesting process, named by the port's node table entry. */
 typedef struct srm_lane_req {
     srm_msg_hdr_t hdr;

@@ -69,7 +69,7 @@ typedef struct srm_shm_ctl {
     /*
      * Next per-port seq to each node of the table, for a client granted
      * that node's direct lane: the client and the agent both number its
-     * frames, each under the lane's lock (srm_lane.h).
+     * frames, each under the lane's lock (srm_lane_shared.h).
      */
     uint32_t          node_seq[SRM_SHM_MAX_NODES];
 } srm_shm_ctl_t;

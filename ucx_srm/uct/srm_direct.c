@@ -1,7 +1,7 @@
 /*
  * Sends and receives that skip the agent: a small active message to
  * another node is written by this process to its node's channel socket,
- * through the node's direct lane (srm_lane.h), when the lane is open and
+ * through the node's direct lane (srm_lane_shared.h), when the lane is open and
  * nothing of this port to that node is still in its ring. Everything
  * else, and every send the lane cannot take at once, goes through the
  * ring as before.
@@ -25,7 +25,7 @@
 
 #include "srm_uct.h"
 
-#include <ucx_srm/common/srm_lane.h>
+#include <ucx_srm/common/srm_lane_shared.h>
 
 #include <ucs/debug/log.h>
 #include <ucs/debug/memtrack.h>

@@ -2,7 +2,7 @@
  * The srm component and memory domain. Memory needs no registration to be
  * sent through the rings (every send is a copy into shared memory), so REG
  * is a no-op that lets UCP use zcopy paths on host memory. Allocation
- * (srm_mem.c) gives memory the node agent knows, with real remote keys on
+ * (srm_md_mem.c) gives memory the node agent knows, with real remote keys on
  * the verbs wire.
  */
 #ifdef HAVE_CONFIG_H

@@ -1,7 +1,7 @@
 /*
  * The srm transport as UCX sees it: component and md (srm_md.c), iface
  * (srm_iface.c), ep (srm_ep.c), and the link to the node agent
- * (srm_agent_link.c). Every byte goes through the agent's rings, but for
+ * (srm_agent_conn.c). Every byte goes through the agent's rings, but for
  * the small AMs a process writes to another node's channel itself
  * (srm_direct.c).
  */
@@ -10,7 +10,7 @@
 
 #include <ucx_srm/common/srm_address.h>
 #include <ucx_srm/common/srm_config.h>
-#include <ucx_srm/common/srm_lane.h>
+#include <ucx_srm/common/srm_lane_shared.h>
 #include <ucx_srm/common/srm_proto.h>
 #include <ucx_srm/common/srm_rkey.h>
 #include <ucx_srm/common/srm_shm.h>
@@ -34,7 +34,7 @@
 extern uct_component_t uct_srm_component;
 
 /* A non-NULL handle for registered user memory: UCP treats NULL as "not
- * registered"; it names no memory the agent knows (srm_mem.c). */
+ * registered"; it names no memory the agent knows (srm_md_mem.c). */
 #define UCT_SRM_MEMH ((uct_mem_h)(uintptr_t)0x5352)
 
 typedef struct uct_srm_md_config {
@@ -55,7 +55,7 @@ typedef struct uct_srm_md {
     char             dev_name[UCT_DEVICE_NAME_MAX]; /* srm_config_device_name */
 } uct_srm_md_t;
 
-/* Memory the md allocated (srm_mem.c). */
+/* Memory the md allocated (srm_md_mem.c). */
 typedef struct uct_srm_memh {
     void       *address;
     size_t     length;
@@ -175,14 +175,14 @@ typedef struct uct_srm_ep {
     int                 error_reported;
 } uct_srm_ep_t;
 
-/* srm_agent_link.c */
+/* srm_agent_conn.c */
 ucs_status_t uct_srm_agent_connect(const uct_srm_md_t *md, int *fd_p);
 ucs_status_t uct_srm_agent_attach(const uct_srm_md_t *md,
                                   const uct_srm_iface_config_t *config,
                                   uct_srm_attachment_t *att);
 void uct_srm_agent_detach(uct_srm_attachment_t *att);
 
-/* srm_mem.c */
+/* srm_md_mem.c */
 /* One request and its reply on the md's connection (hold md->mem_lock);
  * fds received with the reply go to fds[0..*nfds) when fds is given. */
 ucs_status_t uct_srm_md_call(uct_srm_md_t *md, const void *req,

@@ -934,7 +934,7 @@ int srm_verbs_qp_connect(srm_verbs_qp_t *qp, const srm_hello_qp_t *remote)
     }
     attr.max_dest_rd_atomic = 1;
     attr.min_rnr_timer      = 12; /* 0.64 ms */
-    /* The peer agent's RDMA into our registered regions (srm_mem.h); each
+    /* The peer agent's RDMA into our registered regions (srm_regions.h); each
      * region's MR still decides what it allows. */
     attr.qp_access_flags    = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
     ret = ibv_modify_qp(qp->qp, &attr,

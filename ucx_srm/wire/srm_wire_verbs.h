@@ -196,7 +196,7 @@ const srm_verbs_stats_t *srm_verbs_qp_stats(const srm_verbs_qp_t *qp);
 /*
  * One-sided operations beside the byte stream, on the same queue pair, in
  * send-queue slots of their own. Both keys must name live registrations:
- * the caller checks that (srm_mem.h), or the QP fails for every user.
+ * the caller checks that (srm_regions.h), or the QP fails for every user.
  * srm_verbs_qp_rdma: 1 posted, 0 no slot free now, -1 (errno) failed.
  * Their completions (any poll collects them) come out of
  * srm_verbs_qp_rma_next: 1 with *id and *ok, 0 when there is none. A QP

@@ -1,8 +1,8 @@
 /*
- * The region registry (srm_mem.h): slots, generations and bounds.
+ * The region registry (srm_regions.h): slots, generations and bounds.
  */
 #define _GNU_SOURCE
-#include "srm_mem.h"
+#include "srm_regions.h"
 
 #include <ucx_srm/common/srm_log.h>
 #include <ucx_srm/common/srm_rkey.h>
@@ -15,12 +15,12 @@
 #include <sys/mman.h>
 #include <sys/random.h>
 
-void srm_mem_init(srm_mem_t *mem)
+void srm_regions_init(srm_regions_t *mem)
 {
     memset(mem, 0, sizeof(*mem));
 }
 
-static void srm_mem_release(srm_mem_t *mem, srm_mem_region_t *region)
+static void srm_regions_release(srm_regions_t *mem, srm_region_t *region)
 {
     unsigned i;
 
@@ -34,13 +34,13 @@ static void srm_mem_release(srm_mem_t *mem, srm_mem_region_t *region)
     memset(region, 0, sizeof(*region));
 }
 
-void srm_mem_cleanup(srm_mem_t *mem)
+void srm_regions_cleanup(srm_regions_t *mem)
 {
     unsigned i;
 
     for (i = 0; i < mem->num_slots; ++i) {
         if (mem->regions[i].id != 0) {
-            srm_mem_release(mem, &mem->regions[i]);
+            srm_regions_release(mem, &mem->regions[i]);
         }
     }
     free(mem->regions);
@@ -48,9 +48,9 @@ void srm_mem_cleanup(srm_mem_t *mem)
     mem->num_slots = 0;
 }
 
-static srm_mem_region_t *srm_mem_free_slot(srm_mem_t *mem)
+static srm_region_t *srm_regions_free_slot(srm_regions_t *mem)
 {
-    srm_mem_region_t *regions;
+    srm_region_t *regions;
     unsigned i, num;
 
     for (i = 0; i < mem->num_slots; ++i) {
@@ -79,11 +79,11 @@ static srm_mem_region_t *srm_mem_free_slot(srm_mem_t *mem)
     return &mem->regions[i];
 }
 
-int srm_mem_add(srm_mem_t *mem, uint32_t owner, int fd, uint64_t client_addr,
+int srm_regions_add(srm_regions_t *mem, uint32_t owner, int fd, uint64_t client_addr,
                 uint64_t length, srm_verbs_dev_t *const devs[SRM_WIRE_PATHS],
-                const srm_mem_region_t **region_p)
+                const srm_region_t **region_p)
 {
-    srm_mem_region_t *region;
+    srm_region_t *region;
     unsigned i;
     int saved;
     void *addr;
@@ -99,7 +99,7 @@ int srm_mem_add(srm_mem_t *mem, uint32_t owner, int fd, uint64_t client_addr,
     if (addr == MAP_FAILED) {
         return -1;
     }
-    region = srm_mem_free_slot(mem);
+    region = srm_regions_free_slot(mem);
     if ((region == NULL) ||
         (getrandom(&region->token, sizeof(region->token), 0) !=
          sizeof(region->token))) {
@@ -128,7 +128,7 @@ int srm_mem_add(srm_mem_t *mem, uint32_t owner, int fd, uint64_t client_addr,
             srm_warn("cannot register %llu bytes of port %u in %s: %m",
                      (unsigned long long)length, owner,
                      srm_verbs_dev_name(devs[i]));
-            srm_mem_release(mem, region);
+            srm_regions_release(mem, region);
             errno = saved;
             return -1;
         }
@@ -138,38 +138,38 @@ int srm_mem_add(srm_mem_t *mem, uint32_t owner, int fd, uint64_t client_addr,
 }
 
 /* Removed: released now, or by the last RDMA operation that holds it. */
-static void srm_mem_retire(srm_mem_t *mem, srm_mem_region_t *region)
+static void srm_regions_retire(srm_regions_t *mem, srm_region_t *region)
 {
     if (region->holds > 0) {
         region->dying = 1;
     } else {
-        srm_mem_release(mem, region);
+        srm_regions_release(mem, region);
     }
 }
 
-void srm_mem_hold(srm_mem_region_t *region)
+void srm_regions_hold(srm_region_t *region)
 {
     region->holds++;
 }
 
-void srm_mem_release_hold(srm_mem_t *mem, uint32_t id)
+void srm_regions_release_hold(srm_regions_t *mem, uint32_t id)
 {
-    srm_mem_region_t *region;
+    srm_region_t *region;
 
     if ((id == 0) || (id > mem->num_slots) ||
         (mem->regions[id - 1].holds == 0)) {
-        return; /* released by srm_mem_cleanup already */
+        return; /* released by srm_regions_cleanup already */
     }
     region = &mem->regions[id - 1];
     if ((--region->holds == 0) && region->dying) {
-        srm_mem_release(mem, region);
+        srm_regions_release(mem, region);
     }
 }
 
-static srm_mem_region_t *srm_mem_slot(srm_mem_t *mem, uint32_t owner,
+static srm_region_t *srm_regions_slot(srm_regions_t *mem, uint32_t owner,
                                       uint32_t id, uint32_t generation)
 {
-    srm_mem_region_t *region;
+    srm_region_t *region;
 
     if ((id == 0) || (id > mem->num_slots)) {
         return NULL;
@@ -183,21 +183,21 @@ static srm_mem_region_t *srm_mem_slot(srm_mem_t *mem, uint32_t owner,
     return region;
 }
 
-int srm_mem_remove(srm_mem_t *mem, uint32_t owner, uint32_t id,
+int srm_regions_remove(srm_regions_t *mem, uint32_t owner, uint32_t id,
                    uint32_t generation)
 {
-    srm_mem_region_t *region = srm_mem_slot(mem, owner, id, generation);
+    srm_region_t *region = srm_regions_slot(mem, owner, id, generation);
 
     if (region == NULL) {
         mem->rejected++;
         errno = ENOENT;
         return -1;
     }
-    srm_mem_retire(mem, region);
+    srm_regions_retire(mem, region);
     return 0;
 }
 
-uint64_t srm_mem_owner_bytes(const srm_mem_t *mem, uint32_t owner)
+uint64_t srm_regions_owner_bytes(const srm_regions_t *mem, uint32_t owner)
 {
     uint64_t bytes = 0;
     unsigned i;
@@ -211,25 +211,25 @@ uint64_t srm_mem_owner_bytes(const srm_mem_t *mem, uint32_t owner)
     return bytes;
 }
 
-unsigned srm_mem_remove_owner(srm_mem_t *mem, uint32_t owner)
+unsigned srm_regions_remove_owner(srm_regions_t *mem, uint32_t owner)
 {
     unsigned i, count = 0;
 
     for (i = 0; (i < mem->num_slots) && (mem->count > 0); ++i) {
         if ((mem->regions[i].id != 0) && (mem->regions[i].owner == owner) &&
             !mem->regions[i].dying) {
-            srm_mem_retire(mem, &mem->regions[i]);
+            srm_regions_retire(mem, &mem->regions[i]);
             ++count;
         }
     }
     return count;
 }
 
-srm_mem_region_t *srm_mem_find(srm_mem_t *mem, uint32_t owner, uint32_t id,
+srm_region_t *srm_regions_find(srm_regions_t *mem, uint32_t owner, uint32_t id,
                                uint32_t generation, uint64_t client_addr,
                                uint64_t length)
 {
-    srm_mem_region_t *region = srm_mem_slot(mem, owner, id, generation);
+    srm_region_t *region = srm_regions_slot(mem, owner, id, generation);
 
     if ((region == NULL) ||
         !srm_range_inside(region->client_addr, region->length, client_addr,

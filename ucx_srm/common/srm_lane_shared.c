@@ -1,8 +1,8 @@
 /*
- * The direct lane's shared memory and its lock (srm_lane.h).
+ * The direct lane's shared memory and its lock (srm_lane_shared.h).
  */
 #define _GNU_SOURCE
-#include "srm_lane.h"
+#include "srm_lane_shared.h"
 #include "srm_shm.h"
 
 #include <errno.h>

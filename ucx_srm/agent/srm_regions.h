@@ -10,8 +10,8 @@
  * it as is); srm_client.c owns regions by the port of the connection that
  * registered them and removes them when that connection goes.
  */
-#ifndef SRM_MEM_H
-#define SRM_MEM_H
+#ifndef SRM_REGIONS_H
+#define SRM_REGIONS_H
 
 #include <ucx_srm/common/srm_address.h>
 #include <ucx_srm/wire/srm_wire_verbs.h>
@@ -23,7 +23,7 @@
 #define SRM_MEM_MAX_LENGTH  (1ull << 40)
 #define SRM_MEM_ANY_OWNER   0u /* no port is 0: lookups by key, not owner */
 
-typedef struct srm_mem_region {
+typedef struct srm_region {
     uint32_t        id;          /* slot + 1; 0: the slot is free */
     uint32_t        generation;  /* never 0; differs for every region */
     uint32_t        owner;       /* port of the connection that added it */
@@ -35,10 +35,10 @@ typedef struct srm_mem_region {
     srm_verbs_mr_t  *mr[SRM_WIRE_PATHS]; /* per path with a verbs device */
     unsigned        holds;       /* RDMA operations using it right now */
     int             dying;       /* removed; released when holds drop to 0 */
-} srm_mem_region_t;
+} srm_region_t;
 
-typedef struct srm_mem {
-    srm_mem_region_t *regions;
+typedef struct srm_regions {
+    srm_region_t *regions;
     unsigned         num_slots;
     unsigned         count;      /* live regions */
     uint32_t         generation;
@@ -46,10 +46,10 @@ typedef struct srm_mem {
     uint64_t         added;
     uint64_t         removed;
     uint64_t         rejected;   /* lookups and removals that found nothing */
-} srm_mem_t;
+} srm_regions_t;
 
-void srm_mem_init(srm_mem_t *mem);
-void srm_mem_cleanup(srm_mem_t *mem);
+void srm_regions_init(srm_regions_t *mem);
+void srm_regions_cleanup(srm_regions_t *mem);
 
 /*
  * Maps length bytes of fd (a memfd sealed against shrinking), which its
@@ -57,28 +57,28 @@ void srm_mem_cleanup(srm_mem_t *mem);
  * devs that is not NULL. 0 and *region_p, or -1 with errno: EINVAL (range,
  * size, seals), ENOSPC (registry full), ENOMEM, or the registration's error.
  */
-int srm_mem_add(srm_mem_t *mem, uint32_t owner, int fd, uint64_t client_addr,
+int srm_regions_add(srm_regions_t *mem, uint32_t owner, int fd, uint64_t client_addr,
                 uint64_t length, srm_verbs_dev_t *const devs[SRM_WIRE_PATHS],
-                const srm_mem_region_t **region_p);
+                const srm_region_t **region_p);
 
 /* Deregisters and unmaps owner's region id/generation (once no RDMA holds
  * it); -1 (ENOENT) if there is no such live region of that owner. */
-int srm_mem_remove(srm_mem_t *mem, uint32_t owner, uint32_t id,
+int srm_regions_remove(srm_regions_t *mem, uint32_t owner, uint32_t id,
                    uint32_t generation);
 
 /* Removes every region of owner (its connection is gone); how many. */
-unsigned srm_mem_remove_owner(srm_mem_t *mem, uint32_t owner);
+unsigned srm_regions_remove_owner(srm_regions_t *mem, uint32_t owner);
 
 /* Bytes owner has mapped: its live regions, and removed ones an RDMA
  * operation still holds. */
-uint64_t srm_mem_owner_bytes(const srm_mem_t *mem, uint32_t owner);
+uint64_t srm_regions_owner_bytes(const srm_regions_t *mem, uint32_t owner);
 
 /*
  * The live region id/generation of owner (or of anyone: SRM_MEM_ANY_OWNER)
  * if [client_addr, client_addr +
  * length) lies inside it, else NULL (counted as rejected).
  */
-srm_mem_region_t *srm_mem_find(srm_mem_t *mem, uint32_t owner, uint32_t id,
+srm_region_t *srm_regions_find(srm_regions_t *mem, uint32_t owner, uint32_t id,
                                uint32_t generation, uint64_t client_addr,
                                uint64_t length);
 
@@ -87,12 +87,12 @@ srm_mem_region_t *srm_mem_find(srm_mem_t *mem, uint32_t owner, uint32_t id,
  * it meanwhile only hides it (a deregistered key in a posted work request
  * would fail the shared queue pair); the last release frees it.
  */
-void srm_mem_hold(srm_mem_region_t *region);
+void srm_regions_hold(srm_region_t *region);
 /* By id: the table may have moved since (it grows by realloc). */
-void srm_mem_release_hold(srm_mem_t *mem, uint32_t id);
+void srm_regions_release_hold(srm_regions_t *mem, uint32_t id);
 
-/* The agent address of client_addr in a region found by srm_mem_find. */
-static inline void *srm_mem_agent_addr(const srm_mem_region_t *region,
+/* The agent address of client_addr in a region found by srm_regions_find. */
+static inline void *srm_region_agent_addr(const srm_region_t *region,
                                        uint64_t client_addr)
 {
     return (uint8_t*)region->addr + (client_addr - region->client_addr);

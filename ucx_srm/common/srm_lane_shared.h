@@ -46,8 +46,8 @@
  * too. A poller that stops without leaving (killed, stopped) is noticed
  * when rx_polls stands still for SRM_LANE_POLL_STALE_MS.
  */
-#ifndef SRM_LANE_H
-#define SRM_LANE_H
+#ifndef SRM_LANE_SHARED_H
+#define SRM_LANE_SHARED_H
 
 #include "srm_atomic.h"
 #include "srm_frame.h"
