@@ -188,7 +188,8 @@ TEST_F(mem_registry, add_maps_the_same_memory_and_find_checks_bounds)
     EXPECT_EQ(nullptr, srm_regions_find(&mem, 7, id, gen, base - 1, 2));
     EXPECT_EQ(nullptr, srm_regions_find(&mem, 7, id, gen, base + len - 1, 2));
     EXPECT_EQ(nullptr, srm_regions_find(&mem, 7, id, gen, base, len + 1));
-    EXPECT_EQ(nullptr, srm_regions_find(&mem, 7, id, gen, base + 8, UINT64_MAX));
+    EXPECT_EQ(nullptr,
+              srm_regions_find(&mem, 7, id, gen, base + 8, UINT64_MAX));
     EXPECT_EQ(nullptr, srm_regions_find(&mem, 8, id, gen, base, 1));
     EXPECT_EQ(nullptr, srm_regions_find(&mem, 7, id + 1, gen, base, 1));
     EXPECT_EQ(nullptr, srm_regions_find(&mem, 7, 0, gen, base, 1));
@@ -213,7 +214,7 @@ TEST_F(mem_registry, a_reused_slot_does_not_answer_to_the_stale_generation)
     EXPECT_NE(old_gen, region->generation); /* ... a new generation */
     EXPECT_EQ(nullptr, srm_regions_find(&mem, 1, id, old_gen, 0x1000, 1));
     EXPECT_NE(nullptr, srm_regions_find(&mem, 1, id, region->generation, 0x1000,
-                                    1));
+                                        1));
     /* Another owner cannot remove it. */
     EXPECT_EQ(-1, srm_regions_remove(&mem, 2, id, region->generation));
     EXPECT_EQ(1u, mem.count);
@@ -230,7 +231,7 @@ TEST_F(mem_registry, an_owner_leaving_removes_its_regions_only)
     for (uint32_t i = 0; i < 40; ++i) {
         uint32_t owner = (i % 3 == 0) ? 100 : 200;
         ASSERT_EQ(0, srm_regions_add(&mem, owner, fd, 0x100000 + i * 8192, 8192,
-                                 NULL, &region));
+                                     NULL, &region));
         if (owner == 200) {
             keep.push_back({region->id, region->generation});
         }
@@ -240,9 +241,9 @@ TEST_F(mem_registry, an_owner_leaving_removes_its_regions_only)
     EXPECT_EQ(26u, mem.count);
     EXPECT_EQ(26u * 8192, mem.bytes);
     for (auto &k : keep) {
+        const srm_region_t *slot = &mem.regions[k.first - 1];
         EXPECT_NE(nullptr, srm_regions_find(&mem, 200, k.first, k.second,
-                                        mem.regions[k.first - 1].client_addr,
-                                        8192));
+                                            slot->client_addr, 8192));
     }
     EXPECT_EQ(0u, srm_regions_remove_owner(&mem, 100));
     close(fd);
@@ -256,12 +257,14 @@ TEST_F(mem_registry, refuses_unsealed_short_or_empty_memory)
     ASSERT_GE(unsealed, 0);
     ASSERT_GE(sealed, 0);
 
-    EXPECT_EQ(-1, srm_regions_add(&mem, 1, unsealed, 0x1000, 4096, NULL, &region));
+    EXPECT_EQ(-1, srm_regions_add(&mem, 1, unsealed, 0x1000, 4096, NULL,
+                                  &region));
     EXPECT_EQ(EINVAL, errno);
-    EXPECT_EQ(-1, srm_regions_add(&mem, 1, sealed, 0x1000, 8192, NULL, &region));
+    EXPECT_EQ(-1, srm_regions_add(&mem, 1, sealed, 0x1000, 8192, NULL,
+                                  &region));
     EXPECT_EQ(-1, srm_regions_add(&mem, 1, sealed, 0x1000, 0, NULL, &region));
     EXPECT_EQ(-1, srm_regions_add(&mem, 1, sealed, UINT64_MAX - 100, 4096, NULL,
-                              &region));
+                                  &region));
     EXPECT_EQ(0u, mem.count);
     close(unsealed);
     close(sealed);
@@ -283,8 +286,8 @@ TEST_F(mem_registry, a_held_region_outlives_its_removal_until_released)
     /* Removed (its owner left): hidden at once, registered until the
      * last operation is done, and its slot is not reused meanwhile. */
     EXPECT_EQ(1u, srm_regions_remove_owner(&mem, 1));
-    EXPECT_EQ(nullptr, srm_regions_find(&mem, SRM_MEM_ANY_OWNER, id, gen, 0x1000,
-                                    1));
+    EXPECT_EQ(nullptr, srm_regions_find(&mem, SRM_MEM_ANY_OWNER, id, gen,
+                                        0x1000, 1));
     EXPECT_EQ(1u, mem.count);
     const srm_region_t *other;
     ASSERT_EQ(0, srm_regions_add(&mem, 2, fd, 0x9000, 4096, NULL, &other));

@@ -174,7 +174,7 @@ typedef struct srm_agent {
     uint32_t           generation;
 
     srm_sched_t        sched;
-    srm_regions_t          regions;         /* md-allocated regions (srm_regions.h) */
+    srm_regions_t          regions;         /* md-allocated (srm_regions.h) */
     srm_rma_inflight_t rma_ops[SRM_RMA_MAX_OPS];
     unsigned           rma_busy;        /* rma_ops not FREE */
 
@@ -292,8 +292,8 @@ int srm_channel_is_next(srm_node_t *node, int kind,
 void srm_channel_placed(srm_agent_t *agent, srm_link_t *link,
                         const srm_frame_hdr_t *hdr);
 /* Books a frame a client read from the small channel's socket itself
- * (srm_lane_shared.h): an AM, which must be the next one, or an ACK. 0, or -1 if
- * it was neither. */
+ * (srm_lane_shared.h): an AM, which must be the next one, or an ACK. 0, or -1
+ * if it was neither. */
 int srm_channel_taken(srm_agent_t *agent, srm_node_t *node,
                       const srm_frame_hdr_t *hdr);
 int srm_channel_on_ack(srm_agent_t *agent, srm_link_t *link, uint32_t ack);

@@ -392,7 +392,7 @@ static void srm_client_mem_reg(srm_agent_t *agent, srm_client_t *client,
         rep.status = ENOMEM;
         agent->regions.rejected++;
     } else if (srm_regions_add(&agent->regions, client->port, fd, req->address,
-                           req->length, agent->verbs, &region) != 0) {
+                               req->length, agent->verbs, &region) != 0) {
         rep.status = errno;
         snprintf(rep.error, sizeof(rep.error),
                  "cannot register %llu bytes: %m",
@@ -427,7 +427,7 @@ static void srm_client_mem_dereg(srm_agent_t *agent, srm_client_t *client,
     memset(&rep, 0, sizeof(rep));
     srm_msg_hdr_init(&rep.hdr, SRM_MSG_MEM_DEREG_REP);
     if (srm_regions_remove(&agent->regions, client->port, req->region_id,
-                       req->generation) != 0) {
+                           req->generation) != 0) {
         rep.status = errno;
     }
     if (srm_sock_send(client->sock_fd, &rep, sizeof(rep), NULL, 0) < 0) {

@@ -79,9 +79,10 @@ static srm_region_t *srm_regions_free_slot(srm_regions_t *mem)
     return &mem->regions[i];
 }
 
-int srm_regions_add(srm_regions_t *mem, uint32_t owner, int fd, uint64_t client_addr,
-                uint64_t length, srm_verbs_dev_t *const devs[SRM_WIRE_PATHS],
-                const srm_region_t **region_p)
+int srm_regions_add(srm_regions_t *mem, uint32_t owner, int fd,
+                    uint64_t client_addr, uint64_t length,
+                    srm_verbs_dev_t *const devs[SRM_WIRE_PATHS],
+                    const srm_region_t **region_p)
 {
     srm_region_t *region;
     unsigned i;
@@ -184,7 +185,7 @@ static srm_region_t *srm_regions_slot(srm_regions_t *mem, uint32_t owner,
 }
 
 int srm_regions_remove(srm_regions_t *mem, uint32_t owner, uint32_t id,
-                   uint32_t generation)
+                       uint32_t generation)
 {
     srm_region_t *region = srm_regions_slot(mem, owner, id, generation);
 

@@ -57,14 +57,15 @@ void srm_regions_cleanup(srm_regions_t *mem);
  * devs that is not NULL. 0 and *region_p, or -1 with errno: EINVAL (range,
  * size, seals), ENOSPC (registry full), ENOMEM, or the registration's error.
  */
-int srm_regions_add(srm_regions_t *mem, uint32_t owner, int fd, uint64_t client_addr,
-                uint64_t length, srm_verbs_dev_t *const devs[SRM_WIRE_PATHS],
-                const srm_region_t **region_p);
+int srm_regions_add(srm_regions_t *mem, uint32_t owner, int fd,
+                    uint64_t client_addr, uint64_t length,
+                    srm_verbs_dev_t *const devs[SRM_WIRE_PATHS],
+                    const srm_region_t **region_p);
 
 /* Deregisters and unmaps owner's region id/generation (once no RDMA holds
  * it); -1 (ENOENT) if there is no such live region of that owner. */
 int srm_regions_remove(srm_regions_t *mem, uint32_t owner, uint32_t id,
-                   uint32_t generation);
+                       uint32_t generation);
 
 /* Removes every region of owner (its connection is gone); how many. */
 unsigned srm_regions_remove_owner(srm_regions_t *mem, uint32_t owner);
@@ -93,7 +94,7 @@ void srm_regions_release_hold(srm_regions_t *mem, uint32_t id);
 
 /* The agent address of client_addr in a region found by srm_regions_find. */
 static inline void *srm_region_agent_addr(const srm_region_t *region,
-                                       uint64_t client_addr)
+                                          uint64_t client_addr)
 {
     return (uint8_t*)region->addr + (client_addr - region->client_addr);
 }

@@ -152,9 +152,9 @@ static int srm_rma_execute(srm_agent_t *agent, srm_client_t *src,
     if ((req->op != SRM_RMA_PUT) && (req->op != SRM_RMA_GET)) {
         return EINVAL;
     }
-    local = srm_regions_find(&agent->regions, SRM_MEM_ANY_OWNER, req->local_region,
-                         req->local_generation, req->local_addr,
-                         req->length);
+    local = srm_regions_find(&agent->regions, SRM_MEM_ANY_OWNER,
+                             req->local_region, req->local_generation,
+                             req->local_addr, req->length);
     if ((local == NULL) || !srm_rma_owned_by(agent, local->owner, src->pid)) {
         srm_debug("port %u: RMA from memory that is not its own region "
                   "%u.%u", src->port, req->local_region,
@@ -179,7 +179,7 @@ static int srm_rma_execute(srm_agent_t *agent, srm_client_t *src,
     }
     /* The registry, not the key, says where the region is and how long. */
     remote = srm_regions_find(&agent->regions, SRM_MEM_ANY_OWNER, key.region_id,
-                          key.generation, req->remote_addr, req->length);
+                              key.generation, req->remote_addr, req->length);
     if (remote == NULL) {
         srm_debug("port %u: RMA to region %u.%u, which is gone or smaller",
                   src->port, key.region_id, key.generation);
