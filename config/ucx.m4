@@ -49,11 +49,14 @@ AC_DEFUN([SRM_CHECK_UCX], [
     # config.h, which is not installed; ucx_info -b prints them. The
     # ucx_info must be the installed library's (test/gtest/test_abi.cc
     # checks the sizes against it at run time). "@%:@" is m4's "#". Without
-    # LD_PRELOAD: a module preloaded for another UCX would stop it.
+    # LD_PRELOAD: a module preloaded for another UCX would stop it. UCX
+    # leaves ENABLE_ASSERT undefined, not 0, when built without assertions
+    # (its release builds), and its headers test whether it is defined.
     AC_ARG_VAR([UCX_INFO], [ucx_info of the installed UCX (default: PREFIX/bin/ucx_info of pkg-config's ucx-uct, else the PATH's)])
     AS_IF([test -z "$UCX_INFO"], [
         UCX_INFO="$($PKG_CONFIG --variable=prefix ucx-uct)/bin/ucx_info"
-        AS_IF([test -x "$UCX_INFO"], [], [AC_PATH_PROG([UCX_INFO], [ucx_info])])
+        AS_IF([test -x "$UCX_INFO"], [], [UCX_INFO=
+                                           AC_PATH_PROG([UCX_INFO], [ucx_info])])
     ])
     AS_IF([test -z "$UCX_INFO" || test ! -x "$UCX_INFO"],
           [AC_MSG_ERROR([ucx_info of UCX $UCX_VERSION not found (install ucx-utils, or pass UCX_INFO=PATH): it tells how UCX was built])])
@@ -66,6 +69,8 @@ AC_DEFUN([SRM_CHECK_UCX], [
         srm_value=$(env -u LD_PRELOAD "$UCX_INFO" -b | awk -v m="$srm_macro" '$[]1 == "@%:@define" && $[]2 == m { print $[]3; exit }')
         AS_IF([test -z "$srm_value"],
               [AS_CASE([$srm_macro],
+                  [ENABLE_ASSERT], [AC_MSG_RESULT([not defined])
+                                    continue],
                   [NVALGRIND], [srm_value=1],
                   [UCS_MAX_LOG_LEVEL], [srm_value=UCS_LOG_LEVEL_TRACE_POLL],
                   [AC_MSG_ERROR([$UCX_INFO -b does not say $srm_macro])])])

@@ -174,7 +174,7 @@ typedef struct srm_agent {
     uint32_t           generation;
 
     srm_sched_t        sched;
-    srm_regions_t          regions;         /* md-allocated (srm_regions.h) */
+    srm_regions_t      regions;         /* md-allocated (srm_regions.h) */
     srm_rma_inflight_t rma_ops[SRM_RMA_MAX_OPS];
     unsigned           rma_busy;        /* rma_ops not FREE */
 

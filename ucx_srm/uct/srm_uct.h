@@ -1,6 +1,6 @@
 /*
  * The srm transport as UCX sees it: component and md (srm_md.c), iface
- * (srm_iface.c), ep (srm_ep.c), and the link to the node agent
+ * (srm_iface.c), ep (srm_ep.c), and the connection to the node agent
  * (srm_agent_conn.c). Every byte goes through the agent's rings, but for
  * the small AMs a process writes to another node's channel itself
  * (srm_direct.c).
