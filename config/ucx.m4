@@ -15,15 +15,20 @@ AC_DEFUN([SRM_CHECK_UCX], [
         [1.1[[3-9]].*|1.2[[0-3]].*], [],
         [AC_MSG_ERROR([UCX $UCX_VERSION found; ucx-srm builds with UCX 1.13 to 1.23 (ucx_srm/common/srm_ucx_compat.h)])])
 
+    # configure fetches nothing: contrib/get-ucx-src.sh does (contrib/build.sh
+    # calls it), into .ucx-src of the build directory, where this looks.
     AC_ARG_WITH([ucx-src],
         [AS_HELP_STRING([--with-ucx-src=DIR],
-            [UCX source tree of the installed version (default: fetched with contrib/get-ucx-src.sh into .ucx-src)])],
-        [], [with_ucx_src=fetch])
+            [UCX source tree of the installed version (default: the one contrib/get-ucx-src.sh put in .ucx-src of the build directory)])],
+        [], [with_ucx_src=look])
 
-    AS_IF([test "x$with_ucx_src" = xfetch], [
-        AC_MSG_NOTICE([no --with-ucx-src: fetching UCX $UCX_VERSION source with contrib/get-ucx-src.sh])
-        with_ucx_src=$("$srcdir/contrib/get-ucx-src.sh" "$(pwd)/.ucx-src" | tail -n 1) ||
-            AC_MSG_ERROR([could not obtain the UCX source tree; pass --with-ucx-src=DIR])
+    AS_IF([test "x$with_ucx_src" = xlook], [
+        for srm_dir in .ucx-src .ucx-src/ucx-$UCX_VERSION .ucx-src/*; do
+            AS_IF([test -f "$srm_dir/src/uct/base/uct_iface.h"],
+                  [with_ucx_src=$srm_dir; break])
+        done
+        AS_IF([test "x$with_ucx_src" = xlook],
+              [AC_MSG_ERROR([no UCX source tree: srm builds against UCX's internal headers, so it needs the source of the installed UCX $UCX_VERSION. Fetch it with $srcdir/contrib/get-ucx-src.sh .ucx-src (Debian's source package; contrib/build.sh does this for you), or pass --with-ucx-src=DIR for a tree of your own])])
     ])
     AS_IF([test ! -f "$with_ucx_src/src/uct/base/uct_iface.h"],
           [AC_MSG_ERROR([$with_ucx_src is not a UCX source tree (no src/uct/base/uct_iface.h)])])
@@ -89,13 +94,21 @@ AC_DEFUN([SRM_CHECK_UCX], [
     srm_ucx_libdir=$($PKG_CONFIG --variable=libdir ucx-uct)
     srm_ucx_moduledir="$srm_ucx_libdir/ucx"
     AC_SUBST([srm_ucx_moduledir])
+    # From 1.22 the default is UCX's own directory, unless a --prefix was
+    # given that does not hold it: an install of one's own (a home
+    # directory, distcheck) stays in its prefix, and srm-run points
+    # UCX_PLUGIN_PATH at it.
     AC_ARG_WITH([moduledir],
         [AS_HELP_STRING([--with-moduledir=DIR],
-            [where make install puts libuct_srm (default: with UCX 1.22 and later, the installed UCX's module directory, which it scans; before, LIBDIR/ucx, from where srm-run preloads it)])],
+            [where make install puts libuct_srm (default: with UCX 1.22 and later, the installed UCX's module directory, which it scans, unless --prefix names another tree; else LIBDIR/ucx, from where srm-run loads it)])],
         [srmmoduledir=$with_moduledir],
-        [AS_CASE([$UCX_VERSION],
-            [1.1[[3-9]].*|1.2[[01]].*], [srmmoduledir='${libdir}/ucx'],
-            [srmmoduledir=$srm_ucx_moduledir])])
+        [srmmoduledir='${libdir}/ucx'
+         AS_CASE([$UCX_VERSION],
+            [1.1[[3-9]].*|1.2[[01]].*], [],
+            [AS_CASE([$prefix],
+                [NONE], [srmmoduledir=$srm_ucx_moduledir],
+                [AS_CASE([$srm_ucx_moduledir],
+                    ["$prefix"/*], [srmmoduledir=$srm_ucx_moduledir])])])])
     AC_SUBST([srmmoduledir])
     AC_DEFINE_UNQUOTED([SRM_UCX_VERSION], ["$UCX_VERSION"], [UCX version built against])
 ])

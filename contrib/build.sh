@@ -10,9 +10,10 @@ usage() {
 Usage: contrib/build.sh [--no-deps] [--build DIR]
 
 Installs the Debian packages (contrib/install-deps.sh), regenerates the
-build system (autogen.sh), configures into DIR (default: build/ at the top
-of the tree; UCX's matching source tree is fetched into DIR/.ucx-src) and
-runs make. Reruns only redo what changed.
+build system (autogen.sh), fetches the installed UCX's source tree into
+DIR/.ucx-src (contrib/get-ucx-src.sh), configures into DIR (default:
+build/ at the top of the tree) and runs make. Reruns only redo what
+changed.
 
   --no-deps    skip the package check
   --build DIR  build directory (also taken from SRM_BUILD_DIR)
@@ -48,8 +49,11 @@ mkdir -p "$build"
 build=$(cd "$build" && pwd) # configure wants an absolute --prefix
 cd "$build"
 if [ ! -f Makefile ] || [ "$top/configure" -nt Makefile ]; then
+    echo "== UCX source (contrib/get-ucx-src.sh)"
+    ucx_src=$("$top/contrib/get-ucx-src.sh" "$build/.ucx-src" | tail -n 1)
     echo "== configure (build dir $build)"
-    "$top/configure" --prefix="$build/install" --enable-silent-rules
+    "$top/configure" --prefix="$build/install" --enable-silent-rules \
+        --with-ucx-src="$ucx_src"
 fi
 echo "== make"
 make -j"$(nproc)"

@@ -27,8 +27,10 @@ DESCRIPTION
     and runs COMMAND in it with this source tree at /src (read-write: a
     build goes to a directory of its own, e.g. /src/build-SUITE). /proc,
     /sys, /dev and /dev/pts are mounted for the command and unmounted when
-    it ends, however it ends. Networking is the host's: the chroot reaches
-    what the host reaches (Debian's archive).
+    it ends, however it ends. The root itself is a private mount point for
+    the run and /run a fresh tmpfs, as on a booted system, so that the
+    netns system tests (ip netns) run inside it too. Networking is the
+    host's: the chroot reaches what the host reaches (Debian's archive).
 
     The first run of a suite takes a few minutes (debootstrap, about 30 s,
     then the packages); later runs start at once, and install-deps.sh
@@ -137,6 +139,14 @@ mount_in() {
     mounted+=("$target")
 }
 
+# The root is a mount point of its own, private to this run, as / is on a
+# booted system: 'ip netns exec' (the netns system tests) remounts / as a
+# slave, and nothing mounted beneath the root shows up elsewhere. /run is
+# a fresh tmpfs, so that state a killed run left there (simulated hosts,
+# sockets) is gone with the run.
+mount_in "$root" --bind "$root"
+mount --make-private "$root" || die "cannot make $root a private mount"
+mount_in "$root/run" -t tmpfs -o mode=0755 tmpfs
 mount_in "$root/proc" -t proc proc
 mount_in "$root/sys" --rbind /sys
 mount_in "$root/dev" --rbind /dev
@@ -145,6 +155,11 @@ for dir in ${binds[@]+"${binds[@]}"}; do
     mount_in "$root$dir" --bind "$dir"
 done
 cp /etc/resolv.conf "$root/etc/resolv.conf" 2>/dev/null || true
+# minbase has no /etc/hosts (netbase is not in it), and 'ip netns exec'
+# mounts a simulated host's hosts file over it.
+[ -e "$root/etc/hosts" ] ||
+    printf '127.0.0.1\tlocalhost\n::1\t\tlocalhost ip6-localhost ip6-loopback\n' \
+        >"$root/etc/hosts"
 
 in_root() {
     chroot "$root" /usr/bin/env -i HOME=/root TERM="${TERM:-dumb}" \

@@ -49,12 +49,20 @@ while [ $# -gt 0 ]; do
 done
 export SRM_BUILD_DIR=$build
 
+# Each part's wall time, said at the end (the README's table of how long
+# the run takes comes from these).
+t_start=$SECONDS
+times=()
+took() { times+=("$1 $(( SECONDS - t_part )) s"); t_part=$SECONDS; }
+t_part=$SECONDS
+
 if ! "$top/contrib/build.sh" "${build_args[@]}" --build "$build"; then
     echo "run-tests.sh: build failed"
     echo "tests: 0 passed, 1 failed, 0 skipped"
     exit 1
 fi
 
+took build
 passed=0 failed=0 skipped=0
 
 echo "== make check (googletest)"
@@ -85,6 +93,8 @@ if [ "$check_rc" != 0 ] && [ "${f:-0}" = 0 ] && [ "$smoke" != FAIL ] && [ "$smok
     failed=$((failed + 1))
 fi
 
+took "make check"
+
 if [ "$system" = 1 ]; then
     echo "== system tests"
     SRM_TEST_LOG_DIR="$build/system-tests" "$top/test/system/run.sh" |
@@ -100,6 +110,13 @@ if [ "$system" = 1 ]; then
     passed=$((passed + ${n:-0}))
     failed=$((failed + ${f:-0}))
     skipped=$((skipped + ${s:-0}))
+    # of which: the VM, and the other Debian suites and UCX versions
+    part_of() { # NAME-PREFIX: seconds of the tests so named
+        awk -v p="$1" 'index($2, p) == 1 && $NF == "s)" {
+                           x = $(NF - 1); sub(/^\(/, "", x); t += x }
+                       END { print t + 0 }' "$build/system-tests.out"
+    }
+    took "system tests (VM $(part_of test_vm_) s; trixie, sid, UCX from source $(( $(part_of test_distro_) + $(part_of test_ucx_from_source) )) s)"
 fi
 
 echo "== fuzzing the parsers and the agent (bounded)"
@@ -113,6 +130,7 @@ s=$(echo "$summary" | sed -n 's/.* \([0-9]*\) skipped.*/\1/p')
 passed=$((passed + ${n:-0}))
 failed=$((failed + ${f:-0}))
 skipped=$((skipped + ${s:-0}))
+took fuzzing
 
 # CI keeps only the end of this output: say there what failed and why.
 if [ "$failed" != 0 ]; then
@@ -132,5 +150,6 @@ if [ "$failed" != 0 ]; then
     grep -E 'failed|crash|leak' "$build/fuzz.out" | grep -v ' 0 failed' |
         head -n 4
 fi
+echo "time: $(IFS=,; echo "${times[*]}" | sed 's/,/, /g'); total $(( (SECONDS - t_start) / 60 )) min"
 echo "tests: $passed passed, $failed failed, $skipped skipped"
 [ "$failed" = 0 ]

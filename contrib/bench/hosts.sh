@@ -504,7 +504,7 @@ run_group() {
 
     for (( k = 0; k < pairs; k++ )); do
         scmd=(timeout -k 5 "$TIMEOUT" "$NC" exec "$H1" "${BASE_ENV[@]}" "${envs[@]}"
-              "$PERFTEST" -p "${ports[k]}" -t "$test" -s "$size" -n "$iters" -w "$warmup" "${targs[@]}")
+              "$PERFTEST" "${PERFTEST_RTE[@]}" -p "${ports[k]}" -t "$test" -s "$size" -n "$iters" -w "$warmup" "${targs[@]}")
         printf '%s &\n' "$(quote "${scmd[@]}")" >>"$d/cmd"
         "${scmd[@]}" >"$d/server.$k.log" 2>&1 &
         srv[k]=$!
@@ -527,7 +527,7 @@ run_group() {
     fi
     for (( k = 0; k < pairs; k++ )); do
         ccmd=(timeout -k 5 "$TIMEOUT" "$NC" exec "$H2" "${BASE_ENV[@]}" "${envs[@]}"
-              "$PERFTEST" -p "${ports[k]}" -t "$test" -s "$size" -n "$iters" -w "$warmup" "${targs[@]}" "$IP1")
+              "$PERFTEST" "${PERFTEST_RTE[@]}" -p "${ports[k]}" -t "$test" -s "$size" -n "$iters" -w "$warmup" "${targs[@]}" "$IP1")
         printf '%s &\n' "$(quote "${ccmd[@]}")" >>"$d/cmd"
         "${ccmd[@]}" >"$d/client.$k.log" 2>&1 &
         cli[k]=$!

@@ -102,10 +102,16 @@ find_srm_build() {
     [[ -n $SRM_MODULE ]] || die "no libuct_srm.so.0 in $BUILD/.libs or $BUILD"
 }
 
-# find_ucx_tools: sets PERFTEST ($UCX_PERFTEST or from PATH) and UCX_INFO.
+# find_ucx_tools: sets PERFTEST ($UCX_PERFTEST or from PATH), PERFTEST_RTE
+# (-P 0 where perftest is built with MPI, as from Debian 13: else a pair
+# waits for an MPI peer) and UCX_INFO.
 find_ucx_tools() {
     PERFTEST=${UCX_PERFTEST:-$(command -v ucx_perftest || true)}
     [[ -n $PERFTEST && -x $PERFTEST ]] || die "ucx_perftest not found (install ucx-utils or set UCX_PERFTEST)"
+    PERFTEST_RTE=()
+    if grep -q '^ *-P ' <<<"$("$PERFTEST" -h 2>&1 || true)"; then
+        PERFTEST_RTE=(-P 0)
+    fi
     UCX_INFO=$(command -v ucx_info || true)
     [[ -n $UCX_INFO ]] || die "ucx_info not found (install ucx-utils)"
 }

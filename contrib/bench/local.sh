@@ -351,7 +351,7 @@ run_one() {
     esac
     take_port
     args=(-p "$PORT" -t "$test" -n "$iters" -w "$warmup" -s "$size" "${args[@]}")
-    local scmd=("${BASE_ENV[@]}" "${envs[@]}" "$PERFTEST" "${args[@]}")
+    local scmd=("${BASE_ENV[@]}" "${envs[@]}" "$PERFTEST" "${PERFTEST_RTE[@]}" "${args[@]}")
     local ccmd=("${scmd[@]}" 127.0.0.1)
 
     printf -v d '%s/%03d-%s-%s-%s-r%s' "$WORK" "$RUN_NO" "$tl" "$test" "$size" "$rep"

@@ -306,6 +306,18 @@ srm__listening() {
     fi
 }
 
+# srm_perftest_rte: sets SRM_PERFTEST_RTE to "-P 0" where ucx_perftest was
+# built with MPI (Debian 13 on), whose pairs otherwise wait for an MPI peer
+# ("should be run with exactly 2 processes"); to nothing where it was not
+# (Debian 12: no -P).
+srm_perftest_rte() {
+    [ -z "${SRM_PERFTEST_RTE+set}" ] || return 0
+    SRM_PERFTEST_RTE=
+    if grep -q '^ *-P ' <<<"$(ucx_perftest -h 2>&1)"; then
+        SRM_PERFTEST_RTE="-P 0"
+    fi
+}
+
 # srm_perftest_start LABEL TIMEOUT PERFTEST-ARGS...
 # Starts the server, waits until it listens, then starts the client on
 # 127.0.0.1, both in the background under `timeout`; sets SRM_SERVER_PID,
@@ -316,6 +328,7 @@ srm_perftest_start() {
     local label=$1 tmo=$2 i
     shift 2
 
+    srm_perftest_rte
     SRM_PORT=$(srm_next_port)
     SRM_SERVER_LOG=$SRM_LOG/$label.server.log
     SRM_CLIENT_LOG=$SRM_LOG/$label.client.log
@@ -328,7 +341,7 @@ srm_perftest_start() {
 
     # shellcheck disable=SC2086
     env ${SRM_SERVER_ENV:-} timeout -k 5 "$tmo" \
-        ucx_perftest -p "$SRM_PORT" "$@" >>"$SRM_SERVER_LOG" 2>&1 &
+        ucx_perftest -p "$SRM_PORT" $SRM_PERFTEST_RTE "$@" >>"$SRM_SERVER_LOG" 2>&1 &
     SRM_SERVER_PID=$!
     srm_track "$SRM_SERVER_PID"
     for i in $(seq 1 100); do
@@ -343,7 +356,7 @@ srm_perftest_start() {
     fi
     # shellcheck disable=SC2086
     env ${SRM_CLIENT_ENV:-} timeout -k 5 "$tmo" \
-        ucx_perftest -p "$SRM_PORT" "$@" 127.0.0.1 >>"$SRM_CLIENT_LOG" 2>&1 &
+        ucx_perftest -p "$SRM_PORT" $SRM_PERFTEST_RTE "$@" 127.0.0.1 >>"$SRM_CLIENT_LOG" 2>&1 &
     SRM_CLIENT_PID=$!
     srm_track "$SRM_CLIENT_PID"
     return 0
@@ -592,14 +605,15 @@ srm_netns_perftest_pair() {
     local label=$1 port=$2 tmo=$3 sh=${SRM_NETNS_HOSTS[0]} spid cpid
     shift 3
 
+    srm_perftest_rte
     "$SRM_NETNS_CLUSTER" exec "$sh" env LD_PRELOAD="$SRM_MODULE" \
-        timeout -k 5 "$tmo" ucx_perftest -p "$port" "$@" \
+        timeout -k 5 "$tmo" ucx_perftest -p "$port" $SRM_PERFTEST_RTE "$@" \
         >>"$SRM_LOG/$label.server.log" 2>&1 &
     spid=$!
     srm_track "$spid"
     srm_netns_wait_listen "$sh" "$port" "$spid" 100
     "$SRM_NETNS_CLUSTER" exec "${SRM_NETNS_HOSTS[1]}" env LD_PRELOAD="$SRM_MODULE" \
-        timeout -k 5 "$tmo" ucx_perftest -p "$port" "$@" 10.77.0.1 \
+        timeout -k 5 "$tmo" ucx_perftest -p "$port" $SRM_PERFTEST_RTE "$@" 10.77.0.1 \
         >>"$SRM_LOG/$label.client.log" 2>&1 &
     cpid=$!
     srm_track "$cpid"

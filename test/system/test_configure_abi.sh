@@ -6,7 +6,10 @@
 #  - a UCX built without assertions (its release builds) prints no
 #    ENABLE_ASSERT line at all: configure then leaves it undefined, as UCX's
 #    headers expect, instead of stopping (it stopped before);
-#  - a ucx_info that names no ENABLE_MT stops configure, saying so.
+#  - a ucx_info that names no ENABLE_MT stops configure, saying so;
+#  - without --with-ucx-src configure takes the tree in .ucx-src of the
+#    build directory, and with none there stops, naming
+#    contrib/get-ucx-src.sh: it fetches nothing and touches no apt source.
 # The stand-in ucx_info is the real one with lines filtered out of -b.
 #
 . "$(dirname "$0")/lib.sh"
@@ -75,5 +78,31 @@ elif grep -q 'does not say ENABLE_MT' "$SRM_LOG/no-mt/configure.out"; then
     srm_pass "a ucx_info without ENABLE_MT: configure stops, naming it"
 else
     srm_fail "a ucx_info without ENABLE_MT: $(tail -n 2 "$SRM_LOG/no-mt/configure.out")"
+fi
+# configure fetches nothing: without --with-ucx-src it looks in .ucx-src of
+# the build directory (where contrib/get-ucx-src.sh puts the tree) and,
+# finding none, stops saying how to get one; it asked apt before.
+plain() { # NAME: configure in $SRM_LOG/NAME without --with-ucx-src
+    (cd "$SRM_LOG/$1" && "$SRM_SRCDIR/configure" >configure.out 2>&1)
+}
+apt_sources=$(ls -l --time-style=+%s.%N /etc/apt/sources.list.d 2>/dev/null | md5sum)
+rm -rf "$SRM_LOG/no-src" && mkdir -p "$SRM_LOG/no-src"
+if plain no-src; then
+    srm_fail "configure without a UCX source tree went on"
+elif grep -q 'error: no UCX source tree.*get-ucx-src.sh' "$SRM_LOG/no-src/configure.out" &&
+     ! grep -q 'get-ucx-src.sh:' "$SRM_LOG/no-src/configure.out" &&
+     [ "$(ls -l --time-style=+%s.%N /etc/apt/sources.list.d 2>/dev/null | md5sum)" = "$apt_sources" ]; then
+    srm_pass "no UCX source tree: configure stops, naming contrib/get-ucx-src.sh, and runs nothing of apt's"
+else
+    srm_fail "no UCX source tree: $(grep -m 2 'get-ucx-src\|error' "$SRM_LOG/no-src/configure.out")"
+fi
+rm -rf "$SRM_LOG/dot-src" && mkdir -p "$SRM_LOG/dot-src/.ucx-src"
+ln -s "$ucx_src" "$SRM_LOG/dot-src/.ucx-src/ucx-tree"
+if plain dot-src &&
+   grep -qxF "UCX_SRC_DIR = $(cd "$SRM_LOG/dot-src/.ucx-src/ucx-tree" && pwd)" \
+       "$SRM_LOG/dot-src/Makefile"; then
+    srm_pass "a tree in .ucx-src of the build directory: configure takes it"
+else
+    srm_fail "a tree in .ucx-src: $(tail -n 2 "$SRM_LOG/dot-src/configure.out")"
 fi
 srm_done

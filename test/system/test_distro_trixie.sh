@@ -14,9 +14,16 @@
 # 3. one-host ucx_perftest pairs over srm: UCP tag_lat 8 B, tag_bw 4 MB,
 #    UCT am_lat 8 B (with -P 0 where perftest is built with MPI, as
 #    trixie's is: else it waits for mpirun's second rank), each with a
-#    "Final:" line on both sides. From UCX 1.22 (sid) the module is found the way a site installs
-#    it: `make install` into the root's UCX module directory, no LD_PRELOAD
-#    (`ucx_info -d` must list srm), and taken out again at the end.
+#    "Final:" line on both sides. From UCX 1.22 (sid) the module is found
+#    the way a site installs it: `make install` into the root's UCX module
+#    directory, no LD_PRELOAD (`ucx_info -d` must list srm), and taken out
+#    again at the end;
+# 4. between simulated hosts, the suite's own stacks: this tree's netns
+#    system tests, run inside the root against its build: netns_mpi (Open
+#    MPI, 3 hosts x 4 ranks, also under UCX_NET_DEVICES=eth0; NetPIPE),
+#    mpich (hydra, 2 hosts x 2 ranks, UCX_NET_DEVICES=eth0) and
+#    netns_perftest (UCT and UCP pairs between 2 hosts). Each must pass: a
+#    skip counts as a failure, since the root has every package they use.
 #
 # The UCX source: SRM_UCX_SRC_<major>_<minor> (e.g. SRM_UCX_SRC_1_18, a
 # checkout of openucx/ucx at the tag), else
@@ -194,6 +201,24 @@ if [ "$rc" = 0 ]; then
         else
             srm_fail "$SUITE, ucx_perftest $test: ${line:-did not run}"
             srm_show_log "$SRM_LOG/perftest.log" 10
+        fi
+    done
+fi
+# --- 4. between simulated hosts -----------------------------------------
+if [ "$rc" = 0 ]; then
+    HOST_TESTS="netns_mpi mpich netns_perftest"
+    run_in_root env SRM_TEST_LOG_DIR="$SRM_LOG/hosts" \
+        /src/test/system/run.sh -b "$SRM_LOG/build" $HOST_TESTS \
+        >"$SRM_LOG/hosts.log" 2>&1
+    for test in $HOST_TESTS; do
+        line=$(grep -E "^(PASS|FAIL|SKIP) test_$test[ :]" "$SRM_LOG/hosts.log")
+        if [[ $line == "PASS "* ]]; then
+            srm_pass "$SUITE, between simulated hosts: $line"
+        else
+            srm_fail "$SUITE, between simulated hosts: ${line:-test_$test did not run}" \
+                     "(its log: $SRM_LOG/hosts/test_$test.log)"
+            grep -E '^FAIL|^SKIP' "$SRM_LOG/hosts/test_$test.log" 2>/dev/null |
+                head -5 | sed 's/^/    | /'
         fi
     done
 fi

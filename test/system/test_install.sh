@@ -20,18 +20,23 @@ if ! make -C "$SRM_BUILD_DIR" install DESTDIR="$dest" >"$SRM_LOG/install.log" 2>
 fi
 prefix=$(sed -n 's/^prefix = //p' "$SRM_BUILD_DIR/Makefile")
 root=$dest$prefix
+# PREFIX/lib/ucx, or from UCX 1.22 that UCX's own module directory
+moduledir=$(make -s -C "$SRM_BUILD_DIR" --no-print-directory \
+            --eval 'srm-moduledir: ; @echo $(srmmoduledir)' srm-moduledir)
+module=$dest$moduledir/libuct_srm.so.0
 
-for f in bin/srmd bin/srmctl bin/srm-run lib/ucx/libuct_srm.so.0 \
-         lib/pkgconfig/ucx-srm.pc lib/systemd/system/srmd.service \
-         share/ucx-srm/openmpi-mca-params.conf; do
-    if [ -e "$root/$f" ]; then
-        srm_pass "installed $f"
+for f in "$root/bin/srmd" "$root/bin/srmctl" "$root/bin/srm-run" "$module" \
+         "$root/lib/pkgconfig/ucx-srm.pc" \
+         "$root/lib/systemd/system/srmd.service" \
+         "$root/share/ucx-srm/openmpi-mca-params.conf"; do
+    if [ -e "$f" ]; then
+        srm_pass "installed ${f#$dest}"
     else
-        srm_fail "make install did not install $f"
+        srm_fail "make install did not install ${f#$dest}"
     fi
 done
 
-exported=$(nm -D --defined-only "$root/lib/ucx/libuct_srm.so.0" 2>/dev/null |
+exported=$(nm -D --defined-only "$module" 2>/dev/null |
            awk '$2 ~ /^[TDB]$/ && $3 !~ /^_/ {print $3}')
 if [ -z "$exported" ]; then
     srm_pass "the module exports no symbols (built with -fvisibility=hidden)"
@@ -40,13 +45,13 @@ else
 fi
 
 # Under DESTDIR the module is not at its configured path: name it, and check
-# that srm-run preloads it and starts the srmd of the configured bindir.
-module=$root/lib/ucx/libuct_srm.so.0
-env=$(env -u LD_PRELOAD -u UCX_SRM_AGENT_PATH SRM_MODULE="$module" \
-      "$root/bin/srm-run" --print-env)
-if echo "$env" | grep -q "^LD_PRELOAD=$module" &&
+# that srm-run hands it to UCX (a preload, or from UCX 1.22 its directory)
+# and starts the srmd of the configured bindir.
+env=$(env -u LD_PRELOAD -u UCX_PLUGIN_PATH -u UCX_SRM_AGENT_PATH \
+      SRM_MODULE="$module" "$root/bin/srm-run" --print-env)
+if echo "$env" | grep -qx "LD_PRELOAD=$module\|UCX_PLUGIN_PATH=${module%/*}" &&
    echo "$env" | grep -q "^UCX_SRM_AGENT_PATH=$prefix/bin/srmd$"; then
-    srm_pass "srm-run preloads the module and points at the installed srmd"
+    srm_pass "srm-run hands UCX the module and points at the installed srmd"
 else
     srm_fail "srm-run --print-env: $env"
 fi
@@ -60,7 +65,7 @@ fi
 # The installed module and agent carry traffic (paths under DESTDIR).
 export UCX_SRM_AGENT_PATH="$root/bin/srmd"
 out=$SRM_LOG/ucx_info.log
-env -u LD_PRELOAD SRM_MODULE="$root/lib/ucx/libuct_srm.so.0" \
+env -u LD_PRELOAD SRM_MODULE="$module" \
     UCX_SRM_IDLE_TIMEOUT=1s "$root/bin/srm-run" ucx_info -d >"$out" 2>&1
 if grep -q '^# *Transport: srm$' "$out"; then
     srm_pass "the installed module, through srm-run, starts the installed srmd"

@@ -46,10 +46,11 @@ srm_track "$mpi_pid"
 perftest_in() {
     local host=$1 log=$2
     shift 2
+    srm_perftest_rte
     "$SRM_NETNS_CLUSTER" exec "$host" env LD_PRELOAD="$SRM_MODULE" \
         UCX_TLS=srm UCX_SRM_AGENT=never UCX_SRM_DIRECT=always \
-        timeout -k 2 30 ucx_perftest -p "$PORT" -t tag_bw -s 8 \
-        -n 100000000 "$@" >>"$log" 2>&1 &
+        timeout -k 2 30 ucx_perftest -p "$PORT" $SRM_PERFTEST_RTE \
+        -t tag_bw -s 8 -n 100000000 "$@" >>"$log" 2>&1 &
 }
 
 # kill_tree PID: SIGKILL the rank under the wrapper PID, then the wrapper.

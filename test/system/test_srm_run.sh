@@ -5,8 +5,10 @@
 #  - hydra (mpiexec.hydra, and a plain mpiexec whose --version says HYDRA):
 #    -genv VAR VALUE;
 #  - srun: --export=ALL,VAR=VALUE; an srun --export of the caller's own is
-#    refused, naming what to add (Slurm is not here: srun runs nowhere in
-#    this test, only its command line is checked);
+#    refused, naming what to add, one among the program's arguments is not
+#    (Slurm is not here: srun runs nowhere in this test, only its command
+#    line is checked);
+#  - --dry-run's line quotes words a shell would split or expand;
 #  - a launcher it does not know (aprun) is refused with exit 2 and the
 #    settings to export printed; --launcher names one instead;
 #  - a program gets the settings in its environment.
@@ -52,6 +54,12 @@ check "--launcher hydra for another name" \
     "mylauncher -genv $var $value -genv UCX_SRM_AGENT_PATH $agent ./app" \
     --launcher hydra mylauncher ./app
 check "a program" "$var=$value UCX_SRM_AGENT_PATH=$agent ./app -x" ./app -x
+check "srun, with --export among the program's arguments" \
+    "srun --export=ALL,$var=$value,UCX_SRM_AGENT_PATH=$agent -N 2 ./app --export x" \
+    srun -N 2 ./app --export x
+check "--dry-run quotes what a shell would split" \
+    "mpiexec.hydra -genv $var $value -genv UCX_SRM_AGENT_PATH $agent ./app 'a b' '' 'it'\\''s'" \
+    mpiexec.hydra ./app "a b" "" "it's"
 
 out=$(run srun --export=NONE -n 2 ./app)
 rc=$?

@@ -78,12 +78,11 @@ rm -rf "$b" "$inst" && mkdir -p "$b"
 t0=$(date +%s)
 if (cd "$b" &&
     PKG_CONFIG_PATH=$prefix/lib/pkgconfig "$SRM_SRCDIR/configure" -q \
-        --prefix="$inst" --with-ucx-src="$tree" &&
+        --prefix="$prefix" --with-ucx-src="$tree" &&
     make -j2 && make -j2 test/gtest/gtest &&
     make install DESTDIR="$SRM_LOG/dest" &&
     PKG_CONFIG_PATH=$prefix/lib/pkgconfig "$SRM_SRCDIR/configure" -q \
-        --prefix="$inst" --with-ucx-src="$tree" \
-        --with-moduledir="$inst/lib/ucx" &&
+        --prefix="$inst" --with-ucx-src="$tree" &&
     make -j2 && make install) \
         >"$SRM_LOG/srm-build.log" 2>&1; then
     srm_pass "srm configured against UCX $VER and built ($(( $(date +%s) - t0 )) s)"
@@ -92,16 +91,20 @@ else
     grep -E 'error|Error' "$SRM_LOG/srm-build.log" | head -15 | sed 's/^/    | /'
     srm_done
 fi
-# make install's module goes where that UCX scans (from 1.22).
-if [ "$minor" -ge 22 ]; then
-    want=$SRM_LOG/dest$(PKG_CONFIG_PATH=$prefix/lib/pkgconfig pkg-config --variable=libdir ucx-uct)/ucx/libuct_srm.so.0
-else
-    want=$SRM_LOG/dest$inst/lib/ucx/libuct_srm.so.0
-fi
+# make install into UCX's prefix puts the module where that UCX scans
+# (from 1.22); into another prefix, under that prefix.
+ucx_libdir=$(PKG_CONFIG_PATH=$prefix/lib/pkgconfig pkg-config --variable=libdir ucx-uct)
+want=$SRM_LOG/dest$ucx_libdir/ucx/libuct_srm.so.0
+[ "$minor" -ge 22 ] || want=$SRM_LOG/dest$prefix/lib/ucx/libuct_srm.so.0
 if [ -e "$want" ]; then
-    srm_pass "make install puts the module at ${want#$SRM_LOG/dest} (under DESTDIR)"
+    srm_pass "make install with UCX's prefix puts the module at ${want#$SRM_LOG/dest} (under DESTDIR)"
 else
-    srm_fail "make install did not put the module at ${want#$SRM_LOG/dest}: $(cd "$SRM_LOG/dest" && find . -name 'libuct_srm.so*' | head -3)"
+    srm_fail "make install with UCX's prefix did not put the module at ${want#$SRM_LOG/dest}: $(cd "$SRM_LOG/dest" && find . -name 'libuct_srm.so*' | head -3)"
+fi
+if [ -e "$inst/lib/ucx/libuct_srm.so.0" ]; then
+    srm_pass "make install with --prefix=$inst puts the module in $inst/lib/ucx"
+else
+    srm_fail "make install with --prefix=$inst: no $inst/lib/ucx/libuct_srm.so.0 ($(find "$inst" -name 'libuct_srm.so*' | head -3))"
 fi
 # The macros that size UCX's structures are that build's, not Debian's.
 srm_mt=$(awk '$2 == "ENABLE_MT" { print $3 }' "$b/config.h")

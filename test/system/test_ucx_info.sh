@@ -7,7 +7,10 @@
 #  - a UCX_NET_DEVICES that leaves that device out gets one warning saying
 #    what to add;
 #  - in a process whose UCP says it is another UCX minor version (a stand-in
-#    library), the module registers nothing and says which versions differ;
+#    library), the module registers nothing and says which versions differ,
+#    also when UCP is not loaded yet as the module's constructor runs (a
+#    program of UCT alone, with the stand-in as the libucp.so.0 beside its
+#    libuct);
 #  - `ucx_info -c -f` with the module loaded lists UCX_SRM_POLL and
 #    UCX_SRM_SOCKET, each with its doc string.
 #
@@ -63,12 +66,15 @@ else
     srm_fail "UCX_NET_DEVICES=eth9 with UCX_TLS=srm: $warn warnings naming srm's device (want 1)"
 fi
 
-# The wrapper's --print-env must name the module it preloads.
-penv=$(env -u LD_PRELOAD SRM_MODULE="$SRM_MODULE" "$SRM_RUN" --print-env 2>&1)
-if printf '%s\n' "$penv" | grep -qF "$SRM_MODULE"; then
-    srm_pass "srm-run --print-env names $SRM_MODULE"
+# The wrapper's --print-env must name the module: the preload before UCX
+# 1.22, the directory UCX scans (UCX_PLUGIN_PATH) from 1.22.
+penv=$(env -u LD_PRELOAD -u UCX_PLUGIN_PATH SRM_MODULE="$SRM_MODULE" \
+       "$SRM_RUN" --print-env 2>&1)
+if grep -qxF "LD_PRELOAD=$SRM_MODULE" <<<"$penv" ||
+   grep -qxF "UCX_PLUGIN_PATH=$(dirname "$SRM_MODULE")" <<<"$penv"; then
+    srm_pass "srm-run --print-env names $SRM_MODULE: $(head -n 1 <<<"$penv")"
 else
-    srm_fail "srm-run --print-env does not name the module: $penv"
+    srm_fail "srm-run --print-env names neither the module nor its directory: $penv"
 fi
 
 # --- the module in another UCX minor version registers nothing -----------
@@ -91,6 +97,56 @@ else
     else
         srm_fail "the module built for UCX ${built:-?} in a process of UCX 1.99: exit $rc"
         grep -E 'srm|Transport: tcp' <<<"$out" | head -6 | sed 's/^/    | /'
+    fi
+fi
+
+# --- ... also when UCP is loaded only after the module ---------------------
+# A preloaded module runs before a consumer opens UCP (Open MPI's pml ucx
+# does so late): a program of UCT alone stands in for that moment. Its
+# libraries come from a directory of links to this UCX's own, where
+# libucp.so.0 is the stand-in of UCX 1.99: the UCP beside the running
+# libuct must be the one asked.
+late=$SRM_LOG/late-ucp
+mkdir -p "$late"
+printf '%s\n' '#include <uct/api/uct.h>' '#include <stdio.h>' \
+    'int main(void)' '{' \
+    '    uct_component_attr_t attr = {.field_mask = UCT_COMPONENT_ATTR_FIELD_NAME};' \
+    '    uct_component_h *components;' '    unsigned i, count;' '' \
+    '    if (uct_query_components(&components, &count) != UCS_OK) {' \
+    '        return 1;' '    }' \
+    '    for (i = 0; i < count; i++) {' \
+    '        if (uct_component_query(components[i], &attr) == UCS_OK) {' \
+    '            printf("component %s\n", attr.name);' '        }' '    }' \
+    '    uct_release_component_list(components);' '    return 0;' '}' \
+    >"$late/uct_components.c"
+ucx_cflags=$(sed -n 's/^UCX_CFLAGS = //p' "$SRM_BUILD_DIR/Makefile" 2>/dev/null)
+ucx_libs=$(sed -n 's/^UCX_LIBS = //p' "$SRM_BUILD_DIR/Makefile" 2>/dev/null)
+for lib in libuct.so.0 libucs.so.0 libucm.so.0; do
+    real=$(ldd "$SRM_MODULE" | awk -v l="$lib" '$1 == l { print $3 }')
+    [ -n "$real" ] && ln -sf "$real" "$late/$lib"
+done
+# shellcheck disable=SC2086
+if ! cc -o "$late/uct_components" "$late/uct_components.c" $ucx_cflags \
+        ${ucx_libs:--luct -lucs} >"$late/cc.log" 2>&1 ||
+   ! cc -shared -fPIC -Wl,-soname,libucp.so.0 -o "$late/libucp.so.0" \
+        "$SRM_LOG/fake_ucp_version.c" >>"$late/cc.log" 2>&1; then
+    srm_fail "cannot build the UCT-only program or the stand-in libucp.so.0 (cc)"
+    srm_show_log "$late/cc.log"
+else
+    own=$(env LD_PRELOAD="$SRM_MODULE" "$late/uct_components" 2>&1)
+    other=$(env LD_PRELOAD="$SRM_MODULE" LD_LIBRARY_PATH="$late" \
+            "$late/uct_components" 2>&1)
+    if grep -q '^component srm$' <<<"$own" && ! grep -q '^srm:' <<<"$own"; then
+        srm_pass "a program of UCT alone, UCP not loaded, this UCX: srm registers"
+    else
+        srm_fail "a program of UCT alone, UCP not loaded, this UCX: $own"
+    fi
+    if ! grep -q '^component srm$' <<<"$other" &&
+       grep -q '^component self$' <<<"$other" &&
+       grep -q "^srm: built for UCX ${built:-[0-9.]*} but this process runs UCX 1.99" <<<"$other"; then
+        srm_pass "the same next to a libucp of UCX 1.99: srm registers nothing and says so"
+    else
+        srm_fail "the same next to a libucp of UCX 1.99 (the module must ask the UCP beside libuct): $other"
     fi
 fi
 

@@ -17,11 +17,13 @@
  *         (Open MPI 5) keep only transports that set it
  *   1.19  mem_alloc gets a system device; rkey_unpack gets a params struct;
  *         ucs_config_parser_print_opts gets a name filter
- *   1.21  internal ops: ep_get_device_ep
- *   1.22  internal ops: iface_query_v2 (UCP calls it unchecked) and
+ *   1.20  internal ops: ep_get_device_ep, and (1.20 only: 1.21 has
+ *         neither) iface_query_v2 and iface_mem_element_pack, which UCP's
+ *         device API calls unchecked
+ *   1.22  internal ops: iface_query_v2 again (UCP calls it unchecked) and
  *         ep_put_sgl_zcopy; ep_check may be given a completion
  *   1.23  internal ops: ep_get_sgl_zcopy and ep_outstanding_purge (the base
- *         iface asserts both are set)
+ *         iface asserts that ep_outstanding_purge is set)
  */
 #ifndef SRM_UCX_COMPAT_H
 #define SRM_UCX_COMPAT_H
@@ -39,6 +41,15 @@
 #if (UCT_API < SRM_UCX_OLDEST) || (UCT_API > SRM_UCX_NEWEST)
 #  error "ucx-srm builds with UCX 1.13 to 1.23 (see srm_ucx_compat.h)"
 #endif
+
+/* The internal ops slots each version has, beyond 1.16's. */
+#define SRM_UCX_HAS_EP_GET_DEVICE_EP       SRM_UCX_AT_LEAST(1, 20)
+#define SRM_UCX_HAS_IFACE_MEM_ELEMENT_PACK (UCT_API == UCT_VERSION(1, 20))
+#define SRM_UCX_HAS_IFACE_QUERY_V2 \
+    (SRM_UCX_HAS_IFACE_MEM_ELEMENT_PACK || SRM_UCX_AT_LEAST(1, 22))
+#define SRM_UCX_HAS_EP_PUT_SGL_ZCOPY       SRM_UCX_AT_LEAST(1, 22)
+#define SRM_UCX_HAS_EP_GET_SGL_ZCOPY       SRM_UCX_AT_LEAST(1, 23)
+#define SRM_UCX_HAS_EP_OUTSTANDING_PURGE   SRM_UCX_AT_LEAST(1, 23)
 
 #if SRM_UCX_AT_LEAST(1, 18)
 #  define SRM_UCX_IFACE_FLAG_INTER_NODE UCT_IFACE_FLAG_INTER_NODE

@@ -372,15 +372,23 @@ static uct_iface_internal_ops_t uct_srm_iface_internal_ops = {
             SRM_UCX_UNSUPPORTED(uct_ep_connect_to_ep_v2_func_t),
     .iface_is_reachable_v2 = uct_srm_iface_is_reachable_v2,
     .ep_is_connected       = uct_srm_ep_is_connected,
-#  if SRM_UCX_AT_LEAST(1, 21)
+#  if SRM_UCX_HAS_EP_GET_DEVICE_EP
     .ep_get_device_ep      = SRM_UCX_UNSUPPORTED(uct_ep_get_device_ep_func_t),
 #  endif
-#  if SRM_UCX_AT_LEAST(1, 22)
+#  if SRM_UCX_HAS_IFACE_MEM_ELEMENT_PACK
+    .iface_mem_element_pack =
+            SRM_UCX_UNSUPPORTED(uct_iface_mem_element_pack_func_t),
+#  endif
+#  if SRM_UCX_HAS_IFACE_QUERY_V2
     .iface_query_v2        = uct_iface_base_query_v2,
+#  endif
+#  if SRM_UCX_HAS_EP_PUT_SGL_ZCOPY
     .ep_put_sgl_zcopy      = SRM_UCX_UNSUPPORTED(uct_ep_put_sgl_zcopy_func_t),
 #  endif
-#  if SRM_UCX_AT_LEAST(1, 23)
+#  if SRM_UCX_HAS_EP_GET_SGL_ZCOPY
     .ep_get_sgl_zcopy      = SRM_UCX_UNSUPPORTED(uct_ep_get_sgl_zcopy_func_t),
+#  endif
+#  if SRM_UCX_HAS_EP_OUTSTANDING_PURGE
     .ep_outstanding_purge  =
             SRM_UCX_UNSUPPORTED(uct_ep_outstanding_purge_func_t),
 #  endif

@@ -5,6 +5,7 @@
  * (srm_md_mem.c) gives memory the node agent knows, with real remote keys on
  * the verbs wire.
  */
+#define _GNU_SOURCE /* dladdr */
 #ifdef HAVE_CONFIG_H
 #  include "config.h"
 #endif
@@ -317,21 +318,54 @@ UCT_TL_DEFINE_ENTRY(&uct_srm_component, srm, uct_srm_query_devices,
                     uct_srm_iface_t, UCT_SRM_CONFIG_PREFIX,
                     uct_srm_iface_config_table, uct_srm_iface_config_t);
 
+typedef void (*uct_srm_ucp_get_version_t)(unsigned*, unsigned*, unsigned*);
+
+/*
+ * The UCP of the running UCX. A consumer that preloads the module (srm-run,
+ * Open MPI's -x LD_PRELOAD) runs this before it opens UCP (Open MPI's pml
+ * ucx comes later), so when no UCP is loaded yet the one next to the
+ * running libuct is loaded and asked: it is the one the process will use.
+ * It stays loaded, as it would be once the consumer opens it.
+ */
+static uct_srm_ucp_get_version_t uct_srm_ucp_get_version(void)
+{
+    void *func, *ucp;
+    const char *slash;
+    char path[4096];
+    Dl_info info;
+
+    func = dlsym(RTLD_DEFAULT, "ucp_get_version");
+    if (func == NULL) {
+        if (!dladdr((void*)uct_component_register, &info) ||
+            (info.dli_fname == NULL) ||
+            ((slash = strrchr(info.dli_fname, '/')) == NULL) ||
+            (snprintf(path, sizeof(path), "%.*s/libucp.so.0",
+                      (int)(slash - info.dli_fname), info.dli_fname) >=
+             (int)sizeof(path))) {
+            return NULL;
+        }
+        ucp = dlopen(path, RTLD_LAZY | RTLD_LOCAL);
+        if (ucp == NULL) {
+            return NULL;
+        }
+        func = dlsym(ucp, "ucp_get_version");
+    }
+    return (uct_srm_ucp_get_version_t)func;
+}
+
 /*
  * libuct.so.0 is the name of every UCX version's library and UCX checks no
  * module's ABI: built against another minor version, our structures would
  * sit at the wrong offsets in UCX's lists. The running version comes from
- * UCP, which every UCX consumer loads (a process of UCT alone is taken on
- * trust). A mismatch is told on stderr, not through UCX's log, whose
- * structures are the other version's too.
+ * UCP (a UCX without one is taken on trust). A mismatch is told on stderr,
+ * not through UCX's log, whose structures are the other version's too.
  */
 static int uct_srm_ucx_is_ours(void)
 {
-    void (*get_version)(unsigned*, unsigned*, unsigned*);
+    uct_srm_ucp_get_version_t get_version;
     unsigned major, minor, release;
 
-    get_version = (void (*)(unsigned*, unsigned*, unsigned*))
-                          dlsym(RTLD_DEFAULT, "ucp_get_version");
+    get_version = uct_srm_ucp_get_version();
     if (get_version == NULL) {
         return 1;
     }
@@ -367,5 +401,5 @@ UCS_F_DTOR static void uct_srm_unregister(void)
     }
     uct_component_unregister(&uct_srm_component);
     uct_tl_unregister(&UCT_TL_NAME(srm));
-    ucs_list_del(&srm_agent_config_table_config_entry.list);
+    UCS_CONFIG_REMOVE_TABLE(srm_agent_config_table);
 }
