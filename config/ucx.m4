@@ -107,8 +107,16 @@ AC_DEFUN([SRM_CHECK_UCX], [
             [1.1[[3-9]].*|1.2[[01]].*], [],
             [AS_CASE([$prefix],
                 [NONE], [srmmoduledir=$srm_ucx_moduledir],
-                [AS_CASE([$srm_ucx_moduledir],
-                    ["$prefix"/*], [srmmoduledir=$srm_ucx_moduledir])])])])
+                [# compared as physical paths too: a prefix may be a
+                 # symlink to UCX's tree, or UCX's libdir may be one
+                 srm_prefix_phys=$(cd "$prefix" 2>/dev/null && pwd -P)
+                 srm_ucx_libdir_phys=$(cd "$srm_ucx_libdir" 2>/dev/null && pwd -P)
+                 AS_CASE([$srm_ucx_moduledir],
+                    ["$prefix"/*], [srmmoduledir=$srm_ucx_moduledir],
+                    [AS_IF([test -n "$srm_prefix_phys"],
+                        [AS_CASE([$srm_ucx_libdir_phys/],
+                            ["$srm_prefix_phys"/*],
+                            [srmmoduledir=$srm_ucx_moduledir])])])])])])
     AC_SUBST([srmmoduledir])
     AC_DEFINE_UNQUOTED([SRM_UCX_VERSION], ["$UCX_VERSION"], [UCX version built against])
 ])

@@ -116,7 +116,7 @@ if [ "$system" = 1 ]; then
                            x = $(NF - 1); sub(/^\(/, "", x); t += x }
                        END { print t + 0 }' "$build/system-tests.out"
     }
-    took "system tests (VM $(part_of test_vm_) s; trixie, sid, UCX from source $(( $(part_of test_distro_) + $(part_of test_ucx_from_source) )) s)"
+    took "system tests (VM $(part_of test_vm_) s; trixie and sid and UCX from source $(( $(part_of test_distro_) + $(part_of test_ucx_from_source) )) s)"
 fi
 
 echo "== fuzzing the parsers and the agent (bounded)"
@@ -150,6 +150,6 @@ if [ "$failed" != 0 ]; then
     grep -E 'failed|crash|leak' "$build/fuzz.out" | grep -v ' 0 failed' |
         head -n 4
 fi
-echo "time: $(IFS=,; echo "${times[*]}" | sed 's/,/, /g'); total $(( (SECONDS - t_start) / 60 )) min"
+echo "time: $(printf '%s, ' "${times[@]}")total $(( (SECONDS - t_start) / 60 )) min"
 echo "tests: $passed passed, $failed failed, $skipped skipped"
 [ "$failed" = 0 ]

@@ -77,6 +77,11 @@ t0=$(srm_now_us)
 if run_in_root bash -c '
         set -e
         echo "installed UCX: $(pkg-config --modversion ucx-uct)"
+        # a run killed before its cleanup leaves the module in the cached
+        # root, where UCX 1.22 and later would load it next to the new one
+        for stale in "$(pkg-config --variable=libdir ucx-uct)"/ucx/libuct_srm.*; do
+            [ ! -e "$stale" ] || { echo "removing $stale of an earlier run"; rm -f "$stale"; }
+        done
         rm -rf "$1/build" && mkdir -p "$1/build" && cd "$1/build"
         /src/configure -q --with-ucx-src="$2"
         make -j2 >make.log 2>&1 || { tail -20 make.log; exit 1; }

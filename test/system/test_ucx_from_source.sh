@@ -106,6 +106,23 @@ if [ -e "$inst/lib/ucx/libuct_srm.so.0" ]; then
 else
     srm_fail "make install with --prefix=$inst: no $inst/lib/ucx/libuct_srm.so.0 ($(find "$inst" -name 'libuct_srm.so*' | head -3))"
 fi
+# A --prefix that is a symlink to UCX's tree is UCX's prefix too.
+if [ "$minor" -ge 22 ]; then
+    link=$SRM_LOG/ucx-prefix-link
+    rm -rf "$link" "$SRM_LOG/build-link" && mkdir -p "$SRM_LOG/build-link" &&
+        ln -s "$(cd "$prefix" && pwd -P)" "$link"
+    got=$(cd "$SRM_LOG/build-link" &&
+          PKG_CONFIG_PATH=$prefix/lib/pkgconfig "$SRM_SRCDIR/configure" -q \
+              --prefix="$link" --with-ucx-src="$tree" >/dev/null 2>&1 &&
+          make -s --no-print-directory \
+              --eval 'srm-moduledir: ; @echo $(srmmoduledir)' srm-moduledir)
+    if [ "$got" = "$ucx_libdir/ucx" ]; then
+        srm_pass "configure --prefix=<a symlink to UCX's prefix>: the module goes to $got"
+    else
+        srm_fail "configure --prefix=<a symlink to UCX's prefix>: srmmoduledir '$got', want $ucx_libdir/ucx"
+    fi
+    rm -rf "$link" "$SRM_LOG/build-link"
+fi
 # The macros that size UCX's structures are that build's, not Debian's.
 srm_mt=$(awk '$2 == "ENABLE_MT" { print $3 }' "$b/config.h")
 if [ -n "$mt" ] && [ "$srm_mt" = "$mt" ]; then
