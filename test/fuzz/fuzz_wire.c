@@ -1796,9 +1796,37 @@ static srm_lane_t *fuzz_lane_get(int peer)
 }
 
 /*
+ * Records of frames read from the lane's socket that no process read: AMs
+ * for ports without the lane (the client's own would rightly get it
+ * dropped), numbered as the agent publishes or not, and ACKs.
+ */
+static void fuzz_lane_records(fuzz_input_t *in, srm_lane_t *lane, unsigned n)
+{
+    uint32_t taken = srm_load_relaxed(&lane->rx_taken) & ~SRM_LANE_SEALED;
+    srm_frame_hdr_t hdr;
+    unsigned i;
+    uint8_t v;
+
+    for (i = 0; (i <= n) && (taken + i < SRM_LANE_RX_LOG); ++i) {
+        v = fuzz_u8(in);
+        srm_frame_hdr_init(&hdr, (v & 1) ? SRM_FRAME_ACK : SRM_FRAME_AM,
+                           (v & 1) ? 0 : v);
+        hdr.src_port = (v & 2) ? lane->rx_ports[v % SRM_LANE_RX_PORTS].src_port :
+                                 fuzz_src_ports[v & 3];
+        hdr.dst_port = (v & 4) ? 0x7000u + v : fuzz_src_ports[(v >> 3) & 3];
+        hdr.chan_seq = lane->rx_expected + ((v & 8) ? v : i);
+        hdr.seq      = (v & 1) ? lane->rx_expected + v :
+                       lane->rx_ports[v % SRM_LANE_RX_PORTS].expected;
+        lane->rx_log[taken + i] = hdr;
+    }
+    srm_lane_record_taken(lane, i);
+}
+
+/*
  * A buggy process of the agent's user writes a lane's log and counts
  * (not the socket): garbage, frames of ports without the lane, numbering
- * out of step, a writer that died, lengths out of range. The agent must
+ * out of step, a writer that died, lengths out of range, records of
+ * frames nobody read, a record count out of range. The agent must
  * keep its channel's numbering, drop only what is wrong, and live; the
  * client's own frames are not forged, so it is not dropped for them.
  */
@@ -1848,8 +1876,12 @@ static void fuzz_op_lane(fuzz_input_t *in, uint8_t b)
     case 5:
         lane->log_len = ((uint32_t)n << 24) | ((uint32_t)v << 8) | n;
         break;
-    default:
-        break; /* a kick alone */
+    case 6:
+        fuzz_lane_records(in, lane, n & 7);
+        break;
+    case 7:
+        lane->rx_taken = ((uint32_t)n << 8) | v;
+        break;
     }
     srm_store_relaxed(&lane->kick, 1);
 }

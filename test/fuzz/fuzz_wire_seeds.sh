@@ -141,6 +141,16 @@ done
   answer 3 0; settle; flow 0 0; settle; send 0 20 3; settle; flow 0 1
   settle; ack 0 0; settle; } > "$dir/pause-resume-peer"
 
+# A buggy process of the agent's user writes the lane to peer 0's node:
+# frames of ports without the lane, then records of frames nobody read
+# (AMs for ports without the lane, ACKs) and a record count out of range.
+lane() { byte $((13)) $((0xa0 | $1 << 2)) "$2" "$3"; }  # CASE N V
+{ byte 4; send 0 20 2; settle; answer 0 0; answer 1 0; answer 2 0
+  answer 3 0; settle; ack 0 0; ack 1 0; am 0 4 40 0 0 0; settle; recv
+  lane 1 8 3; settle; lane 6 7 0; byte 0 2 4 6 8 12 6 1; settle; recv
+  am 0 2 40 0 0 0; settle; recv; lane 7 255 255; settle; ack 0 0
+  settle; } > "$dir/lane-records"
+
 # BYE, srmctl status and fault, acks for frames never sent.
 { byte 4; dial 0 0 0 0; am 0 1 20 0 0 0; settle; bye 0; settle; dial 1 0 0 0
   settle; } > "$dir/bye"

@@ -445,6 +445,62 @@ TEST_F(uct_direct_test, a_frame_logged_as_a_port_without_the_lane_is_dropped)
     EXPECT_NE(std::string::npos, status.find(" foreign 1 ")) << status;
 }
 
+/*
+ * A record in a lane's receive log of a frame that nobody read: an AM for a
+ * port without the lane, numbered as the next frame from port 0 (a buggy
+ * process writing another's record). It must not be booked (its number's
+ * real frame would be acknowledged unread, and dropped as sent twice when
+ * it came), and the genuine records after it must be: the agent used to
+ * stop at the first bad record, and the frames that port 1 had read after
+ * it came again, 60 delivered twice and 641 out of order.
+ */
+TEST_F(uct_direct_test, a_frame_recorded_as_read_for_a_port_without_the_lane_loses_nothing)
+{
+    ASSERT_NO_FATAL_FAILURE(start("always"));
+    ASSERT_NO_FATAL_FAILURE(ping_pong(20)); /* both ports map their lanes */
+    srm_iface_addr_t from;
+    ASSERT_EQ(UCS_OK, uct_iface_get_address(
+                              iface_[0], reinterpret_cast<uct_iface_addr_t*>(&from)));
+    /* The receiving side's lane: its agent publishes the order of port
+     * 0's frames there. */
+    srm_lane_t *lane = nullptr;
+    const srm_lane_rx_port_t *rx_port = nullptr;
+    auto end = clock::now() + std::chrono::seconds(10);
+    while ((rx_port == nullptr) && (clock::now() < end)) {
+        ASSERT_NO_FATAL_FAILURE(ping_pong(1));
+        for (srm_lane_t *l : mapped_lanes()) {
+            pthread_mutex_lock(&l->lock);
+            for (uint32_t i = 0; i < l->rx_num_ports; ++i) {
+                if (l->rx_ports[i].src_port == from.port) {
+                    lane    = l;
+                    rx_port = &l->rx_ports[i];
+                }
+            }
+            pthread_mutex_unlock(&l->lock);
+        }
+    }
+    ASSERT_NE(nullptr, rx_port) << "no lane publishes port 0's order";
+
+    pthread_mutex_lock(&lane->lock);
+    srm_frame_hdr_t hdr;
+    srm_frame_hdr_init(&hdr, SRM_FRAME_AM, sizeof(uint64_t));
+    hdr.src_port = rx_port->src_port;
+    hdr.seq      = rx_port->expected;
+    hdr.chan_seq = lane->rx_expected;
+    hdr.dst_port = 4242;
+    hdr.am_id    = 9;
+    uint32_t taken = lane->rx_taken;
+    ASSERT_LT(taken, SRM_LANE_RX_LOG);
+    lane->rx_log[taken] = hdr;
+    ASSERT_EQ(0, srm_lane_record_taken(lane, 1));
+    srm_store_relaxed(&lane->kick, 1u);
+    pthread_mutex_unlock(&lane->lock);
+
+    ASSERT_NO_FATAL_FAILURE(stream(1000));
+    ASSERT_NO_FATAL_FAILURE(paced(100));
+    expect_all_arrive(); /* the frame numbered as the record was, too */
+}
+
 namespace {
 
 /* A fresh path for an agent's UCX_SRM_LOG_FILE, per test and process. */

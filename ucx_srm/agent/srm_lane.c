@@ -26,29 +26,75 @@
 static void srm_lane_set_polled(srm_agent_t *agent, srm_link_t *link,
                                 int polled);
 
-/*
- * Books the frames clients read themselves, up to `taken` of the log.
- * -1 if one was not next in order: the client broke the lane.
- */
-static int srm_lane_absorb_rx(srm_agent_t *agent, srm_node_t *node,
-                              uint32_t taken)
+/* The client's node table entry for node whose lane it asked for, or 0:
+ * only such a client may write to the lane or read from it. */
+static uint32_t srm_lane_entry_of(const srm_client_t *client,
+                                  const srm_node_t *node)
 {
-    srm_lane_t *lane = node->lane;
-    srm_link_t *link = node->lane_link;
-    uint32_t i;
+    uint32_t idx;
 
-    if (taken > SRM_LANE_RX_LOG) {
-        return -1;
-    }
-    for (i = 0; i < taken; ++i) {
-        if (srm_channel_taken(agent, node, &lane->rx_log[i]) != 0) {
-            return -1;
+    for (idx = 1; idx < SRM_SHM_MAX_NODES; ++idx) {
+        if ((client->node_map[idx] == node->index + 1) &&
+            client->node_seq_shared[idx]) {
+            return idx;
         }
     }
-    if ((taken > 0) && (link != NULL)) {
+    return 0;
+}
+
+/*
+ * Books one frame a client recorded as read (a copy: the log is shared).
+ * A client reads only AMs for its own port, so an AM for a port without
+ * the lane was recorded by another: nobody can be blamed. One for a
+ * holder that is not next in the channel's order is its reader's fault.
+ */
+static int srm_lane_book_rx(srm_agent_t *agent, srm_node_t *node,
+                            const srm_frame_hdr_t *hdr)
+{
+    srm_client_t *reader;
+
+    if (hdr->type == SRM_FRAME_AM) {
+        reader = srm_client_lookup_attached(agent, hdr->dst_port);
+        if ((reader == NULL) || (srm_lane_entry_of(reader, node) == 0) ||
+            (hdr->length > srm_channel_small_max(agent))) {
+            return -1;
+        }
+        if (srm_channel_taken(agent, node, hdr) != 0) {
+            srm_client_fail(agent, reader, "it recorded a frame it read "
+                                           "directly that was not the "
+                                           "next in the channel's order");
+            return -1;
+        }
+        return 0;
+    }
+    return srm_channel_taken(agent, node, hdr);
+}
+
+/*
+ * Books the frames clients read themselves, up to `taken` of the log, each
+ * checked as copied: a bad record is skipped (the frame it stands for is
+ * not acknowledged, so its sender resends it), the records after it still
+ * count (their frames were delivered). How many were bad; all of them when
+ * the count is impossible.
+ */
+static uint32_t srm_lane_absorb_rx(srm_agent_t *agent, srm_node_t *node,
+                                   uint32_t taken)
+{
+    srm_frame_hdr_t copy[SRM_LANE_RX_LOG];
+    srm_link_t *link = node->lane_link;
+    uint32_t i, bad  = 0;
+
+    if (taken > SRM_LANE_RX_LOG) {
+        return taken;
+    }
+    memcpy(copy, node->lane->rx_log, taken * sizeof(copy[0]));
+    for (i = 0; i < taken; ++i) {
+        bad += (srm_lane_book_rx(agent, node, &copy[i]) != 0);
+    }
+    if ((taken > bad) && (link != NULL)) {
         link->last_rx = srm_agent_now(); /* its peer is alive */
     }
-    return 0;
+    return bad;
 }
 
 /*
@@ -81,13 +127,8 @@ int srm_lane_check_writer(srm_agent_t *agent, srm_node_t *node,
     if (client == NULL) {
         return -1; /* gone since, or never ours */
     }
-    for (idx = 1; idx < SRM_SHM_MAX_NODES; ++idx) {
-        if ((client->node_map[idx] == node->index + 1) &&
-            client->node_seq_shared[idx]) {
-            break;
-        }
-    }
-    if (idx == SRM_SHM_MAX_NODES) {
+    idx = srm_lane_entry_of(client, node);
+    if (idx == 0) {
         return -1; /* a port without the lane could not write it */
     }
     if (hdr->seq != client->node_seq[idx]) {
@@ -172,8 +213,8 @@ static void srm_lane_absorb(srm_agent_t *agent, srm_node_t *node)
     if ((srm_lane_absorb_rx(agent, node, lane->rx_taken) != 0) &&
         (node->lane_link != NULL)) {
         srm_lane_shut_link(agent, node, node->lane_link,
-                           "a process read a frame from it directly that "
-                           "was not the next");
+                           "a process recorded a frame it read from it "
+                           "directly that it may not have read");
     }
     lane->rx_taken       = 0;
     lane->rx_taken_bytes = 0;
@@ -209,8 +250,8 @@ static void srm_lane_retire(srm_agent_t *agent, srm_node_t *node)
                  node->index, len);
     }
     if (srm_lane_absorb_rx(agent, node, taken) != 0) {
-        srm_warn("node %u: the retired lane's receive log is corrupt; the "
-                 "frames it names may arrive twice", node->index);
+        srm_warn("node %u: the retired lane's receive log has records the "
+                 "agent could not book; their frames come again", node->index);
     }
     if (link != NULL) {
         shutdown(link->fd, SHUT_RDWR); /* its reads see the end: it closes */
