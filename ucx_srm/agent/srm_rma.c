@@ -106,37 +106,52 @@ static int srm_rma_post(srm_agent_t *agent, srm_client_t *src,
     return SRM_RMA_POSTED;
 }
 
-/* Whether the connection that registered a region is of process pid: a
- * client names only its own process's memory as the local end. */
-static int srm_rma_owned_by(srm_agent_t *agent, uint32_t owner, pid_t pid)
+/* The connection that registered a region (its owner port), or NULL. */
+static const srm_client_t *srm_rma_owner(srm_agent_t *agent, uint32_t owner)
 {
     uint32_t slot = (owner & 0xffffu) - 1;
     srm_client_t *client;
 
     if (slot >= agent->num_slots) {
-        return 0;
+        return NULL;
     }
     client = agent->slots[slot];
-    return (client != NULL) && (client->port == owner) &&
-           (client->pid == pid);
+    return ((client != NULL) && (client->port == owner)) ? client : NULL;
+}
+
+/* A client names only its own process's memory as the local end. */
+static int srm_rma_owned_by(srm_agent_t *agent, uint32_t owner, pid_t pid)
+{
+    const srm_client_t *client = srm_rma_owner(agent, owner);
+
+    return (client != NULL) && (client->pid == pid);
+}
+
+/* Under --any-user a key reaches only memory of its holder's own user:
+ * a job is one user's, and a key one user leaked is no grant to another. */
+static int srm_rma_same_user(srm_agent_t *agent, uint32_t owner, uid_t uid)
+{
+    const srm_client_t *client = srm_rma_owner(agent, owner);
+
+    return (client != NULL) && (client->uid == uid);
 }
 
 /* 0 or a positive errno; moves the data when both ends check out. */
 /*
  * A key with the right region but not its token: a guess (ids, generations
- * and addresses are easy to learn), or a forgery. A few are a bug; more
- * are a search, and the searcher goes.
+ * and addresses are easy to learn), or a forgery; or another user's key.
+ * A few are a bug; more are a search, and the searcher goes.
  */
 static void srm_rma_bad_key(srm_agent_t *agent, srm_client_t *src,
-                            const srm_rkey_t *key)
+                            const srm_rkey_t *key, const char *why)
 {
     agent->regions.rejected++;
     if (++src->stats.bad_keys == SRM_RMA_BAD_KEYS_MAX) {
         srm_client_fail(agent, src, "too many RMA requests with forged keys");
     }
-    srm_warn("port %u (%s, pid %d): RMA to region %u.%u with a wrong key "
-             "(%llu so far)", src->port, src->name, (int)src->pid,
-             key->region_id, key->generation,
+    srm_warn("port %u (%s, pid %d, uid %u): RMA to region %u.%u refused: "
+             "%s (%llu so far)", src->port, src->name, (int)src->pid,
+             (unsigned)src->uid, key->region_id, key->generation, why,
              (unsigned long long)src->stats.bad_keys);
 }
 
@@ -186,7 +201,11 @@ static int srm_rma_execute(srm_agent_t *agent, srm_client_t *src,
         return EFAULT;
     }
     if (key.token != remote->token) {
-        srm_rma_bad_key(agent, src, &key);
+        srm_rma_bad_key(agent, src, &key, "a wrong key");
+        return EACCES;
+    }
+    if (!srm_rma_same_user(agent, remote->owner, src->uid)) {
+        srm_rma_bad_key(agent, src, &key, "the memory of another user");
         return EACCES;
     }
     laddr = srm_region_agent_addr(local, req->local_addr);
