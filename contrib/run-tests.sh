@@ -137,8 +137,12 @@ if [ "$failed" != 0 ]; then
     echo "== what failed"
     [ -f "$gtest_log" ] && grep -E '^\[  FAILED  \] [a-zA-Z]' "$gtest_log" |
         sort -u | head -n 8
-    [ "$smoke" = FAIL ] || [ "$smoke" = ERROR ] &&
-        grep -E '^(FAIL|not ok)' "$build/test/bench/smoke.sh.log" | head -n 4
+    # eval.sh ends its output with the failed experiment's log tail.
+    if [ "$smoke" = FAIL ] || [ "$smoke" = ERROR ]; then
+        echo "bench smoke (the end of $build/test/bench/smoke.sh.log):"
+        tail -n 45 "$build/test/bench/smoke.sh.log" | cut -c 1-300 |
+            sed 's/^/  /'
+    fi
     if [ "$system" = 1 ]; then
         for name in $(sed -n 's/^FAIL \([^ ]*\) .*/\1/p' "$build/system-tests.out"); do
             log=$build/system-tests/$name.log

@@ -78,9 +78,8 @@ OPTIONS
     --smoke       the smallest run that still goes through every
                   experiment's code path: 2 hosts, 1 process per host,
                   one size (two in hosts.sh: 8 B, and 64 KB for the
-                  bulk channel), one load, short runs; experiments 1-5 run
-                  at the same time, their measured runs taking turns,
-                  and 6 once 4 is done (make check runs this)
+                  bulk channel), one load, short runs, one experiment
+                  after the other as always (make check runs this)
     --reps N      repetitions of experiments 1-5 (their default: 3; 1 with
                   --quick and --smoke)
     --out DIR     results folder, made if missing, must be empty if it
@@ -289,29 +288,14 @@ wait_all() {
 }
 
 T_START=$SECONDS
-# One after the other: the experiments measure, so nothing else of ours
-# may run beside them.  --smoke measures nothing: experiments 1-5 run at
-# the same time (each on its own simulated hosts and agent sockets; their
-# busy-polling runs take turns, see turn_take in lib.sh, and an MPI job
-# starts up before its turn and waits at a gate, see gate_shut), and the
-# model, which reads the costs of 4, as soon as 4 is done.
-if [[ $MODE == smoke ]]; then
-    export SRM_BENCH_TURNS=$OUTDIR/logs/turns.lock
-    : >"$SRM_BENCH_TURNS"
-fi
+# One after the other, --smoke too: the experiments busy-poll, and two of
+# them side by side on a 2-core machine starve each other's runs.
 for name in "${NAMES[@]}"; do
     [[ -n ${SELECTED[$name]:-} ]] || continue
-    if [[ $MODE != smoke ]]; then
-        wait_all
-    elif [[ $name == model ]]; then
-        wait_all resources
-    fi
     start "$name"
-    [[ $MODE == smoke && $name != model ]] || wait_all
+    wait_all
 done
-wait_all
 ELAPSED=$(( SECONDS - T_START ))
-[[ -z ${SRM_BENCH_TURNS:-} ]] || rm -f -- "$SRM_BENCH_TURNS"
 
 # -------------------------------------------------------------- targets --
 

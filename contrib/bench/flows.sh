@@ -326,8 +326,6 @@ run_flows() {
         xs+=(-x UCX_NET_DEVICES) ;;
     esac
     log=$WORK/run.$RUN_NO.$c.$load.r$rep.log
-    gate_shut "$log.gate"
-    (( ${#GATE_ENV[@]} == 0 )) || { envs+=("${GATE_ENV[@]}"); xs+=(-x SRM_BENCH_GATE); }
     job=("${envs[@]}" "$MPIRUN" --prefix "$PFX" --ppn "$PPN" --timeout "$RUN_LIMIT"
          "${xs[@]}" -- "$FLOWGEN" --load "$load" --link-rate "$LINK_RATE"
          --duration "$DURATION" --drain "$DRAIN" --seed "$seed")
@@ -339,9 +337,7 @@ run_flows() {
     "${job[@]}" >"$log" 2>&1 </dev/null &
     pid=$!
     PIDS+=("$pid")
-    gate_open "$pid" $(( NHOSTS * PPN )) "$log.gate" "$GATE_FD"
     mark_start "${AGENT[@]}"
-    turn_give_at "$pid" "$log" 'flowgen: '
     wait "$pid" || rc=$?
     forget_pid "$pid"
     mark_end "${AGENT[@]}"

@@ -499,7 +499,6 @@ run_group() {
     done
 
     agents_alive || { show_failure "$d"; die "an srmd is gone before run $RUN_NO"; }
-    turn_take
     mark_start "${AGENT[@]}"
 
     for (( k = 0; k < pairs; k++ )); do
@@ -586,7 +585,6 @@ run_group() {
     done
 
     mark_end "${AGENT[@]}"
-    turn_give
     RUN_SECS=$(seconds_between "$T0" "$T1" %.1f)
     # Disturbed: other processes took > 5 % of a core during the run, or
     # still run right after it.
@@ -742,9 +740,7 @@ for (( rep = 1; rep <= REPS; rep++ )); do
 done
 
 # What the agents' wakeups cost on this machine, for the report's notes.
-turn_take
 measure_wake_cost
-turn_give
 info "wakeups (srm_wake_cost) measured"
 
 # --------------------------------------------- node channels, agent state --

@@ -534,69 +534,10 @@ pid_alive() {
     [[ -n $st && $st != Z && $st != X ]]
 }
 
-# turn_take / turn_give: the measured runs of experiments that eval.sh
-# --smoke starts at the same time take turns.  Their processes busy-poll,
-# and two busy-polling runs on a 2-core machine slow each other down
-# several times over, while the harness's own work (set-up, parsing,
-# plots) overlaps freely.  SRM_BENCH_TURNS names the lock file; unset (a
-# script run alone, or a measurement), no turns are taken.  The lock is
-# on this script's own open file: children that inherit the descriptor
-# share it, so turn_give frees it for them too, and it is gone when the
-# script and everything it started have ended.
-TURN_FD=
-turn_take() {
-    [[ -n ${SRM_BENCH_TURNS:-} ]] || return 0
-    [[ -n $TURN_FD ]] || exec {TURN_FD}>>"$SRM_BENCH_TURNS"
-    flock "$TURN_FD" || die "cannot lock $SRM_BENCH_TURNS (SRM_BENCH_TURNS)"
-}
-turn_give() {
-    [[ -z $TURN_FD ]] || flock -u "$TURN_FD" || :
-}
-
 # wait_line PID FILE PREFIX: wait until FILE (the output of job PID) has a
 # line starting with PREFIX, or PID has ended.
 wait_line() {
     while pid_alive "$1" && ! has_line "$2" "$3"; do nap 0.02; done
-}
-
-# turn_give_at PID FILE PREFIX: with turns, give the turn as soon as FILE
-# (the output of job PID) has a line starting with PREFIX, its result, or
-# PID has ended: what is left, MPI_Finalize and the job's end, hardly
-# polls and need not hold the next job back.
-turn_give_at() {
-    [[ -n $TURN_FD ]] || return 0
-    wait_line "$@"
-    turn_give
-}
-
-# gate_shut FILE / gate_open PID RANKS FILE FD: an MPI job need not wait
-# for its turn to start: mpirun, the orted daemons and MPI_Init take most
-# of a second and do not busy-poll.  With turns, gate_shut locks FILE and
-# sets GATE_FD to the lock's descriptor and GATE_ENV to SRM_BENCH_GATE=FILE
-# for the job's environment (-x SRM_BENCH_GATE); without, both are empty.
-# Right after MPI_Init each rank appends a byte to FILE and sleeps on the
-# lock (bench_gate.h).  gate_open, called once the job (PID) is started,
-# waits until RANKS bytes are there (or PID has ended), takes the turn,
-# then unlocks and closes FD (empty FD: it only takes the turn).
-GATE_FD=
-GATE_ENV=()
-gate_shut() {
-    GATE_FD='' GATE_ENV=()
-    [[ -n ${SRM_BENCH_TURNS:-} ]] || return 0
-    { : >"$1" && exec {GATE_FD}<"$1" && flock "$GATE_FD"; } || die "cannot lock the gate $1"
-    GATE_ENV=(SRM_BENCH_GATE="$1")
-}
-gate_open() {
-    local pid=$1 ranks=$2 file=$3 fd=$4 arrived=
-    while [[ -n $fd ]] && pid_alive "$pid"; do
-        { read -r arrived <"$file"; } 2>/dev/null || :
-        (( ${#arrived} < ranks )) || break
-        nap 0.02
-    done
-    turn_take
-    [[ -n $fd ]] || return 0
-    flock -u "$fd" || :
-    exec {fd}<&-
 }
 
 # has_line FILE PREFIX: does a line of FILE start with PREFIX?  Builtins
@@ -762,16 +703,13 @@ tl_env() {
     esac
 }
 
-# mpi_job_launch LABEL TL PPN PROGRAM [ARGS...]: start PROGRAM on every
+# mpi_job_start LABEL TL PPN PROGRAM [ARGS...]: start PROGRAM on every
 # host of JOB_HOSTS (comma separated; empty: all of HOSTS), PPN ranks
 # each, through netns-mpirun (--timeout TIMEOUT, --yield JOB_YIELD, empty:
-# auto) in the background, behind a shut gate when turns are taken; sets
-# JOB_PID, JOB_DIR (runs/LABEL), JOB_OUT, JOB_RANKS, JOB_GATE, JOB_GATE_FD.
-# mpi_job_go: returns once that job has the turn, its gate opened.
-# mpi_job_start: both.  job_save VAR / job_load VAR keep the JOB_ values
-# of one launched job while another is launched.
+# auto) in the background; sets JOB_PID, JOB_DIR (runs/LABEL), JOB_OUT and
+# JOB_RANKS.
 JOB_HOSTS='' JOB_YIELD=''
-mpi_job_launch() {
+mpi_job_start() {
     local label=$1 tl=$2 ppn=$3 w xs=() cmd hosts=${JOB_HOSTS:-$(IFS=,; echo "${HOSTS[*]}")} host_list
     shift 3
     IFS=, read -r -a host_list <<<"$hosts"
@@ -781,13 +719,9 @@ mpi_job_launch() {
     JOB_DIR=$WORK/runs/$label
     JOB_OUT=$JOB_DIR/job.log
     JOB_RANKS=$(( ppn * ${#host_list[@]} ))
-    JOB_GATE=$JOB_DIR/gate
     mkdir -p "$JOB_DIR"
-    gate_shut "$JOB_GATE"
-    JOB_GATE_FD=$GATE_FD
-    (( ${#GATE_ENV[@]} == 0 )) || xs+=(-x SRM_BENCH_GATE)
     cmd=(env -u LD_PRELOAD -u UCX_TLS -u UCX_NET_DEVICES -u UCX_SRM_SOCKET -u UCX_SRM_AGENT
-         LC_ALL=C UCX_WARN_UNUSED_ENV_VARS=n "${TL_ENV[@]}" "${GATE_ENV[@]}"
+         LC_ALL=C UCX_WARN_UNUSED_ENV_VARS=n "${TL_ENV[@]}"
          "$SRCDIR/contrib/netns-mpirun" --hosts "$hosts"
          --ppn "$ppn" --timeout "$TIMEOUT" --yield "${JOB_YIELD:-auto}"
          -x UCX_WARN_UNUSED_ENV_VARS "${xs[@]}" -- "$@")
@@ -799,18 +733,6 @@ mpi_job_launch() {
     JOB_PID=$!
     PIDS+=("$JOB_PID")
 }
-mpi_job_go() {
-    gate_open "$JOB_PID" "$JOB_RANKS" "$JOB_GATE" "$JOB_GATE_FD"
-    JOB_GATE_FD=
-}
-mpi_job_start() { mpi_job_launch "$@"; mpi_job_go; }
-job_save() {
-    printf -v "$1" '%s|%s|%s|%s|%s|%s' "$JOB_PID" "$JOB_DIR" "$JOB_OUT" "$JOB_RANKS" "$JOB_GATE" "$JOB_GATE_FD"
-}
-job_load() {
-    IFS='|' read -r JOB_PID JOB_DIR JOB_OUT JOB_RANKS JOB_GATE JOB_GATE_FD <<<"${!1}"
-}
-
 # job_failure MESSAGE: show the command and log of the job in JOB_DIR and
 # the agents' logs, then die with MESSAGE.
 job_failure() {
@@ -833,7 +755,6 @@ job_failure() {
 mpi_job_wait() {
     local rc=0
     wait "$JOB_PID" || rc=$?
-    turn_give
     forget_pid "$JOB_PID"
     (( rc == 0 )) && return 0
     (( rc == 124 )) && job_failure "job $JOB_DIR timed out after $TIMEOUT s (a hang?)"
@@ -893,7 +814,7 @@ build_program() {
 }
 
 # build_mesh OUT: srm_mesh, the MPI traffic of mesh.sh and resources.sh.
-build_mesh() { build_program "$1" mpicc '# the program' srm_mesh.c bench_gate.h; }
+build_mesh() { build_program "$1" mpicc '# the program' srm_mesh.c; }
 
 # build_hop_floor OUT: srm_hop_floor, the agent hop without srm (mesh.sh).
 build_hop_floor() { build_program "$1" cc '# the floor program' srm_hop_floor.c bench_clock.h; }

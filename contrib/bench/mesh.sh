@@ -322,32 +322,20 @@ for (( rep = 1; rep <= REPS; rep++ )); do
     done
 done
 
-# launch_run I: start the job of RUNS[I] (mpi_job_launch; its ranks wait
-# at its gate when turns are taken).
+# launch_run I: start the job of RUNS[I] (mpi_job_start).
 launch_run() {
     local rep tl id pattern ppn args argv JOB_YIELD JOB_HOSTS
     IFS='|' read -r rep tl id pattern ppn args JOB_YIELD JOB_HOSTS <<<"${RUNS[$1]}"
     read -r -a argv <<<"$args"
-    mpi_job_launch "$id-$tl-r$rep" "$tl" "$ppn" "$MESH_BIN" "${argv[@]}" -t "$SECS"
+    mpi_job_start "$id-$tl-r$rep" "$tl" "$ppn" "$MESH_BIN" "${argv[@]}" -t "$SECS"
 }
 
 info "$TOTAL_RUNS jobs: ${#JOBS[@]} x ${#TRANSPORTS[@]} transports x $REPS rep(s), $SECS s measured each, timeout $TIMEOUT s"
-NEXT_JOB=
 for (( i = 0; i < ${#RUNS[@]}; i++ )); do
     IFS='|' read -r rep tl id pattern _ <<<"${RUNS[$i]}"
     agents_alive || die "an srmd is gone before job $id ($tl, rep $rep)"
-    if [[ -n $NEXT_JOB ]]; then job_load NEXT_JOB; NEXT_JOB=; else launch_run "$i"; fi
-    mpi_job_go
-    mark_start "${AGENT[@]}"    # after the turn: waiting is not the run
-    # With turns (eval.sh --smoke), the next job starts up while this one
-    # runs and waits at its gate; a measured run has the machine alone.
-    if [[ -n ${SRM_BENCH_TURNS:-} ]] && (( i + 1 < ${#RUNS[@]} )); then
-        job_save THIS_JOB
-        launch_run $(( i + 1 ))
-        job_save NEXT_JOB
-        job_load THIS_JOB
-    fi
-    turn_give_at "$JOB_PID" "$JOB_OUT" 'srm_mesh: result '
+    launch_run "$i"
+    mark_start "${AGENT[@]}"
     mpi_job_wait
     mark_end "${AGENT[@]}"
     judge_run "$(foreign_load "${AGENT[@]}")"
@@ -387,7 +375,6 @@ if (( ${#PP_YIELDS[@]} > 0 )); then
         if (( y == 0 )); then floor_modes+=(--mode direct-busy --mode agents-busy) writer_modes+=(--mode writer-busy)
         else floor_modes+=(--mode direct-yield --mode agents-yield) writer_modes+=(--mode writer-yield); fi
     done
-    turn_take
     for spin in "${FLOOR_SPINS[@]}"; do
         floor_args=(--iters "$FLOOR_ITERS" --spin-us "$spin" "${floor_modes[@]}")
         # Writers are reported with agents that sleep at once only.
@@ -402,7 +389,6 @@ if (( ${#PP_YIELDS[@]} > 0 )); then
         done <"$WORK/hop-floor-$spin.out"
     done
     measure_wake_cost
-    turn_give
     info "floor (srm_hop_floor, $FLOOR_ITERS round trips per mode and spin) and wakeups (srm_wake_cost) measured"
 fi
 

@@ -264,7 +264,6 @@ for (( rep = 1; rep <= REPS; rep++ )); do
             # Wait for the hold (the job's end if it never holds).
             wait_line "$JOB_PID" "$JOB_OUT" 'srm_mesh: holding'
             has_line "$JOB_OUT" 'srm_mesh: holding' || { mpi_job_wait; job_failure "job $JOB_DIR ended without holding"; }
-            turn_give                   # holding ranks sleep: sampling needs no turn
             declare -A worst=()
             for s in 1 2; do
                 for i in "${!HOSTS[@]}"; do

@@ -42,12 +42,7 @@
  * "srm_mesh: holding H s", so that connections and memory can be counted
  * from outside; with -F the hold ends as soon as FILE exists (rank 0
  * looks every 50 ms).
- *
- * With SRM_BENCH_GATE set (eval.sh --smoke), every rank waits after
- * MPI_Init until the harness unlocks that file (bench_gate.h).
  */
-#include "bench_gate.h"
-
 #include <mpi.h>
 
 #include <errno.h>
@@ -483,7 +478,6 @@ int main(int argc, char **argv)
     char *end;
 
     MPI_Init(&argc, &argv);
-    bench_gate_wait("srm_mesh");
     MPI_Comm_rank(MPI_COMM_WORLD, &g_rank);
     MPI_Comm_size(MPI_COMM_WORLD, &g_size);
 

@@ -25,7 +25,6 @@
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE /* ppoll */
 #endif
-#include "contrib/bench/bench_gate.h"
 
 #include <mpi.h>
 #include <ucp/api/ucp.h>
@@ -245,11 +244,6 @@ static void usage(FILE *out)
 "    0 when every flow completed with the right data; 1 when any did not\n"
 "    (bad data, a failed send or receive, a flow unfinished after --drain);\n"
 "    2 on bad usage; 3 when UCP or the job cannot be set up.\n"
-"\n"
-"ENVIRONMENT\n"
-"    SRM_BENCH_GATE      a file: after MPI_Init every process waits until\n"
-"                        the benchmark harness unlocks it (eval.sh --smoke,\n"
-"                        see contrib/bench/bench_gate.h)\n"
 "\n"
 "EXAMPLES\n"
 "    mpirun -np 6 -x UCX_TLS=srm srm_flowgen --load 0.3 --duration 10\n"
@@ -1413,7 +1407,6 @@ int main(int argc, char **argv)
     parse_options(argc, argv, &fg.opt);
 
     MPI_Init(&argc, &argv);
-    bench_gate_wait(prog_name);
     MPI_Comm_rank(MPI_COMM_WORLD, &fg.rank);
     MPI_Comm_size(MPI_COMM_WORLD, &fg.size);
     if ((fg.size < 2) || (fg.size > (int)MAX_RANKS)) {
