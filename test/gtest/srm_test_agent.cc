@@ -25,6 +25,14 @@ std::string srmd_path()
     return (env != nullptr) ? env : SRM_TEST_BUILDDIR "/srmd";
 }
 
+std::string wire_devices()
+{
+    const char *device = getenv("SRM_TEST_WIRE_DEVICE");
+
+    return std::string("UCX_SRM_DEVICES=") +
+           (((device != nullptr) && (*device != '\0')) ? device : "lo");
+}
+
 agent::agent(const std::vector<std::string> &env)
 {
     static int counter;

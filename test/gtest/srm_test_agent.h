@@ -20,6 +20,14 @@ namespace srm_test {
 /* The srmd built next to this test (SRM_TEST_SRMD overrides). */
 std::string srmd_path();
 
+/*
+ * The agents' UCX_SRM_DEVICES setting for channels between them: the
+ * loopback interface (tcp wire), or what SRM_TEST_WIRE_DEVICE names, e.g.
+ * "rxe0:1" to run the same tests on the verbs wire (test_vm_verbs does,
+ * in the soft-RoCE VM).
+ */
+std::string wire_devices();
+
 /* A private agent, killed when the object goes away. */
 class agent {
 public:

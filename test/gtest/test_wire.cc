@@ -42,21 +42,7 @@ using srm_test::raw_peer;
 
 namespace {
 
-/*
- * The device the agents' channels use: the loopback interface (tcp wire),
- * or what SRM_TEST_WIRE_DEVICE names, e.g. "rxe0:1" to run the same tests
- * on the verbs wire (test/system/test_vm_verbs.sh does, in the soft-RoCE
- * VM).
- */
-std::string wire_devices()
-{
-    const char *device = getenv("SRM_TEST_WIRE_DEVICE");
-
-    return std::string("UCX_SRM_DEVICES=") +
-           (((device != nullptr) && (*device != '\0')) ? device : "lo");
-}
-
-const std::string kWireDevices                  = wire_devices();
+const std::string kWireDevices                  = srm_test::wire_devices();
 const std::vector<std::string> kLoopbackWire    = {kWireDevices};
 /* Large frames sent from the senders' rings on either wire (the default,
  * auto, does so on verbs only). */

@@ -15,6 +15,8 @@
 # Checked: both agents answer after every 50 rounds and at the end; the
 # stream check passes (lost, duplicated, out of order, corrupt all 0). The
 # agents' logs say how many lanes a dying rank left locked.
+# SRM_KILL_WIRE=verbs: the same on the verbs wire, between hosts with an
+# rxe device each, in the VM (test_vm_kill_soak; no direct lanes there).
 #
 . "$(dirname "$0")/lib.sh"
 srm_netns_require --mpi mpicc mpirun
@@ -26,10 +28,24 @@ PORT=17170
 bin=$SRM_LOG/srm_stream_check
 srm_mpicc "$SRM_SRCDIR/test/mpi/srm_stream_check.c" "$bin"
 
-srm_netns_up 2 "ks$$"
-HOSTS=("${SRM_NETNS_HOSTS[@]}")
-srm_pass "cluster $SRM_NETNS_PREFIX up: ${HOSTS[*]}"
-srm_netns_start_agents "$SRM_LOG/srmd.%h.log" || srm_done
+if [ "${SRM_KILL_WIRE:-tcp}" = verbs ]; then
+    # test_vm_kill_soak, in the VM: hosts with an rxe device each
+    declare -A SRM_NETNS_AGENT_PID=()
+    srm_vm_hosts_up 2 ks
+    HOSTS=("${SRM_NETNS_HOSTS[@]}")
+    for h in "${HOSTS[@]}"; do
+        srm_netns_agent_start "$h" "$SRM_LOG/srmd.$h.log" \
+            UCX_SRM_DEVICES="rxe_$h:1@eth0" || srm_done
+    done
+    wire=$(srm_netns_status "${HOSTS[0]}" | grep '^wire:')
+    [[ $wire == "wire: verbs "* ]] ||
+        { srm_fail "the agents are not on the verbs wire: '$wire'"; srm_done; }
+else
+    srm_netns_up 2 "ks$$"
+    HOSTS=("${SRM_NETNS_HOSTS[@]}")
+    srm_netns_start_agents "$SRM_LOG/srmd.%h.log" || srm_done
+fi
+srm_pass "cluster ${SRM_NETNS_PREFIX:-} up: ${HOSTS[*]} (${SRM_KILL_WIRE:-tcp} wire)"
 srm_log "agents: $(srm_netns_agent_pids)"
 
 out=$SRM_LOG/srm_stream_check.log
@@ -65,6 +81,19 @@ kill_tree() {
     srm_untrack "$1"
 }
 
+# wait_streaming PID: until the client under PID prints its table's
+# header (it streams), at most 30 s; 1 if it did not.
+wait_streaming() {
+    local log=$SRM_LOG/perftest.client.log before i
+    before=$(grep -c 'Stage' "$log")
+    for i in $(seq 1 300); do
+        [ "$(grep -c 'Stage' "$log")" -gt "$before" ] && return 0
+        srm_alive "$1" || return 1
+        sleep 0.1
+    done
+    return 1
+}
+
 agents_answer() {
     local h
     for h in "${HOSTS[@]}"; do
@@ -72,7 +101,7 @@ agents_answer() {
     done
 }
 
-killed=0
+killed=0 streamed=0
 t0=$(srm_now_us)
 for round in $(seq 1 "$ROUNDS"); do
     srm_alive "$mpi_pid" || { srm_fail "the stream check ended early"; break; }
@@ -83,6 +112,10 @@ for round in $(seq 1 "$ROUNDS"); do
         perftest_in "${HOSTS[1]}" "$SRM_LOG/perftest.client.log" 10.77.0.1
         cpid=$!
         srm_track "$cpid"
+        if [ "${SRM_KILL_WIRE:-tcp}" = verbs ]; then
+            # Under TCG a pair takes seconds to connect: kill it streaming.
+            wait_streaming "$cpid" && streamed=$((streamed + 1))
+        fi
         sleep "0.$(printf '%03d' $((100 + RANDOM % 300)))"
         if [ $((RANDOM % 2)) -eq 0 ]; then
             kill_tree "$cpid"; kill_tree "$spid"
@@ -104,6 +137,13 @@ if [ "$killed" -ge $((ROUNDS * 9 / 10)) ]; then
     srm_pass "$killed pairs of ranks killed with SIGKILL mid-stream"
 else
     srm_fail "only $killed of $ROUNDS pairs got to stream before the kill"
+fi
+if [ "${SRM_KILL_WIRE:-tcp}" = verbs ]; then
+    if [ "$streamed" -ge $((ROUNDS * 8 / 10)) ]; then
+        srm_pass "$streamed of $ROUNDS pairs were seen streaming when killed"
+    else
+        srm_fail "only $streamed of $ROUNDS pairs were seen streaming before the kill"
+    fi
 fi
 if agents_answer; then
     srm_pass "both agents live and answer after $killed kills"

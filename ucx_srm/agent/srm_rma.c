@@ -136,7 +136,6 @@ static int srm_rma_same_user(srm_agent_t *agent, uint32_t owner, uid_t uid)
     return (client != NULL) && (client->uid == uid);
 }
 
-/* 0 or a positive errno; moves the data when both ends check out. */
 /*
  * A key with the right region but not its token: a guess (ids, generations
  * and addresses are easy to learn), or a forgery; or another user's key.
@@ -155,6 +154,7 @@ static void srm_rma_bad_key(srm_agent_t *agent, srm_client_t *src,
              (unsigned long long)src->stats.bad_keys);
 }
 
+/* 0 or a positive errno; moves the data when both ends check out. */
 static int srm_rma_execute(srm_agent_t *agent, srm_client_t *src,
                            const srm_frame_hdr_t *hdr,
                            const srm_rma_req_t *req)
