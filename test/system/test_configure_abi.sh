@@ -9,8 +9,14 @@
 #  - a ucx_info that names no ENABLE_MT stops configure, saying so;
 #  - without --with-ucx-src configure takes the tree in .ucx-src of the
 #    build directory, and with none there stops, naming
-#    contrib/get-ucx-src.sh: it fetches nothing and touches no apt source.
-# The stand-in ucx_info is the real one with lines filtered out of -b.
+#    contrib/get-ucx-src.sh: it fetches nothing and touches no apt source;
+#  - what does not fit stops it, naming what: a UCX older than 1.13 or newer
+#    than 1.23, a source tree of another version, a ucx_info of another
+#    version;
+#  - with no ucx_info under pkg-config's prefix it takes the PATH's.
+# The stand-in ucx_info is the real one with lines filtered out of -b, or
+# with another version; the stand-in pkg-config is the real one with
+# another version or prefix for ucx-uct.
 #
 . "$(dirname "$0")/lib.sh"
 
@@ -104,5 +110,66 @@ if plain dot-src &&
     srm_pass "a tree in .ucx-src of the build directory: configure takes it"
 else
     srm_fail "a tree in .ucx-src: $(tail -n 2 "$SRM_LOG/dot-src/configure.out")"
+fi
+# fake_pkg_config DIR VERSION PREFIX: a pkg-config in DIR that says VERSION
+# and PREFIX for ucx-uct (empty: the real answer) and the rest as is.
+real_pkg_config=$(command -v pkg-config)
+fake_pkg_config() {
+    mkdir -p "$1"
+    cat >"$1/pkg-config" <<SH
+#!/bin/sh
+case " \$* " in
+*" --modversion ucx-uct "*) [ -n "$2" ] && { echo "$2"; exit 0; } ;;
+*" --variable=prefix ucx-uct "*) [ -n "$3" ] && { echo "$3"; exit 0; } ;;
+esac
+exec "$real_pkg_config" "\$@"
+SH
+    chmod +x "$1/pkg-config"
+}
+# stops NAME WHAT PATTERN [configure args...]: configure in $SRM_LOG/NAME
+# must fail with an error matching PATTERN.
+stops() {
+    local name=$1 what=$2 pattern=$3 dir=$SRM_LOG/$1
+    shift 3
+    if (cd "$dir" && "$SRM_SRCDIR/configure" "$@" >configure.out 2>&1); then
+        srm_fail "$what: configure went on"
+    elif grep -Eq "error: .*$pattern" "$dir/configure.out"; then
+        srm_pass "$what: configure stops: $(grep -m 1 -o 'error: .*' "$dir/configure.out" | cut -c1-110)"
+    else
+        srm_fail "$what: $(tail -n 2 "$dir/configure.out")"
+    fi
+}
+for v in 1.12.1 1.24.0 2.0.0; do
+    rm -rf "$SRM_LOG/ucx-$v" && fake_pkg_config "$SRM_LOG/ucx-$v" "$v" ""
+    stops "ucx-$v" "UCX $v" "UCX $v found; ucx-srm builds with UCX 1.13 to 1.23" \
+        --with-ucx-src="$ucx_src" PKG_CONFIG="$SRM_LOG/ucx-$v/pkg-config"
+done
+
+installed=$("$real_pkg_config" --modversion ucx-uct)
+other_tree=$SRM_LOG/other-tree/ucx
+rm -rf "$SRM_LOG/other-tree" && mkdir -p "$other_tree/src/uct/base"
+touch "$other_tree/src/uct/base/uct_iface.h"
+printf 'define([ucx_ver_major], 1)\ndefine([ucx_ver_minor], 99)\ndefine([ucx_ver_patch], 0)\n' \
+    >"$other_tree/configure.ac"
+stops other-tree "a source tree of UCX 1.99.0" \
+    "version 1.99.0 but the installed UCX is $installed" --with-ucx-src="$other_tree"
+
+rm -rf "$SRM_LOG/other-info" && mkdir -p "$SRM_LOG/other-info"
+printf '#!/bin/sh\necho "# Library version: 1.99.0"\n' >"$SRM_LOG/other-info/ucx_info"
+chmod +x "$SRM_LOG/other-info/ucx_info"
+stops other-info "a ucx_info of UCX 1.99.0" "is UCX 1.99.0, pkg-config found $installed" \
+    --with-ucx-src="$ucx_src" UCX_INFO="$SRM_LOG/other-info/ucx_info"
+
+# pkg-config's prefix without bin/ucx_info: the PATH's is taken.
+dir=$SRM_LOG/path-info
+rm -rf "$dir" && mkdir -p "$dir/bin" "$dir/empty-prefix"
+fake_pkg_config "$dir" "" "$dir/empty-prefix"
+ln -s "$ucx_info" "$dir/bin/ucx_info"
+if (cd "$dir" && env -u UCX_INFO PATH="$dir/bin:$PATH" "$SRM_SRCDIR/configure" \
+        --with-ucx-src="$ucx_src" PKG_CONFIG="$dir/pkg-config" >configure.out 2>&1) &&
+   grep -qxF "UCX_INFO = $dir/bin/ucx_info" "$dir/Makefile"; then
+    srm_pass "no ucx_info under pkg-config's prefix: the PATH's is taken"
+else
+    srm_fail "no ucx_info under pkg-config's prefix: $(grep -m1 '^UCX_INFO' "$dir/Makefile" 2>/dev/null) $(tail -n 2 "$dir/configure.out")"
 fi
 srm_done

@@ -57,17 +57,26 @@ check "a program" "$var=$value UCX_SRM_AGENT_PATH=$agent ./app -x" ./app -x
 check "srun, with --export among the program's arguments" \
     "srun --export=ALL,$var=$value,UCX_SRM_AGENT_PATH=$agent -N 2 ./app --export x" \
     srun -N 2 ./app --export x
+for words in "-n2" "--ntasks=2" "-l -n 2" "--label --ntasks 2" "-N 2 -l"; do
+    # shellcheck disable=SC2086 # the options are meant to split
+    check "srun $words, with --export among the program's arguments" \
+        "srun --export=ALL,$var=$value,UCX_SRM_AGENT_PATH=$agent $words ./app --export x" \
+        srun $words ./app --export x
+done
 check "--dry-run quotes what a shell would split" \
     "mpiexec.hydra -genv $var $value -genv UCX_SRM_AGENT_PATH $agent ./app 'a b' '' 'it'\\''s'" \
     mpiexec.hydra ./app "a b" "" "it's"
 
-out=$(run srun --export=NONE -n 2 ./app)
-rc=$?
-if [ "$rc" = 2 ] && [[ $out == *"srun's own --export would replace"*"$var=$value"* ]]; then
-    srm_pass "srun with its own --export: refused, naming what to add"
-else
-    srm_fail "srun with its own --export: exit $rc: $out"
-fi
+for words in "--export=NONE -n 2" "-n2 --export=NONE" "--ntasks 2 --export ALL" "-l --export=ALL"; do
+    # shellcheck disable=SC2086
+    out=$(run srun $words ./app)
+    rc=$?
+    if [ "$rc" = 2 ] && [[ $out == *"srun's own --export would replace"*"$var=$value"* ]]; then
+        srm_pass "srun $words: refused, naming what to add"
+    else
+        srm_fail "srun $words: exit $rc: $out"
+    fi
+done
 out=$(run aprun -n 2 ./app)
 rc=$?
 if [ "$rc" = 2 ] && [[ $out == *"launcher srm-run does not know"* ]] &&

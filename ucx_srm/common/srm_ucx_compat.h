@@ -7,10 +7,12 @@
  *
  * Checked against the tagged sources of 1.13.1 .. 1.22.0 and 1.23's
  * development tree:
- *   1.14  md query fills uct_md_attr_v2_t; mem_reg takes a params struct
+ *   1.14  md query fills uct_md_attr_v2_t; mem_reg takes a params struct;
+ *         md ops: mem_attach
  *   1.15  ucs_config_parser_fill_opts takes a config list entry, not a
  *         table and its prefix
- *   1.16  mkey_pack gets the address and length; uct_base_iface_internal_ops
+ *   1.16  md ops: is_sockaddr_accessible is gone; mkey_pack gets the
+ *         address and length; uct_base_iface_internal_ops
  *         is gone: each transport has its own internal ops, with
  *         iface_is_reachable_v2 and ep_is_connected
  *   1.18  UCT_IFACE_FLAG_INTER_NODE: UCP's network-only worker addresses
@@ -20,10 +22,12 @@
  *   1.20  internal ops: ep_get_device_ep, and (1.20 only: 1.21 has
  *         neither) iface_query_v2 and iface_mem_element_pack, which UCP's
  *         device API calls unchecked
+ *   1.21  md ops: mem_elem_pack (UCP's device API calls it unchecked)
  *   1.22  internal ops: iface_query_v2 again (UCP calls it unchecked) and
  *         ep_put_sgl_zcopy; ep_check may be given a completion
  *   1.23  internal ops: ep_get_sgl_zcopy and ep_outstanding_purge (the base
- *         iface asserts that ep_outstanding_purge is set)
+ *         iface asserts that ep_outstanding_purge is set); md ops:
+ *         mem_elem_release
  */
 #ifndef SRM_UCX_COMPAT_H
 #define SRM_UCX_COMPAT_H
@@ -50,6 +54,11 @@
 #define SRM_UCX_HAS_EP_PUT_SGL_ZCOPY       SRM_UCX_AT_LEAST(1, 22)
 #define SRM_UCX_HAS_EP_GET_SGL_ZCOPY       SRM_UCX_AT_LEAST(1, 23)
 #define SRM_UCX_HAS_EP_OUTSTANDING_PURGE   SRM_UCX_AT_LEAST(1, 23)
+/* The md ops slots that came or went after 1.13. */
+#define SRM_UCX_HAS_MD_MEM_ATTACH          SRM_UCX_AT_LEAST(1, 14)
+#define SRM_UCX_HAS_MD_IS_SOCKADDR_ACCESSIBLE (!SRM_UCX_AT_LEAST(1, 16))
+#define SRM_UCX_HAS_MD_MEM_ELEM_PACK       SRM_UCX_AT_LEAST(1, 21)
+#define SRM_UCX_HAS_MD_MEM_ELEM_RELEASE    SRM_UCX_AT_LEAST(1, 23)
 
 #if SRM_UCX_AT_LEAST(1, 18)
 #  define SRM_UCX_IFACE_FLAG_INTER_NODE UCT_IFACE_FLAG_INTER_NODE

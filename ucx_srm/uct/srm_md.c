@@ -166,15 +166,33 @@ static void uct_srm_md_close(uct_md_h tl_md)
     ucs_free(md);
 }
 
+/* UCX calls some slots unchecked: every one is filled (test_uct_ops). */
 static uct_md_ops_t uct_srm_md_ops = {
     .close              = uct_srm_md_close,
     .query              = uct_srm_md_query,
     .mem_alloc          = uct_srm_md_mem_alloc,
     .mem_free           = uct_srm_mem_free,
+    .mem_advise         = SRM_UCX_UNSUPPORTED(uct_md_mem_advise_func_t),
     .mkey_pack          = uct_srm_md_mkey_pack,
     .mem_reg            = uct_srm_md_mem_reg,
     .mem_dereg          = uct_srm_md_mem_dereg,
+    .mem_query          = SRM_UCX_UNSUPPORTED(uct_md_mem_query_func_t),
+#if SRM_UCX_HAS_MD_MEM_ATTACH
+    .mem_attach         = SRM_UCX_UNSUPPORTED(uct_md_mem_attach_func_t),
+#endif
+#if SRM_UCX_HAS_MD_IS_SOCKADDR_ACCESSIBLE
+    .is_sockaddr_accessible = SRM_UCX_STUB(uct_md_is_sockaddr_accessible_func_t,
+                                           ucs_empty_function_return_zero_int),
+#endif
     .detect_memory_type = SRM_UCX_UNSUPPORTED(uct_md_detect_memory_type_func_t),
+#if SRM_UCX_HAS_MD_MEM_ELEM_PACK
+    /* srm has no device (GPU) memory elements */
+    .mem_elem_pack      = SRM_UCX_UNSUPPORTED(uct_md_mem_elem_pack_func_t),
+#endif
+#if SRM_UCX_HAS_MD_MEM_ELEM_RELEASE
+    .mem_elem_release   = SRM_UCX_STUB(uct_md_mem_elem_release_func_t,
+                                       ucs_empty_function),
+#endif
 };
 
 /*
