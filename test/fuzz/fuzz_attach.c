@@ -5,7 +5,9 @@
  * ATTACH_REQ and STATUS_REQ with valid headers and fuzzed bodies, packets
  * carrying fds (MEM_REG_REQ and MEM_DEREG_REQ among them, sometimes with a
  * real memfd), half-closes and closes, and once attached, frames written
- * into the TX rings, flags raised and ring indices broken. The agent runs
+ * into the TX rings (AMs, and RMA requests between the regions other
+ * connections registered, with valid or broken parts), flags raised and
+ * ring indices broken. The agent runs
  * step by step in between (srm_agent_step). After each input all clients
  * are gone, and the agent must hold no client, queue, memory region or fd
  * more than before; every FUZZ_CHECK_EVERY inputs it must still attach a new client.
@@ -16,6 +18,8 @@
 #define _GNU_SOURCE
 #include <ucx_srm/agent/srm_agent.h>
 #include <ucx_srm/common/srm_log.h>
+#include <ucx_srm/common/srm_rma.h>
+#include <ucx_srm/common/srm_rkey.h>
 
 #include <dirent.h>
 #include <errno.h>
@@ -69,8 +73,9 @@ typedef struct {
     srm_ring_t       tx[SRM_SHM_MAX_TX_RINGS];
     unsigned         memfds_sent;   /* with any packet */
     unsigned         regions_added; /* MEM_REG_REPs with status 0 */
-    uint32_t         region_id;     /* the last region the agent added */
-    uint32_t         region_generation;
+    uint64_t         reg_address;   /* the last MEM_REG_REQ's */
+    uint64_t         reg_length;
+    srm_rkey_t       region;        /* the last region the agent added */
 } fuzz_conn_t;
 
 typedef struct {
@@ -198,8 +203,15 @@ static void fuzz_conn_on_mem_reg_rep(fuzz_conn_t *conn)
     } else if ((rep->region_id == 0) || (rep->generation == 0)) {
         fuzz_fail("MEM_REG_REP with no region");
     } else {
-        conn->region_id         = rep->region_id;
-        conn->region_generation = rep->generation;
+        memset(&conn->region, 0, sizeof(conn->region));
+        conn->region.node_id     = rep->node_id;
+        conn->region.client_addr = conn->reg_address;
+        conn->region.agent_addr  = rep->agent_addr;
+        conn->region.length      = conn->reg_length;
+        conn->region.region_id   = rep->region_id;
+        conn->region.generation  = rep->generation;
+        conn->region.token       = rep->token;
+        memcpy(conn->region.rkey, rep->rkey, sizeof(conn->region.rkey));
     }
 }
 
@@ -379,13 +391,15 @@ static size_t fuzz_build(fuzz_input_t *in, fuzz_conn_t *conn, int kind,
         b               = fuzz_u8(in);
         mem_reg->length = (b < 128) ? (uint64_t)b * 1024 :
                           (uint64_t)fuzz_u8(in) << (b % 64);
+        conn->reg_address = mem_reg->address;
+        conn->reg_length  = mem_reg->length;
         return fuzz_length(in, sizeof(*mem_reg));
     case FUZZ_MSG_MEM_DEREG:
         fuzz_header(in, &mem_dereg->hdr, SRM_MSG_MEM_DEREG_REQ);
         b = fuzz_u8(in);
         if (b & 1) {
-            mem_dereg->region_id  = conn->region_id;
-            mem_dereg->generation = conn->region_generation + (b >> 7);
+            mem_dereg->region_id  = conn->region.region_id;
+            mem_dereg->generation = conn->region.generation + (b >> 7);
         } else {
             mem_dereg->region_id  = fuzz_u8(in);
             mem_dereg->generation = fuzz_u8(in);
@@ -462,6 +476,55 @@ static void fuzz_op_close(fuzz_input_t *in, fuzz_conn_t *conn)
     }
 }
 
+/* A place inside region for a transfer: offset and length from the fuzzed
+ * ones, which may run a few bytes past its end. */
+/* The region's length, which a reply matched to another request may make
+ * anything, bounded so that the arithmetic below cannot wrap. */
+static uint64_t fuzz_rma_span(const srm_rkey_t *region)
+{
+    return (region->length < (1ull << 40)) ? region->length : (1ull << 40);
+}
+
+static uint64_t fuzz_rma_place(const srm_rkey_t *region, uint64_t fuzzed)
+{
+    return region->client_addr + fuzzed % (fuzz_rma_span(region) + 1);
+}
+
+/* Regions come over a connection of their own, as the md's do: those of
+ * connection i are used by the attached connection i ^ 2. */
+static const srm_rkey_t *fuzz_region_of(const fuzz_conn_t *conn)
+{
+    return &fuzz_conns[(conn - fuzz_conns) ^ 2].region;
+}
+
+/*
+ * Makes the RMA request in payload (fuzzed bytes) name the last region
+ * registered beside the connection as its local memory and the one beside
+ * dst as its target, with that one's key; its op, offsets and length stay
+ * derived from the fuzzed ones.
+ */
+static void fuzz_rma_fix(const fuzz_conn_t *conn, const fuzz_conn_t *dst,
+                         uint8_t *payload)
+{
+    const srm_rkey_t *local  = fuzz_region_of(conn);
+    const srm_rkey_t *remote = fuzz_region_of(dst);
+    srm_rma_req_t req;
+    uint64_t room;
+
+    memcpy(&req, payload, sizeof(req));
+    if (!(req.op & 0x80)) {
+        req.op = SRM_RMA_PUT + (req.op & 1);
+    }
+    req.local_region     = local->region_id;
+    req.local_generation = local->generation;
+    req.local_addr       = fuzz_rma_place(local, req.local_addr);
+    req.remote_addr      = fuzz_rma_place(remote, req.remote_addr);
+    room = fuzz_rma_span(local) - (req.local_addr - local->client_addr);
+    req.length = req.length % (room + 4);
+    srm_rkey_pack(remote, &req.rkey);
+    memcpy(payload, &req, sizeof(req));
+}
+
 static void fuzz_op_tx(fuzz_input_t *in, fuzz_conn_t *conn)
 {
     const uint64_t one = 1;
@@ -476,6 +539,7 @@ static void fuzz_op_tx(fuzz_input_t *in, fuzz_conn_t *conn)
 
     fuzz_take(in, &hdr, sizeof(hdr));
     len = fuzz_u8(in);
+    memset(payload, 0, sizeof(payload));
     fuzz_take(in, payload, len);
     if (conn->shm == NULL) {
         return;
@@ -487,7 +551,7 @@ static void fuzz_op_tx(fuzz_input_t *in, fuzz_conn_t *conn)
         hdr.version = SRM_FRAME_VERSION;
     }
     if (!(fix & 2)) {
-        hdr.type = SRM_FRAME_AM;
+        hdr.type = (hdr.type & 1) ? SRM_FRAME_RMA : SRM_FRAME_AM;
     }
     if (!(fix & 4)) {
         hdr.dst_port = dst->port;
@@ -497,7 +561,12 @@ static void fuzz_op_tx(fuzz_input_t *in, fuzz_conn_t *conn)
         hdr.dst_node = 0;
     }
     if (!(fix & 16)) {
-        hdr.length %= SRM_FRAME_MAX_PAYLOAD + 1;
+        hdr.length = (hdr.type == SRM_FRAME_RMA) ? sizeof(srm_rma_req_t) :
+                     hdr.length % (SRM_FRAME_MAX_PAYLOAD + 1);
+    }
+    if ((hdr.type == SRM_FRAME_RMA) && !(fix & 128)) {
+        fuzz_rma_fix(conn, dst, payload);
+        len = (len > sizeof(srm_rma_req_t)) ? len : sizeof(srm_rma_req_t);
     }
 
     ring        = &conn->tx[(ring_b & 15) % conn->layout.num_tx_rings];

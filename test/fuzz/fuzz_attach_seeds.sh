@@ -73,3 +73,18 @@ mem_dereg() { byte $((3 | $1 << 3)) $((4 << 2)) 0 0 1 0; }      # CONN
 # A dropped client rang its doorbell, still in the agent's epoll set.
 { attach 0 fuzz; settle; attach 0 again; settle; tx 0 0 0 x; settle; } \
     > "$dir/regress-doorbell-after-drop"
+# RMA between regions registered over connections 2 and 3, by the attached
+# connections 0 and 1 (fix 0: local region, target and key valid): a PUT
+# and a GET of 64 bytes, then one with the key of a region deregistered
+# meanwhile.
+rma() {             # CONN DST OP: a 64-byte RMA request, OP 0 PUT, 1 GET
+    byte $((6 | $1 << 3)) 0 $(($2 << 5)) 0 0 0 1 112 0 0 0
+    byte 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0
+    byte 112 0 0 0 0 0 0 0 0 "$3"
+    byte 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0
+    byte 64 0 0 0 0 0 0 0
+    for _ in $(seq 72); do byte 0; done
+}
+{ attach 0 fuzz; attach 1 peer; settle; mem_reg 2; mem_reg 3; settle
+  rma 0 1 0; settle; shm 0 0; rma 0 1 1; settle; shm 0 0; mem_dereg 3
+  settle; rma 0 1 0; settle; shm 0 0; settle; } > "$dir/rma-put-get"

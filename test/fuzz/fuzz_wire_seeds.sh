@@ -203,3 +203,9 @@ for mode in 16 17 18; do
       answer 1 1; answer 2 1; settle; big_am 0 16; big_am 0 2; send 1 0 8 12
       settle; } > "$dir/$name"
 done
+
+# Without failover (mode 18): a client logged frames to its direct lane
+# after the node failed; the agent queued them on the invalid node's small
+# channel, whose buffer it then kept. (The input fuzz_wire found, as is.)
+echo 'Eg8AAAADASgA4gEACwEAZAMACgBfAQAACgEMAAsECwAAFAEACgBPAAAAXwAAAG8AAAB/AAAACgAFAAAAAAAAFQAAAAAAAAMDKAAAAAAKAAwADaQIAwIAHsEACrWtAgCQYgAACgAAbwEAAAoAA88AAAAAAAPBAAAAAAALAQAAxwAKAA==' |
+    base64 -d > "$dir/regress-lane-log-to-invalid"
