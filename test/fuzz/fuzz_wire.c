@@ -893,6 +893,11 @@ static void fuzz_on_channel_frame(fuzz_conn_t *conn,
                (hdr->seq == 0)))) {
             fuzz_fail("a PORT_GONE for port %u", hdr->src_port);
         }
+    } else if (hdr->type == SRM_FRAME_PORT_REFUSED) {
+        /* One of our ports kept missing the client's key. */
+        if (hdr->length != 0) {
+            fuzz_fail("a PORT_REFUSED of %u bytes", hdr->length);
+        }
     } else if ((hdr->length != 0) || (hdr->dst_port != fuzz_client.port)) {
         fuzz_fail("a %s for port %u", (hdr->type == SRM_FRAME_PAUSE) ?
                                               "PAUSE" : "RESUME",
@@ -930,6 +935,7 @@ static void fuzz_conn_on_frame(fuzz_conn_t *conn, const srm_frame_hdr_t *hdr,
     case SRM_FRAME_PAUSE:
     case SRM_FRAME_RESUME:
     case SRM_FRAME_PORT_GONE:
+    case SRM_FRAME_PORT_REFUSED:
     case SRM_FRAME_ACK:
         fuzz_on_channel_frame(conn, hdr, payload);
         return;

@@ -860,7 +860,7 @@ TEST(wire, a_port_number_used_again_after_its_port_went_starts_afresh)
                   std::string(f.payload.begin(), f.payload.end()));
     }
     std::string status = node_b.status();
-    EXPECT_NE(std::string::npos, status.find(" sources 1 retired 1\n"))
+    EXPECT_NE(std::string::npos, status.find(" sources 1 retired 1 "))
             << status;
     EXPECT_TRUE(peer.connected()) << status;
 }
@@ -893,12 +893,12 @@ TEST(wire, what_a_node_keeps_per_source_port_is_bounded_and_freed)
      * it when that AM arrives. */
     std::string status = node_b.status();
     for (int i = 0; (i < 500) &&
-                    (status.find(" sources 0 retired 5000\n") ==
+                    (status.find(" sources 0 retired 5000 ") ==
                      std::string::npos); ++i) {
         usleep(10000);
         status = node_b.status();
     }
-    EXPECT_NE(std::string::npos, status.find(" sources 0 retired 5000\n"))
+    EXPECT_NE(std::string::npos, status.find(" sources 0 retired 5000 "))
             << status;
 
     /* 4096 ports that stay, then 4 more. */
@@ -913,6 +913,91 @@ TEST(wire, what_a_node_keeps_per_source_port_is_bounded_and_freed)
     EXPECT_FALSE(b.recv_wait(&f, 300)) << "a port past the bound";
     status = node_b.status();
     EXPECT_NE(std::string::npos, status.find(" bad 4 dropped 0 foreign 0 sources 4096 "))
+            << status;
+    EXPECT_TRUE(peer.connected()) << status;
+}
+
+/*
+ * Port keys are 32 random bits: a process of another node whose frames
+ * keep missing the keys of this node's ports is searching for one. After
+ * 64 misses its frames are dropped here, whatever key they carry, and its
+ * own agent, told so (PORT_REFUSED), drops it; another process of its node
+ * goes on. Before, the misses were only counted (bad_dest) and the search
+ * could go on for as long as it took.
+ */
+TEST(wire, a_process_of_another_node_that_keeps_missing_port_keys_is_refused)
+{
+    agent node_a(kLoopbackWire), node_b(kLoopbackWire);
+    raw_client searcher(node_a.socket()), honest(node_a.socket());
+    raw_client b(node_b.socket());
+    connect_clients(searcher, b);
+    connect_clients(honest, b);
+    frame f;
+
+    ASSERT_TRUE(honest.send(b.port(), b.key(), "first", 5, 0, 1));
+    ASSERT_TRUE(b.recv_wait(&f, 5000)) << node_a.status();
+    for (uint32_t guess = 1; guess < 64; ++guess) {
+        ASSERT_TRUE(searcher.send(b.port(), b.key() ^ guess, "x", 1,
+                                  guess - 1, 1));
+    }
+    std::string status = node_b.status();
+    for (int i = 0; (i < 500) &&
+                    (status.find(" miskeyed 63 refused 0\n") ==
+                     std::string::npos); ++i) {
+        usleep(10000);
+        status = node_b.status();
+    }
+    EXPECT_NE(std::string::npos, status.find(" miskeyed 63 refused 0\n"))
+            << status;
+    EXPECT_FALSE(searcher.dropped_within(100));
+
+    ASSERT_TRUE(searcher.send(b.port(), b.key() ^ 64, "x", 1, 63, 1));
+    EXPECT_TRUE(searcher.dropped_within(5000)) << node_a.status() << "\n"
+                                                << node_b.status();
+    status = node_b.status();
+    EXPECT_NE(std::string::npos, status.find(" miskeyed 64 refused 1\n"))
+            << status;
+    EXPECT_FALSE(b.recv_wait(&f, 100)) << "a guess got through";
+
+    ASSERT_TRUE(honest.send(b.port(), b.key(), "after", 5, 1, 1));
+    ASSERT_TRUE(b.recv_wait(&f, 5000)) << node_b.status();
+    EXPECT_EQ("after", std::string(f.payload.begin(), f.payload.end()));
+}
+
+/*
+ * The refusal holds on the receiving node whatever the sending agent does
+ * (a made-up peer here, which ignores PORT_REFUSED): the refused port's
+ * frames are dropped even with the right key, another port's pass, and the
+ * connection stays.
+ */
+TEST(wire, a_refused_source_port_stays_refused_and_costs_only_itself)
+{
+    agent node_b({"UCX_SRM_DEVICES=lo", "UCX_SRM_FAILOVER_TIMEOUT=5s"});
+    raw_client b(node_b.socket());
+    raw_peer peer(b.wire_ipv4(), b.wire_port(), 0x5352);
+    uint32_t chan_seq = 0, seq = 0;
+    frame f;
+
+    for (; seq < 64; ++seq) {
+        std::vector<uint8_t> bytes = raw_peer::am(chan_seq++, seq, b, "x", 1,
+                                                  7);
+        srm_frame_hdr_t hdr;
+        memcpy(&hdr, bytes.data(), sizeof(hdr));
+        hdr.dst_key ^= seq + 1;
+        memcpy(bytes.data(), &hdr, sizeof(hdr));
+        peer.send_bytes(bytes.data(), bytes.size());
+    }
+    std::vector<uint8_t> bytes = raw_peer::am(chan_seq++, seq, b, "k", 1, 7);
+    peer.send_bytes(bytes.data(), bytes.size());
+    bytes = raw_peer::am(chan_seq++, 0, b, "o", 1, 8);
+    peer.send_bytes(bytes.data(), bytes.size());
+
+    ASSERT_TRUE(b.recv_wait(&f, 5000)) << node_b.status();
+    EXPECT_EQ("o", std::string(f.payload.begin(), f.payload.end()));
+    EXPECT_EQ(8u, f.hdr.src_port);
+    EXPECT_FALSE(b.recv_wait(&f, 200)) << "the refused port got through";
+    std::string status = node_b.status();
+    EXPECT_NE(std::string::npos, status.find(" miskeyed 65 refused 1\n"))
             << status;
     EXPECT_TRUE(peer.connected()) << status;
 }

@@ -278,6 +278,9 @@ void srm_channel_send_flow(srm_agent_t *agent, unsigned node_index,
 /* Tells a node that port is gone, having sent it `final` frames. */
 void srm_channel_send_port_gone(srm_agent_t *agent, srm_node_t *node,
                                 uint32_t port, uint32_t final);
+/* PORT_REFUSED to node: its port `port` is dropped here for key misses. */
+void srm_channel_send_port_refused(srm_agent_t *agent, srm_node_t *node,
+                                   uint32_t port);
 int srm_channel_flush(srm_agent_t *agent, srm_node_t *node, int kind);
 int srm_channel_write_link(srm_agent_t *agent, srm_link_t *link, int ack);
 int srm_channel_at_boundary(const srm_link_t *link);
@@ -331,6 +334,11 @@ int srm_order_hold(srm_node_t *node, srm_order_t *order, int kind,
 void srm_order_advance(srm_agent_t *agent, srm_node_t *node,
                        srm_order_t *order, int kind,
                        const srm_frame_hdr_t *hdr);
+/* Delivers a frame of the port whose turn it is: 1 consumed (delivered,
+ * or dropped: no such port, a wrong key, a refused source), 0 no room. */
+int srm_order_deliver(srm_agent_t *agent, srm_node_t *node,
+                      srm_order_t *order, const srm_frame_hdr_t *hdr,
+                      const void *payload);
 /* Delivers the held frames whose turn came (ports had room again). */
 unsigned srm_order_release_all(srm_agent_t *agent, srm_node_t *node);
 /* PORT_GONE: the port sent `final` frames in all; its entry goes with the

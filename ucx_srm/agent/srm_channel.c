@@ -389,6 +389,8 @@ static const char *srm_channel_control_name(const srm_frame_hdr_t *frame)
         return "PAUSE";
     case SRM_FRAME_RESUME:
         return "RESUME";
+    case SRM_FRAME_PORT_REFUSED:
+        return "PORT_REFUSED";
     default:
         return "PORT_GONE";
     }
@@ -436,6 +438,43 @@ void srm_channel_send_port_gone(srm_agent_t *agent, srm_node_t *node,
     frame.src_port = port;
     frame.seq      = final;
     srm_channel_put_control(agent, node, &frame, port);
+}
+
+void srm_channel_send_port_refused(srm_agent_t *agent, srm_node_t *node,
+                                   uint32_t port)
+{
+    srm_frame_hdr_t frame;
+
+    srm_frame_hdr_init(&frame, SRM_FRAME_PORT_REFUSED, 0);
+    frame.dst_port = port;
+    srm_channel_put_control(agent, node, &frame, port);
+}
+
+/*
+ * PORT_REFUSED: the node dropped our port's frames for missing keys. The
+ * port goes, if it is a client that named that node: a peer cannot thus
+ * drop a process that never sent to it.
+ */
+static void srm_channel_on_port_refused(srm_agent_t *agent, srm_node_t *node,
+                                        uint32_t port)
+{
+    srm_client_t *client = srm_client_lookup(agent, port);
+    unsigned idx;
+
+    if (client == NULL) {
+        return;
+    }
+    for (idx = 1; idx < SRM_SHM_MAX_NODES; ++idx) {
+        if (client->node_map[idx] == node->index + 1) {
+            srm_warn("port %u (pid %d): node %u refused it for frames to "
+                     "its ports with wrong keys", port, (int)client->pid,
+                     node->index);
+            srm_client_fail(agent, client, "another node refused it: too "
+                                           "many frames to its ports with "
+                                           "wrong keys");
+            return;
+        }
+    }
 }
 
 /* Frees the acknowledged frames that the active link has written whole. */
@@ -508,7 +547,8 @@ static void srm_channel_advance(srm_agent_t *agent, srm_channel_t *chan,
 static int srm_channel_numbered(uint8_t type)
 {
     return (type == SRM_FRAME_AM) || (type == SRM_FRAME_PAUSE) ||
-           (type == SRM_FRAME_RESUME) || (type == SRM_FRAME_PORT_GONE);
+           (type == SRM_FRAME_RESUME) || (type == SRM_FRAME_PORT_GONE) ||
+           (type == SRM_FRAME_PORT_REFUSED);
 }
 
 /* Turns the frame at `at` (whose header is hdr, left bytes on) into a
@@ -929,7 +969,7 @@ static int srm_channel_deliver(srm_agent_t *agent, srm_link_t *link,
         return srm_order_hold(node, order, link->kind, hdr, payload);
     }
 
-    if (srm_deliver_to_port(agent, node, hdr, payload) == 0) {
+    if (!srm_order_deliver(agent, node, order, hdr, payload)) {
         return 0;
     }
     srm_order_advance(agent, node, order, link->kind, hdr);
@@ -962,7 +1002,8 @@ static void srm_channel_consumed(srm_agent_t *agent, srm_node_t *node,
 }
 
 /*
- * A numbered frame (AM, PAUSE, RESUME, PORT_GONE) from a ready link: 1
+ * A numbered frame (AM, PAUSE, RESUME, PORT_GONE, PORT_REFUSED) from a
+ * ready link: 1
  * consumed, 0 no room (retry later), -1 a gap in the numbering (the link
  * lies).
  */
@@ -992,6 +1033,8 @@ int srm_channel_receive(srm_agent_t *agent, srm_link_t *link,
         srm_lane_enter(agent, node);
         srm_node_set_paused(node, hdr->src_port, 0); /* in case */
         srm_lane_leave(agent, node);
+    } else if (hdr->type == SRM_FRAME_PORT_REFUSED) {
+        srm_channel_on_port_refused(agent, node, hdr->dst_port);
     } else {
         /* Direct writers must see a pause before their next frame. */
         srm_lane_enter(agent, node);

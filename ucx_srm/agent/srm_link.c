@@ -761,6 +761,7 @@ static int srm_link_on_frame(srm_agent_t *agent, srm_link_t *link,
     case SRM_FRAME_PAUSE:
     case SRM_FRAME_RESUME:
     case SRM_FRAME_PORT_GONE:
+    case SRM_FRAME_PORT_REFUSED:
         if ((hdr->type != SRM_FRAME_AM) && (hdr->length != 0)) {
             break;
         }

@@ -583,7 +583,8 @@ void srm_node_format(srm_agent_t *agent, char *buf, size_t size,
                          "connects %llu failovers %llu replaced %llu "
                          "resent %llu dups %llu held %zu reordered %llu "
                          "paused %u pauses %llu bad %llu dropped %llu "
-                         "foreign %llu sources %u retired %llu\n",
+                         "foreign %llu sources %u retired %llu "
+                         "miskeyed %llu refused %u\n",
                          node->index, (unsigned long long)node->node_id,
                          srm_wire_tcp_str(node->wire[0].ipv4,
                                           node->wire[0].port, addr,
@@ -622,7 +623,9 @@ void srm_node_format(srm_agent_t *agent, char *buf, size_t size,
                          (unsigned long long)node->dropped,
                          (unsigned long long)node->lane_foreign,
                          node->num_orders,
-                         (unsigned long long)node->orders_retired);
+                         (unsigned long long)node->orders_retired,
+                         (unsigned long long)node->miskeyed,
+                         node->sources_refused);
             if ((n < 0) || ((size_t)n >= size - *len)) {
                 return;
             }

@@ -166,6 +166,9 @@ typedef struct srm_order {
     uint32_t         expected;
     uint32_t         final;       /* gone: the seq it ended at */
     int              gone;        /* its agent said PORT_GONE */
+    uint32_t         bad_keys;    /* its frames to ports with wrong keys */
+    int              refused;     /* searching for keys: dropped, its agent
+                                     told (PORT_REFUSED) */
     srm_held_frame_t *held;       /* sorted by seq */
 } srm_order_t;
 
@@ -196,6 +199,8 @@ struct srm_node {
     unsigned         cap_orders;
     size_t           held_bytes;
     uint64_t         orders_retired; /* entries of gone ports freed */
+    unsigned         sources_refused; /* its ports refused for key misses */
+    uint64_t         miskeyed;    /* its frames to ports with wrong keys */
     int              orders_full_logged;
     uint32_t         *paused_ports; /* its ports that told us to PAUSE */
     unsigned         num_paused;

@@ -23,6 +23,10 @@
  * names a new port in every frame. */
 #define SRM_ORDER_HELD_LIMIT  (8u * 1024u * 1024u)
 #define SRM_ORDER_MAX_SOURCES 4096u
+/* Frames of one source port to ports of this node with wrong keys before
+ * it is refused: keys are 32 random bits, so a port that keeps missing
+ * them is searching (as for local senders, srm_deliver.c). */
+#define SRM_ORDER_BAD_KEYS_MAX 64u
 
 int srm_order_full(const srm_node_t *node)
 {
@@ -92,6 +96,33 @@ static int srm_order_retire(srm_node_t *node, srm_order_t *order)
     return 1;
 }
 
+int srm_order_deliver(srm_agent_t *agent, srm_node_t *node,
+                      srm_order_t *order, const srm_frame_hdr_t *hdr,
+                      const void *payload)
+{
+    int delivered;
+
+    if (order->refused) {
+        node->miskeyed++; /* counted with the misses that refused it */
+        return 1;
+    }
+    delivered = srm_deliver_to_port(agent, node, hdr, payload);
+    if (delivered != -2) {
+        return delivered != 0;
+    }
+    node->miskeyed++;
+    if (++order->bad_keys == SRM_ORDER_BAD_KEYS_MAX) {
+        order->refused = 1;
+        node->sources_refused++;
+        srm_warn("node %u: its port %u sent %u frames to ports of this "
+                 "node with wrong keys: its frames are dropped from now "
+                 "on, and its agent is told to drop it", node->index,
+                 order->src_port, SRM_ORDER_BAD_KEYS_MAX);
+        srm_channel_send_port_refused(agent, node, order->src_port);
+    }
+    return 1;
+}
+
 /* Delivers the held frames that are now next in order. */
 static unsigned srm_order_release(srm_agent_t *agent, srm_node_t *node,
                                   srm_order_t *order)
@@ -105,8 +136,8 @@ static unsigned srm_order_release(srm_agent_t *agent, srm_node_t *node,
              * let it stand in front of the frames after it. */
             node->bad_frames++;
         } else if ((held->hdr.seq != order->expected) ||
-                   (srm_deliver_to_port(agent, node, &held->hdr,
-                                        held->payload) == 0)) {
+                   !srm_order_deliver(agent, node, order, &held->hdr,
+                                      held->payload)) {
             break;
         } else {
             order->expected++;

@@ -42,7 +42,8 @@ int srm_place_begin(srm_agent_t *agent, srm_link_t *link,
         return 0;
     }
     dst = srm_client_lookup(agent, hdr->dst_port);
-    if ((dst == NULL) || (dst->key != hdr->dst_key) || (dst->failed != NULL)) {
+    if ((dst == NULL) || (dst->key != hdr->dst_key) || (dst->failed != NULL) ||
+        srm_order_get(link->node, hdr->src_port)->refused) {
         return 0; /* the usual path counts and drops it */
     }
     record = srm_deliver_reserve(agent, dst, hdr);

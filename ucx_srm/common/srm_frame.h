@@ -37,6 +37,8 @@ typedef enum {
     SRM_FRAME_RMA_DONE = 11, /* RX ring only: the agent finished an RMA */
     SRM_FRAME_PORT_GONE = 12, /* wire: src_port left; seq: the number of
                                  frames it sent to the receiving node */
+    SRM_FRAME_PORT_REFUSED = 13, /* wire: the receiving node's dst_port kept
+                                    missing port keys; its frames are dropped */
     SRM_FRAME_LAST
 } srm_frame_type_t;
 
