@@ -4,10 +4,11 @@
  * a clock that moves only when the input says so) with one attached
  * client, and is a script for up to four TCP connections of made-up peer
  * agents: dialled by us (HELLO, AUTH) or by the agent to our listeners
- * (HELLO_ACK), numbered AM, PAUSE, RESUME and PORT_GONE frames, ACKs, BYE,
- * garbage, partial frames, closes and resets, time passing, the client
- * sending to those peers and reading what they sent, a buggy process
- * writing the direct lanes' logs and counts, srmctl status and fault. The
+ * (HELLO_ACK), numbered AM, PAUSE, RESUME, PORT_GONE and RMA_REMOTE(_DONE)
+ * frames, ACKs, BYE, garbage, partial frames, closes and resets, time
+ * passing, the client sending to those peers and reading what they sent,
+ * a buggy process writing the direct lanes' logs and counts, srmctl
+ * status and fault. The
  * first byte picks the agent's mode: a cluster secret or none, failover or
  * none, a port backlog smaller than a frame or not, and how the input ends:
  * with the check below or not, or the agent stopping with all still live.
@@ -31,6 +32,7 @@
 #include <ucx_srm/agent/srm_agent.h>
 #include <ucx_srm/common/srm_lane_shared.h>
 #include <ucx_srm/common/srm_log.h>
+#include <ucx_srm/common/srm_rma.h>
 #include <ucx_srm/wire/srm_wire_tcp.h>
 
 #include <arpa/inet.h>
@@ -82,7 +84,7 @@ enum {
     FUZZ_OP_HELLO_ACK, /* the agent dialled: our answer */
     FUZZ_OP_AUTH,      /* our proof, valid or not */
     FUZZ_OP_AM,        /* a burst of numbered AMs */
-    FUZZ_OP_FLOW,      /* PAUSE, RESUME or PORT_GONE */
+    FUZZ_OP_FLOW,      /* PAUSE, RESUME, PORT_GONE, RMA_REMOTE(_DONE) */
     FUZZ_OP_ACK,       /* a cumulative ack, right or not */
     FUZZ_OP_OTHER,     /* BYE, or any type without payload */
     FUZZ_OP_RAW,       /* bytes */
@@ -898,6 +900,11 @@ static void fuzz_on_channel_frame(fuzz_conn_t *conn,
         if (hdr->length != 0) {
             fuzz_fail("a PORT_REFUSED of %u bytes", hdr->length);
         }
+    } else if (hdr->type == SRM_FRAME_RMA_REMOTE_DONE) {
+        /* The answer to an RMA_REMOTE of ours. */
+        if (hdr->length != sizeof(srm_rma_remote_done_t)) {
+            fuzz_fail("an RMA_REMOTE_DONE of %u bytes", hdr->length);
+        }
     } else if ((hdr->length != 0) || (hdr->dst_port != fuzz_client.port)) {
         fuzz_fail("a %s for port %u", (hdr->type == SRM_FRAME_PAUSE) ?
                                               "PAUSE" : "RESUME",
@@ -936,6 +943,7 @@ static void fuzz_conn_on_frame(fuzz_conn_t *conn, const srm_frame_hdr_t *hdr,
     case SRM_FRAME_RESUME:
     case SRM_FRAME_PORT_GONE:
     case SRM_FRAME_PORT_REFUSED:
+    case SRM_FRAME_RMA_REMOTE_DONE:
     case SRM_FRAME_ACK:
         fuzz_on_channel_frame(conn, hdr, payload);
         return;
@@ -1233,6 +1241,8 @@ static void fuzz_note_sent(fuzz_conn_t *conn, const srm_frame_hdr_t *hdr,
     case SRM_FRAME_PAUSE:
     case SRM_FRAME_RESUME:
     case SRM_FRAME_PORT_GONE:
+    case SRM_FRAME_RMA_REMOTE:
+    case SRM_FRAME_RMA_REMOTE_DONE:
         if (fuzz_seq_before(chan->tx_hi, hdr->chan_seq + 1)) {
             chan->tx_hi = hdr->chan_seq + 1;
         }
@@ -1588,17 +1598,36 @@ static void fuzz_op_flow(fuzz_input_t *in, fuzz_conn_t *conn, int variant)
 {
     uint8_t type_b = fuzz_u8(in), port_b = fuzz_u8(in), chan_b = fuzz_u8(in);
     uint8_t tweak = fuzz_u8(in);
+    union {
+        srm_rma_remote_t      req;
+        srm_rma_remote_done_t done;
+    } rma;
     srm_frame_hdr_t hdr;
+    size_t length = 0;
     int model;
 
     if (conn->fd < 0) {
         fuzz_conn_dial(conn);
     }
+    memset(&rma, 0, sizeof(rma));
     if ((type_b & 7) == 7) {
         /* A port the AMs here never come from: the model stays whole. */
         fuzz_hdr(&hdr, SRM_FRAME_PORT_GONE, 0);
         hdr.src_port = 0x10000u + port_b;
         hdr.seq      = type_b >> 3;
+    } else if ((type_b & 7) >= 5) {
+        /* An RMA on memory this agent does not have (it answers with an
+         * error), or an answer to an RMA it never asked for. */
+        fuzz_hdr(&hdr, ((type_b & 7) == 6) ? SRM_FRAME_RMA_REMOTE :
+                                             SRM_FRAME_RMA_REMOTE_DONE,
+                 ((type_b & 7) == 6) ? sizeof(rma.req) : sizeof(rma.done));
+        hdr.src_port        = 0x20000u + port_b;
+        rma.req.id          = port_b;
+        rma.req.op          = type_b >> 6;
+        rma.req.region_id   = (type_b >> 3) & 1;
+        rma.req.generation  = 1;
+        rma.req.length      = (uint64_t)port_b << (tweak & 31);
+        length              = hdr.length;
     } else {
         fuzz_hdr(&hdr, (type_b & 1) ? SRM_FRAME_RESUME : SRM_FRAME_PAUSE, 0);
         hdr.dst_port = (port_b < 0xf0) ? fuzz_src_ports[port_b & 3] :
@@ -1608,7 +1637,7 @@ static void fuzz_op_flow(fuzz_input_t *in, fuzz_conn_t *conn, int variant)
     hdr.chan_seq = fuzz_chan_seq(conn, chan_b, &model);
     fuzz_tweak(conn, &hdr, tweak);
     fuzz_note_sent(conn, &hdr, model);
-    fuzz_conn_send(in, conn, fuzz_frame(0, &hdr, NULL, 0), variant);
+    fuzz_conn_send(in, conn, fuzz_frame(0, &hdr, &rma, length), variant);
 }
 
 static void fuzz_op_ack(fuzz_input_t *in, fuzz_conn_t *conn, int variant)

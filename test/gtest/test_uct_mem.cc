@@ -701,6 +701,19 @@ protected:
         ASSERT_EQ(UCS_OK, uct_rkey_unpack(component_, packed.data(), b));
     }
 
+    /* mem's key with another token: a guess. */
+    void forged_key_of(int i, const uct_allocated_memory_t &mem,
+                       uct_rkey_bundle_t *b)
+    {
+        srm_rkey_packed_t packed;
+        srm_rkey_t key;
+        ASSERT_EQ(UCS_OK, uct_md_mkey_pack(md_[i], mem.memh, &packed));
+        ASSERT_EQ(SRM_RKEY_OK, srm_rkey_unpack(&packed, &key));
+        key.token ^= 0x5a5a;
+        srm_rkey_pack(&key, &packed); /* a checksum of its own */
+        ASSERT_EQ(UCS_OK, uct_rkey_unpack(component_, &packed, b));
+    }
+
     /* Both ports open and connected; SRC on node 0 and a zeroed DST on
      * node 1, LEN bytes each, and DST's key. */
     void connect_regions(size_t len, uct_allocated_memory_t *src,
@@ -814,23 +827,35 @@ TEST_F(uct_rma_2nodes_test, put_get_between_agents)
         EXPECT_EQ(0, memcmp(src.address, dst.address, len));
         EXPECT_EQ(0x99, ((uint8_t*)src.address)[77]);
 
-        /* A remote region freed under its key: the operation fails (the
-         * queue pair with it), and the channel carries on. */
+        /* A remote region freed under its key, and a key with a made-up
+         * token: the target's agent refuses them (before, the first went
+         * to the NIC and failed the bulk channel's queue pair, which every
+         * process's traffic to that node shares), and nothing fails over. */
         ASSERT_EQ(UCS_OK, alloc(1, 4096, &gone));
         key_of(1, gone, &gone_key);
         uint64_t gone_addr = (uintptr_t)gone.address;
         ASSERT_EQ(UCS_OK, uct_mem_free(&gone));
-        EXPECT_EQ(UCS_ERR_IO_ERROR, rma(true, src, gone_addr, gone_key.rkey,
-                                        4096));
+        EXPECT_EQ(UCS_ERR_INVALID_PARAM, rma(true, src, gone_addr,
+                                             gone_key.rkey, 4096));
         EXPECT_EQ(UCS_OK, uct_rkey_release(component_, &gone_key));
+        uct_rkey_bundle_t forged;
+        ASSERT_NO_FATAL_FAILURE(forged_key_of(1, dst, &forged));
+        EXPECT_EQ(UCS_ERR_REJECTED, rma(false, src, (uintptr_t)dst.address,
+                                        forged.rkey, 64));
+        EXPECT_EQ(UCS_OK, uct_rkey_release(component_, &forged));
         memset(dst.address, 0, 64);
         ((uint8_t*)src.address)[0] = 0x42;
         EXPECT_EQ(UCS_OK, rma(true, src, (uintptr_t)dst.address,
                               dst_key.rkey, 64));
         EXPECT_EQ(0x42, ((uint8_t*)dst.address)[0]);
+        std::string status = agents_[0].status();
+        EXPECT_NE(std::string::npos, status.find(" failed 2 served 0\n"))
+                << status;
+        EXPECT_EQ(std::string::npos, status.find("failovers 1"))
+                << "a failed RMA failed a channel over\n" << status;
         EXPECT_NE(std::string::npos,
-                  agents_[0].status().find("failed 1\n"))
-                << agents_[0].status();
+                  agents_[1].status().find(" failed 0 served 5\n"))
+                << agents_[1].status();
     }
     EXPECT_EQ(UCS_OK, uct_rkey_release(component_, &dst_key));
     EXPECT_EQ(UCS_OK, uct_mem_free(&src));

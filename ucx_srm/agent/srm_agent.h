@@ -39,15 +39,22 @@ enum {
 
 #define SRM_RMA_MAX_OPS 256 /* RDMA operations in flight, whole agent */
 
-/* An RDMA operation posted for a client (srm_rma.c). */
+/*
+ * An RMA between nodes (srm_rma.c): one a client asked for, handed to the
+ * target node's agent, or one that agent serves, by RDMA on its queue pair.
+ */
 typedef struct srm_rma_inflight {
     uint8_t          state;    /* SRM_RMA_OP_* */
+    uint8_t          served;   /* 1: for another node's client */
     uint16_t         gen;      /* tells a stale completion id apart */
     int32_t          status;   /* once done: 0 or a positive errno */
-    uint32_t         port;     /* the client to answer */
-    uint64_t         cookie;
+    uint32_t         port;     /* asked: the client to answer */
+    uint64_t         cookie;   /* asked: the client's; served: the
+                                  requesting agent's id */
     uint64_t         length;
-    srm_link_t       *link;    /* whose queue pair carries it */
+    srm_node_t       *node;    /* asked: the node doing it; served: the
+                                  node to answer */
+    srm_link_t       *link;    /* served: whose queue pair carries it */
     uint32_t         region;   /* the local end's id, held while in flight */
 } srm_rma_inflight_t;
 
@@ -152,6 +159,7 @@ typedef struct srm_agent_stats {
     uint64_t rma_ops;           /* RMA requests answered */
     uint64_t rma_bytes;
     uint64_t rma_failed;        /* of them, refused or failed */
+    uint64_t rma_served;        /* other nodes' requests answered */
 } srm_agent_stats_t;
 
 typedef struct srm_agent {
@@ -281,6 +289,11 @@ void srm_channel_send_port_gone(srm_agent_t *agent, srm_node_t *node,
 /* PORT_REFUSED to node: its port `port` is dropped here for key misses. */
 void srm_channel_send_port_refused(srm_agent_t *agent, srm_node_t *node,
                                    uint32_t port);
+/* An RMA_REMOTE or RMA_REMOTE_DONE to node: 0, or -1 (invalid node, or
+ * out of memory). */
+int srm_channel_send_rma(srm_agent_t *agent, srm_node_t *node,
+                         srm_frame_type_t type, uint32_t port,
+                         const void *payload, uint32_t length);
 int srm_channel_flush(srm_agent_t *agent, srm_node_t *node, int kind);
 int srm_channel_write_link(srm_agent_t *agent, srm_link_t *link, int ack);
 int srm_channel_at_boundary(const srm_link_t *link);
@@ -334,6 +347,12 @@ int srm_order_hold(srm_node_t *node, srm_order_t *order, int kind,
 void srm_order_advance(srm_agent_t *agent, srm_node_t *node,
                        srm_order_t *order, int kind,
                        const srm_frame_hdr_t *hdr);
+/* A frame or RMA of src_port missed a key of this node: counted; the 64th
+ * refuses the port (PORT_REFUSED). */
+void srm_order_missed_key(srm_agent_t *agent, srm_node_t *node,
+                          uint32_t src_port);
+/* Whether the node's src_port was refused. */
+int srm_order_refused(srm_node_t *node, uint32_t src_port);
 /* Delivers a frame of the port whose turn it is: 1 consumed (delivered,
  * or dropped: no such port, a wrong key, a refused source), 0 no room. */
 int srm_order_deliver(srm_agent_t *agent, srm_node_t *node,
@@ -434,8 +453,17 @@ srm_sched_result_t srm_rma_request(srm_agent_t *agent, srm_client_t *src,
                                    const void *payload);
 /* Collects RDMA completions and answers the clients; work done. */
 unsigned srm_rma_progress(srm_agent_t *agent);
+/* RMA_REMOTE from node: 1 taken (done, or answered at once), 0 no room
+ * now (a free operation, or the node's bulk queue pair). */
+int srm_rma_serve(srm_agent_t *agent, srm_node_t *node,
+                  const srm_frame_hdr_t *hdr, const void *payload);
+/* RMA_REMOTE_DONE from node. */
+void srm_rma_remote_done(srm_agent_t *agent, srm_node_t *node,
+                         const void *payload);
 /* The link's queue pair goes: what it had in flight has failed. */
 void srm_rma_link_lost(srm_agent_t *agent, srm_link_t *link);
+/* The node is invalid: what it was asked to do has failed. */
+void srm_rma_node_lost(srm_agent_t *agent, srm_node_t *node);
 /* The agent stops: forget every operation, release their regions. */
 void srm_rma_cleanup(srm_agent_t *agent);
 

@@ -391,32 +391,54 @@ static const char *srm_channel_control_name(const srm_frame_hdr_t *frame)
         return "RESUME";
     case SRM_FRAME_PORT_REFUSED:
         return "PORT_REFUSED";
+    case SRM_FRAME_RMA_REMOTE:
+        return "RMA_REMOTE";
+    case SRM_FRAME_RMA_REMOTE_DONE:
+        return "RMA_REMOTE_DONE";
     default:
         return "PORT_GONE";
     }
 }
 
-/* Queues a numbered control frame on the small channel to a node. */
-static void srm_channel_put_control(srm_agent_t *agent, srm_node_t *node,
-                                    srm_frame_hdr_t *frame, uint32_t port)
+/*
+ * Queues a numbered control frame (payload: its bytes, or NULL for none) on
+ * the small channel to a node: 0, or -1 if the node is invalid or memory
+ * ran out.
+ */
+static int srm_channel_put_control(srm_agent_t *agent, srm_node_t *node,
+                                   srm_frame_hdr_t *frame, const void *payload,
+                                   uint32_t port)
 {
     int ret;
 
     if (node->state == SRM_NODE_INVALID) {
-        return; /* nobody to tell; its queue must stay empty */
+        return -1; /* nobody to tell; its queue must stay empty */
     }
-    /* Control frames ignore the depth limit: they are what lifts it. */
+    /* Control frames ignore the depth limit: they are what lifts it, or
+     * (RMA) bounded by the operations in flight. */
     srm_lane_enter(agent, node);
     ret = srm_channel_put(agent, node, &node->chan[SRM_CHANNEL_SMALL], frame,
-                          NULL);
+                          payload);
     srm_lane_leave(agent, node);
     if (ret != 0) {
         srm_error("out of memory: %s for port %u to node %u not sent",
                   srm_channel_control_name(frame), port, node->index);
-        return;
+        return -1;
     }
     srm_debug("sent %s for port %u to node %u",
               srm_channel_control_name(frame), port, node->index);
+    return 0;
+}
+
+int srm_channel_send_rma(srm_agent_t *agent, srm_node_t *node,
+                         srm_frame_type_t type, uint32_t port,
+                         const void *payload, uint32_t length)
+{
+    srm_frame_hdr_t frame;
+
+    srm_frame_hdr_init(&frame, type, length);
+    frame.src_port = port;
+    return srm_channel_put_control(agent, node, &frame, payload, port);
 }
 
 void srm_channel_send_flow(srm_agent_t *agent, unsigned node_index,
@@ -426,7 +448,8 @@ void srm_channel_send_flow(srm_agent_t *agent, unsigned node_index,
 
     srm_frame_hdr_init(&frame, type, 0);
     frame.dst_port = port;
-    srm_channel_put_control(agent, agent->nodes[node_index], &frame, port);
+    srm_channel_put_control(agent, agent->nodes[node_index], &frame, NULL,
+                            port);
 }
 
 void srm_channel_send_port_gone(srm_agent_t *agent, srm_node_t *node,
@@ -437,7 +460,7 @@ void srm_channel_send_port_gone(srm_agent_t *agent, srm_node_t *node,
     srm_frame_hdr_init(&frame, SRM_FRAME_PORT_GONE, 0);
     frame.src_port = port;
     frame.seq      = final;
-    srm_channel_put_control(agent, node, &frame, port);
+    srm_channel_put_control(agent, node, &frame, NULL, port);
 }
 
 void srm_channel_send_port_refused(srm_agent_t *agent, srm_node_t *node,
@@ -447,7 +470,7 @@ void srm_channel_send_port_refused(srm_agent_t *agent, srm_node_t *node,
 
     srm_frame_hdr_init(&frame, SRM_FRAME_PORT_REFUSED, 0);
     frame.dst_port = port;
-    srm_channel_put_control(agent, node, &frame, port);
+    srm_channel_put_control(agent, node, &frame, NULL, port);
 }
 
 /*
@@ -548,7 +571,9 @@ static int srm_channel_numbered(uint8_t type)
 {
     return (type == SRM_FRAME_AM) || (type == SRM_FRAME_PAUSE) ||
            (type == SRM_FRAME_RESUME) || (type == SRM_FRAME_PORT_GONE) ||
-           (type == SRM_FRAME_PORT_REFUSED);
+           (type == SRM_FRAME_PORT_REFUSED) ||
+           (type == SRM_FRAME_RMA_REMOTE) ||
+           (type == SRM_FRAME_RMA_REMOTE_DONE);
 }
 
 /* Turns the frame at `at` (whose header is hdr, left bytes on) into a
@@ -1002,8 +1027,8 @@ static void srm_channel_consumed(srm_agent_t *agent, srm_node_t *node,
 }
 
 /*
- * A numbered frame (AM, PAUSE, RESUME, PORT_GONE, PORT_REFUSED) from a
- * ready link: 1
+ * A numbered frame (AM, PAUSE, RESUME, PORT_GONE, PORT_REFUSED, RMA_REMOTE,
+ * RMA_REMOTE_DONE) from a ready link: 1
  * consumed, 0 no room (retry later), -1 a gap in the numbering (the link
  * lies).
  */
@@ -1035,6 +1060,12 @@ int srm_channel_receive(srm_agent_t *agent, srm_link_t *link,
         srm_lane_leave(agent, node);
     } else if (hdr->type == SRM_FRAME_PORT_REFUSED) {
         srm_channel_on_port_refused(agent, node, hdr->dst_port);
+    } else if (hdr->type == SRM_FRAME_RMA_REMOTE) {
+        if (!srm_rma_serve(agent, node, hdr, payload)) {
+            return 0;
+        }
+    } else if (hdr->type == SRM_FRAME_RMA_REMOTE_DONE) {
+        srm_rma_remote_done(agent, node, payload);
     } else {
         /* Direct writers must see a pause before their next frame. */
         srm_lane_enter(agent, node);

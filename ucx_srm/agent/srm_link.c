@@ -17,6 +17,7 @@
 #include "srm_agent.h"
 
 #include <ucx_srm/common/srm_log.h>
+#include <ucx_srm/common/srm_rma.h>
 #include <ucx_srm/wire/srm_wire_tcp.h>
 
 #include <arpa/inet.h>
@@ -750,6 +751,22 @@ static int srm_link_on_auth(srm_agent_t *agent, srm_link_t *link,
     return srm_link_install(agent, link);
 }
 
+/* The payload length a numbered frame of this type must have (an AM: any
+ * it has, within the frame limits its parser checked). */
+static uint32_t srm_link_payload_length(uint8_t type, uint32_t length)
+{
+    switch (type) {
+    case SRM_FRAME_AM:
+        return length;
+    case SRM_FRAME_RMA_REMOTE:
+        return sizeof(srm_rma_remote_t);
+    case SRM_FRAME_RMA_REMOTE_DONE:
+        return sizeof(srm_rma_remote_done_t);
+    default:
+        return 0;
+    }
+}
+
 /* One frame of a ready link: 1 consumed, 0 no room yet, -1 link closed. */
 static int srm_link_on_frame(srm_agent_t *agent, srm_link_t *link,
                              const srm_frame_hdr_t *hdr, const void *payload)
@@ -762,7 +779,9 @@ static int srm_link_on_frame(srm_agent_t *agent, srm_link_t *link,
     case SRM_FRAME_RESUME:
     case SRM_FRAME_PORT_GONE:
     case SRM_FRAME_PORT_REFUSED:
-        if ((hdr->type != SRM_FRAME_AM) && (hdr->length != 0)) {
+    case SRM_FRAME_RMA_REMOTE:
+    case SRM_FRAME_RMA_REMOTE_DONE:
+        if (hdr->length != srm_link_payload_length(hdr->type, hdr->length)) {
             break;
         }
         ret = srm_channel_receive(agent, link, hdr, payload);

@@ -312,6 +312,7 @@ void srm_node_invalidate(srm_agent_t *agent, srm_node_t *node, int failed,
         frames += srm_node_count_frames(&node->chan[kind]);
         srm_channel_drop_all(agent, &node->chan[kind]);
     }
+    srm_rma_node_lost(agent, node);
     node->dropped   += frames;
     /* Nothing comes from it or goes to it again: an invalid node keeps no
      * memory but its counters (agents restart with new node ids). */

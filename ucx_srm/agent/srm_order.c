@@ -33,15 +33,26 @@ int srm_order_full(const srm_node_t *node)
     return node->num_orders == SRM_ORDER_MAX_SOURCES;
 }
 
-srm_order_t *srm_order_get(srm_node_t *node, uint32_t src_port)
+static srm_order_t *srm_order_find(srm_node_t *node, uint32_t src_port)
 {
-    srm_order_t *orders;
-    unsigned i, cap;
+    unsigned i;
 
     for (i = 0; i < node->num_orders; ++i) {
         if (node->orders[i].src_port == src_port) {
             return &node->orders[i];
         }
+    }
+    return NULL;
+}
+
+srm_order_t *srm_order_get(srm_node_t *node, uint32_t src_port)
+{
+    srm_order_t *order = srm_order_find(node, src_port);
+    srm_order_t *orders;
+    unsigned cap;
+
+    if (order != NULL) {
+        return order;
     }
     if (node->num_orders == SRM_ORDER_MAX_SOURCES) {
         if (!node->orders_full_logged) {
@@ -96,6 +107,42 @@ static int srm_order_retire(srm_node_t *node, srm_order_t *order)
     return 1;
 }
 
+static void srm_order_miss(srm_agent_t *agent, srm_node_t *node,
+                           srm_order_t *order)
+{
+    node->miskeyed++;
+    if (++order->bad_keys == SRM_ORDER_BAD_KEYS_MAX) {
+        order->refused = 1;
+        node->sources_refused++;
+        srm_warn("node %u: its port %u missed the keys of this node's "
+                 "ports or memory %u times: what it sends is dropped from "
+                 "now on, and its agent is told to drop it", node->index,
+                 order->src_port, SRM_ORDER_BAD_KEYS_MAX);
+        srm_channel_send_port_refused(agent, node, order->src_port);
+    }
+}
+
+/* An entry made here for a port that sends only RMA stays until the bound:
+ * only its misses make one. */
+void srm_order_missed_key(srm_agent_t *agent, srm_node_t *node,
+                          uint32_t src_port)
+{
+    srm_order_t *order = srm_order_get(node, src_port);
+
+    if (order == NULL) {
+        node->miskeyed++; /* a node naming too many ports: counted */
+    } else if (!order->refused) {
+        srm_order_miss(agent, node, order);
+    }
+}
+
+int srm_order_refused(srm_node_t *node, uint32_t src_port)
+{
+    srm_order_t *order = srm_order_find(node, src_port);
+
+    return (order != NULL) && order->refused;
+}
+
 int srm_order_deliver(srm_agent_t *agent, srm_node_t *node,
                       srm_order_t *order, const srm_frame_hdr_t *hdr,
                       const void *payload)
@@ -110,16 +157,7 @@ int srm_order_deliver(srm_agent_t *agent, srm_node_t *node,
     if (delivered != -2) {
         return delivered != 0;
     }
-    node->miskeyed++;
-    if (++order->bad_keys == SRM_ORDER_BAD_KEYS_MAX) {
-        order->refused = 1;
-        node->sources_refused++;
-        srm_warn("node %u: its port %u sent %u frames to ports of this "
-                 "node with wrong keys: its frames are dropped from now "
-                 "on, and its agent is told to drop it", node->index,
-                 order->src_port, SRM_ORDER_BAD_KEYS_MAX);
-        srm_channel_send_port_refused(agent, node, order->src_port);
-    }
+    srm_order_miss(agent, node, order);
     return 1;
 }
 

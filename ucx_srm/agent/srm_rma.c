@@ -1,14 +1,17 @@
 /*
  * RMA requests from clients (srm_rma.h): validated against the region
  * registry before any byte moves. Both ends on this node: a copy between
- * the agent's mappings. The remote end on another node: an RDMA WRITE or
- * READ on the queue pair of the node's active bulk link (verbs wire), from
- * the local region's MR in that path's PD to the remote agent's mapping
- * under the key's rkey for that path; the answer goes back when the
- * completion comes, or as a failure when the queue pair goes first. The
- * local region is held meanwhile. A stale remote key cannot be checked
- * here (the remote agent's registry is not ours): it fails the queue pair,
- * which the channel survives by failover, and the operation fails.
+ * the agent's mappings. The target on another node: the request goes to
+ * that node's agent (RMA_REMOTE on the small channel), which checks the
+ * key against its own registry (a wrong token counts as a miss of the
+ * requesting port, srm_order.c) and moves the data on the queue pair of
+ * its bulk link to us: an RDMA READ of our bytes for a PUT, a WRITE into
+ * them for a GET, under the rkey of our own registration, never one a
+ * client gave. Its answer (RMA_REMOTE_DONE) answers the client. Both
+ * regions are held while an operation is in flight. A failed operation
+ * thus fails no queue pair that other processes' traffic uses; only a
+ * region freed between the check and the RDMA still can (a race of its
+ * owner's own making).
  */
 #include "srm_agent.h"
 
@@ -38,18 +41,47 @@ static srm_rma_inflight_t *srm_rma_op_alloc(srm_agent_t *agent, unsigned *index_
     return NULL;
 }
 
-/* RDMA on the node's active bulk link: SRM_RMA_POSTED, BLOCKED or errno. */
-static int srm_rma_post(srm_agent_t *agent, srm_client_t *src,
-                        const srm_frame_hdr_t *hdr, const srm_rma_req_t *req,
-                        srm_region_t *local, const srm_rkey_t *key)
+/* The id an operation is known by, to completions and to other agents. */
+static uint64_t srm_rma_op_id(const srm_agent_t *agent,
+                              const srm_rma_inflight_t *op)
 {
-    srm_channel_t *chan;
-    srm_link_t *link;
+    return ((uint64_t)op->gen << 16) | (uint64_t)(op - agent->rma_ops);
+}
+
+/* The operation an id names, if it is still in flight; else NULL. */
+static srm_rma_inflight_t *srm_rma_op_of(srm_agent_t *agent, uint64_t id)
+{
+    uint64_t index = id & 0xffff;
     srm_rma_inflight_t *op;
+
+    if ((index >= SRM_RMA_MAX_OPS) || ((id >> 32) != 0)) {
+        return NULL;
+    }
+    op = &agent->rma_ops[index];
+    return ((op->state == SRM_RMA_OP_POSTED) &&
+            (op->gen == (uint16_t)(id >> 16))) ? op : NULL;
+}
+
+/* The device of a path: with one, both paths are on it (on either side,
+ * srm_link_path_verbs), and its registration is the one at index 0. */
+static unsigned srm_rma_dev(const srm_agent_t *agent, int path)
+{
+    return ((unsigned)path < agent->num_devices) ? (unsigned)path : 0;
+}
+
+/*
+ * Hands the request to the key's node: SRM_RMA_POSTED, BLOCKED (no free
+ * operation) or an errno.
+ */
+static int srm_rma_forward(srm_agent_t *agent, srm_client_t *src,
+                           const srm_frame_hdr_t *hdr, const srm_rma_req_t *req,
+                           srm_region_t *local, const srm_rkey_t *key)
+{
+    srm_rma_inflight_t *op;
+    srm_rma_remote_t fwd;
     srm_node_t *node;
-    unsigned index, dev;
-    uint32_t rkey;
-    int ret;
+    unsigned index;
+    int path;
 
     node = srm_node_resolve(agent, src, hdr->dst_node);
     if ((node == NULL) || (node->node_id != key->node_id)) {
@@ -58,23 +90,17 @@ static int srm_rma_post(srm_agent_t *agent, srm_client_t *src,
     if (node->state == SRM_NODE_INVALID) {
         return EHOSTUNREACH;
     }
-    if ((agent->verbs[0] == NULL) || !(key->flags & SRM_RKEY_FLAG_RDMA)) {
+    if ((agent->verbs[0] == NULL) || !(key->flags & SRM_RKEY_FLAG_RDMA) ||
+        (req->length > UINT32_MAX)) {
         return ENOTSUP; /* no RDMA on this wire, or not on the key's */
     }
-    chan = &node->chan[SRM_CHANNEL_BULK];
-    link = chan->links[chan->active];
-    if ((link == NULL) || (link->state != SRM_LINK_READY) ||
-        (link->qp == NULL) || link->muted ||
-        (srm_verbs_qp_error(link->qp)[0] != '\0')) {
-        return SRM_RMA_BLOCKED; /* connecting or failing over */
+    memset(&fwd, 0, sizeof(fwd));
+    for (path = 0; path < SRM_WIRE_PATHS; ++path) {
+        index = srm_rma_dev(agent, path);
+        fwd.peer_rkey[path] = (local->mr[index] == NULL) ? 0 :
+                              srm_verbs_mr_rkey(local->mr[index]);
     }
-    /* With one device, both paths are on it (srm_link_path_verbs), on
-     * either side: its registration is the one at index 0. */
-    dev  = ((unsigned)link->path < agent->num_devices) ? link->path : 0;
-    rkey = (key->rkey[link->path] != 0) ? key->rkey[link->path] :
-                                          key->rkey[0];
-    if ((local->mr[dev] == NULL) || (rkey == 0) ||
-        (req->length > UINT32_MAX)) {
+    if (fwd.peer_rkey[0] == 0) {
         return ENOTSUP;
     }
     op = srm_rma_op_alloc(agent, &index);
@@ -82,24 +108,26 @@ static int srm_rma_post(srm_agent_t *agent, srm_client_t *src,
         return SRM_RMA_BLOCKED;
     }
     op->gen++;
-    ret = srm_verbs_qp_rdma(link->qp, req->op == SRM_RMA_PUT,
-                            srm_region_agent_addr(local, req->local_addr),
-                            srm_verbs_mr_lkey(local->mr[dev]),
-                            key->agent_addr +
-                                    (req->remote_addr - key->client_addr),
-                            rkey, (uint32_t)req->length,
-                            ((uint64_t)op->gen << 16) | index);
-    if (ret == 0) {
-        return SRM_RMA_BLOCKED;
-    } else if (ret < 0) {
-        return EIO; /* the link notices its queue pair failed */
+    fwd.id          = srm_rma_op_id(agent, op);
+    fwd.op          = req->op;
+    fwd.region_id   = key->region_id;
+    fwd.generation  = key->generation;
+    fwd.token       = key->token;
+    fwd.remote_addr = req->remote_addr;
+    fwd.length      = req->length;
+    fwd.peer_addr   = (uintptr_t)srm_region_agent_addr(local, req->local_addr);
+    if (srm_channel_send_rma(agent, node, SRM_FRAME_RMA_REMOTE, src->port,
+                             &fwd, sizeof(fwd)) != 0) {
+        return ENOMEM;
     }
     op->state  = SRM_RMA_OP_POSTED;
+    op->served = 0;
     op->status = 0;
     op->port   = src->port;
     op->cookie = req->cookie;
     op->length = req->length;
-    op->link   = link;
+    op->node   = node;
+    op->link   = NULL;
     op->region = local->id;
     srm_regions_hold(local);
     agent->rma_busy++;
@@ -190,7 +218,7 @@ static int srm_rma_execute(srm_agent_t *agent, srm_client_t *src,
             agent->regions.rejected++;
             return EFAULT;
         }
-        return srm_rma_post(agent, src, hdr, req, local, &key);
+        return srm_rma_forward(agent, src, hdr, req, local, &key);
     }
     /* The registry, not the key, says where the region is and how long. */
     remote = srm_regions_find(&agent->regions, SRM_MEM_ANY_OWNER, key.region_id,
@@ -263,8 +291,27 @@ srm_sched_result_t srm_rma_request(srm_agent_t *agent, srm_client_t *src,
     return SRM_SCHED_DELIVERED;
 }
 
-/* 1 once the client has its answer (or is gone), 0 if its ring is full. */
-static int srm_rma_answer(srm_agent_t *agent, srm_rma_inflight_t *op)
+/* A served operation: 1 once its requester is answered (or gone), 0 if
+ * memory ran out. */
+static int srm_rma_answer_node(srm_agent_t *agent, srm_rma_inflight_t *op)
+{
+    srm_rma_remote_done_t done;
+
+    memset(&done, 0, sizeof(done));
+    done.id     = op->cookie;
+    done.status = op->status;
+    if ((op->node->state != SRM_NODE_INVALID) &&
+        (srm_channel_send_rma(agent, op->node, SRM_FRAME_RMA_REMOTE_DONE, 0,
+                              &done, sizeof(done)) != 0)) {
+        return 0;
+    }
+    agent->stats.rma_served++;
+    return 1;
+}
+
+/* An operation a client asked for: 1 once it has its answer (or is gone),
+ * 0 if its ring is full. */
+static int srm_rma_answer_client(srm_agent_t *agent, srm_rma_inflight_t *op)
 {
     srm_client_t *client = srm_client_lookup(agent, op->port);
     srm_frame_hdr_t hdr;
@@ -285,9 +332,17 @@ static int srm_rma_answer(srm_agent_t *agent, srm_rma_inflight_t *op)
     agent->stats.rma_ops++;
     agent->stats.rma_bytes += op->length;
     agent->stats.rma_failed += (op->status != 0);
-    op->state = SRM_RMA_OP_FREE;
-    agent->rma_busy--;
     return 1;
+}
+
+static void srm_rma_answer(srm_agent_t *agent, srm_rma_inflight_t *op)
+{
+    if (op->served ? srm_rma_answer_node(agent, op) :
+                     srm_rma_answer_client(agent, op)) {
+        op->state = SRM_RMA_OP_FREE;
+        op->node  = NULL;
+        agent->rma_busy--;
+    }
 }
 
 static void srm_rma_finish(srm_agent_t *agent, srm_rma_inflight_t *op, int status)
@@ -297,6 +352,142 @@ static void srm_rma_finish(srm_agent_t *agent, srm_rma_inflight_t *op, int statu
     op->link   = NULL;
     srm_regions_release_hold(&agent->regions, op->region);
     op->region = 0;
+}
+
+/*
+ * RMA_REMOTE: SRM_RMA_POSTED, BLOCKED (no free operation, or the bulk
+ * link to the requester is not ready) or an errno to answer with.
+ */
+static int srm_rma_serve_post(srm_agent_t *agent, srm_node_t *node,
+                              const srm_frame_hdr_t *hdr,
+                              const srm_rma_remote_t *req)
+{
+    srm_channel_t *chan = &node->chan[SRM_CHANNEL_BULK];
+    srm_link_t *link    = chan->links[chan->active];
+    srm_rma_inflight_t *op;
+    srm_region_t *region;
+    unsigned index, dev;
+    uint32_t rkey;
+    int ret;
+
+    if (((req->op != SRM_RMA_PUT) && (req->op != SRM_RMA_GET)) ||
+        (req->length > UINT32_MAX)) {
+        return EINVAL;
+    }
+    if (srm_order_refused(node, hdr->src_port)) {
+        return EACCES;
+    }
+    region = srm_regions_find(&agent->regions, SRM_MEM_ANY_OWNER,
+                              req->region_id, req->generation,
+                              req->remote_addr, req->length);
+    if (region == NULL) {
+        return EFAULT;
+    }
+    if (req->token != region->token) {
+        srm_order_missed_key(agent, node, hdr->src_port);
+        return EACCES;
+    }
+    if ((link == NULL) || (link->state != SRM_LINK_READY) ||
+        (link->qp == NULL) || link->muted ||
+        (srm_verbs_qp_error(link->qp)[0] != '\0')) {
+        return (agent->verbs[0] == NULL) ? ENOTSUP : SRM_RMA_BLOCKED;
+    }
+    dev  = srm_rma_dev(agent, link->path);
+    rkey = (req->peer_rkey[link->path] != 0) ? req->peer_rkey[link->path] :
+                                               req->peer_rkey[0];
+    if ((region->mr[dev] == NULL) || (rkey == 0)) {
+        return ENOTSUP;
+    }
+    op = srm_rma_op_alloc(agent, &index);
+    if (op == NULL) {
+        return SRM_RMA_BLOCKED;
+    }
+    op->gen++;
+    /* A PUT brings the requester's bytes here: a READ of them. */
+    ret = srm_verbs_qp_rdma(link->qp, req->op == SRM_RMA_GET,
+                            srm_region_agent_addr(region, req->remote_addr),
+                            srm_verbs_mr_lkey(region->mr[dev]), req->peer_addr,
+                            rkey, (uint32_t)req->length,
+                            srm_rma_op_id(agent, op));
+    if (ret == 0) {
+        return SRM_RMA_BLOCKED;
+    } else if (ret < 0) {
+        return EIO; /* the link notices its queue pair failed */
+    }
+    op->state  = SRM_RMA_OP_POSTED;
+    op->served = 1;
+    op->status = 0;
+    op->port   = 0;
+    op->cookie = req->id;
+    op->length = req->length;
+    op->node   = node;
+    op->link   = link;
+    op->region = region->id;
+    srm_regions_hold(region);
+    agent->rma_busy++;
+    return SRM_RMA_POSTED;
+}
+
+int srm_rma_serve(srm_agent_t *agent, srm_node_t *node,
+                  const srm_frame_hdr_t *hdr, const void *payload)
+{
+    srm_rma_remote_done_t done;
+    srm_rma_remote_t req;
+    int status;
+
+    memcpy(&req, payload, sizeof(req));
+    status = srm_rma_serve_post(agent, node, hdr, &req);
+    if (status == SRM_RMA_BLOCKED) {
+        return 0;
+    } else if (status == SRM_RMA_POSTED) {
+        return 1;
+    }
+    srm_debug("node %u port %u: RMA on region %u.%u refused: %s",
+              node->index, hdr->src_port, req.region_id, req.generation,
+              strerror(status));
+    memset(&done, 0, sizeof(done));
+    done.id     = req.id;
+    done.status = status;
+    if (srm_channel_send_rma(agent, node, SRM_FRAME_RMA_REMOTE_DONE, 0, &done,
+                             sizeof(done)) != 0) {
+        return 0; /* out of memory: the request is read again later */
+    }
+    agent->stats.rma_served++;
+    return 1;
+}
+
+void srm_rma_remote_done(srm_agent_t *agent, srm_node_t *node,
+                         const void *payload)
+{
+    srm_rma_remote_done_t done;
+    srm_rma_inflight_t *op;
+
+    memcpy(&done, payload, sizeof(done));
+    op = srm_rma_op_of(agent, done.id);
+    if ((op == NULL) || op->served || (op->node != node)) {
+        srm_warn("node %u answered RMA 0x%llx, which it was not asked",
+                 node->index, (unsigned long long)done.id);
+        node->bad_frames++;
+        return;
+    }
+    /* Its errno, which the client maps to a UCS status: one it knows, or
+     * EIO. */
+    srm_rma_finish(agent, op, ((done.status >= 0) && (done.status < 4096)) ?
+                                      done.status : EIO);
+}
+
+void srm_rma_node_lost(srm_agent_t *agent, srm_node_t *node)
+{
+    srm_rma_inflight_t *op;
+    unsigned i;
+
+    for (i = 0; i < SRM_RMA_MAX_OPS; ++i) {
+        op = &agent->rma_ops[i];
+        if ((op->state == SRM_RMA_OP_POSTED) && !op->served &&
+            (op->node == node)) {
+            srm_rma_finish(agent, op, EHOSTUNREACH);
+        }
+    }
 }
 
 /* The completions the link's queue pair has collected. */

@@ -136,20 +136,21 @@ static void srm_status_memory(srm_agent_t *agent, srm_text_t *text)
                  (unsigned long long)(agent->config.mem_limit >> 10));
     }
     srm_text_add(text, " (added %llu removed %llu rejected %llu, %s)\n"
-                 "rma: %s; ops %llu bytes %llu failed %llu\n",
+                 "rma: %s; ops %llu bytes %llu failed %llu served %llu\n",
                  (unsigned long long)agent->regions.added,
                  (unsigned long long)agent->regions.removed,
                  (unsigned long long)agent->regions.rejected, limit,
                  (agent->wire[0].ipv4 == 0) ?
                  "PUT/GET zcopy for every peer (no wire: all on this node)" :
                  (agent->verbs[0] != NULL) ?
-                 "PUT/GET zcopy for every peer (RDMA WRITE/READ to other "
-                 "nodes)" :
+                 "PUT/GET zcopy for every peer (to other nodes: their "
+                 "agents check the key and RDMA READ or WRITE it)" :
                  "PUT/GET zcopy between this node's ports only (no RDMA on "
                  "tcp), not offered to UCT",
                  (unsigned long long)agent->stats.rma_ops,
                  (unsigned long long)agent->stats.rma_bytes,
-                 (unsigned long long)agent->stats.rma_failed);
+                 (unsigned long long)agent->stats.rma_failed,
+                 (unsigned long long)agent->stats.rma_served);
 }
 
 size_t srm_status_format(srm_agent_t *agent, char *buf, size_t size)

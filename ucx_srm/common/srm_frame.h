@@ -39,6 +39,10 @@ typedef enum {
                                  frames it sent to the receiving node */
     SRM_FRAME_PORT_REFUSED = 13, /* wire: the receiving node's dst_port kept
                                     missing port keys; its frames are dropped */
+    SRM_FRAME_RMA_REMOTE = 14, /* wire: a client's RMA on the receiving
+                                  node's memory, for its agent to check and
+                                  do (srm_rma.h) */
+    SRM_FRAME_RMA_REMOTE_DONE = 15, /* wire: the answer to one */
     SRM_FRAME_LAST
 } srm_frame_type_t;
 
