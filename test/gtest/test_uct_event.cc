@@ -5,6 +5,7 @@
  * uct_ep_flush says NO_RESOURCE) must complete once the sends went out.
  * Two ifaces of one process are two ports of the same agent.
  */
+#include "srm_test_agent.h"
 #include "srm_test_uct.h"
 
 extern "C" {
@@ -71,7 +72,7 @@ protected:
 
     void open_md()
     {
-        ucs_status_t status = srm_test::open_srm_md({}, &md_);
+        ucs_status_t status = srm_test::open_srm_md(md_settings_, &md_);
         ASSERT_TRUE((status == UCS_OK) || (status == UCS_ERR_NO_DEVICE))
                 << ucs_status_string(status);
     }
@@ -107,6 +108,7 @@ protected:
         return poll(&pfd, 1, timeout_ms) == 1;
     }
 
+    srm_test::md_settings md_settings_; /* none: make check's agent */
     ucs_async_context_t *async_ = nullptr;
     uct_worker_h worker_        = nullptr;
     uct_md_h md_                = nullptr;
@@ -245,4 +247,73 @@ TEST_F(uct_event_test, flush_queued_behind_sends_completes)
         uct_worker_progress(worker_);
     }
     EXPECT_EQ(sent + 2, received_);
+}
+
+namespace {
+
+/* Both ifaces on an agent of their own that sleeps when idle and whose
+ * safety net is an hour away. */
+class uct_event_sleep_test : public uct_event_test {
+protected:
+    uct_event_sleep_test() :
+        srmd_({"UCX_SRM_POLL=block", "UCX_SRM_SAFETY_WAKEUP=3600s",
+               "UCX_SRM_PORT_BACKLOG=4k"})
+    {
+        md_settings_ = {{"SOCKET", srmd_.socket()}, {"AGENT", "never"}};
+    }
+
+    srm_test::agent srmd_;
+};
+
+} // namespace
+
+/*
+ * Every sleeper is woken by the one who has work for it, through the
+ * module too: the receiver sleeps in its event fd whenever it has nothing
+ * to do, the sender fills its TX ring, the receiver's RX ring and its
+ * backlog in the agent again and again, and the agent sleeps when idle.
+ * A wakeup lost anywhere (the module's reads of the RX ring before its
+ * look at rx_space_wanted, its doorbells, the agent's) stalls the stream
+ * with nobody to end the sleep but the safety net, an hour away here: this
+ * fails after 5 s of it.
+ */
+TEST_F(uct_event_sleep_test, a_stream_through_full_rings_needs_no_safety_net)
+{
+    const unsigned count = 20000;
+    unsigned sent = 0, sleeps = 0;
+    int fds[2];
+
+    ASSERT_EQ(UCS_OK, uct_iface_event_fd_get(sender_, &fds[0]));
+    ASSERT_EQ(UCS_OK, uct_iface_event_fd_get(receiver_, &fds[1]));
+    while (received_ < count) {
+        while ((sent < count) &&
+               (uct_ep_am_bcopy(ep_, 7, pack_8k, nullptr, 0) >= 0)) {
+            ++sent;
+        }
+        if ((sent < count) && (sent % 8 == 0)) {
+            /* The TX ring is full, so the agent waits for room in our RX
+             * ring: long enough to fall asleep, which it may wake from
+             * only when we read. */
+            usleep(2000);
+        }
+        if ((uct_worker_progress(worker_) > 0) ||
+            (uct_iface_event_arm(receiver_, UCT_EVENT_RECV) != UCS_OK) ||
+            (uct_iface_event_arm(sender_, UCT_EVENT_SEND_COMP) != UCS_OK)) {
+            continue;
+        }
+        if ((sent < count) &&
+            (uct_ep_am_bcopy(ep_, 7, pack_8k, nullptr, 0) >= 0)) {
+            ++sent; /* room came between the last try and the arm */
+            continue;
+        }
+        struct pollfd pfds[2] = {{fds[0], POLLIN, 0}, {fds[1], POLLIN, 0}};
+        ++sleeps;
+        if (poll(pfds, 2, 5000) == 0) {
+            break;
+        }
+    }
+    EXPECT_EQ(count, received_) << "stalled: sent " << sent << ", "
+                                << sleeps << " sleeps\n" << srmd_.status();
+    /* The pauses above made the agent sleep with our frames blocked. */
+    EXPECT_GT(srmd_.counter("sleeps"), 10ull) << srmd_.status();
 }
