@@ -11,6 +11,7 @@
 #include <cstring>
 #include <dirent.h>
 #include <poll.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/time.h>
 #include <thread>
@@ -537,4 +538,55 @@ TEST(agent, sleepers_are_woken_by_their_peers_not_by_the_safety_net)
     EXPECT_EQ(count, received);
     EXPECT_GT(srmd.counter("sleeps"), 100ull) << srmd.status();
     EXPECT_EQ(0ull, srmd.counter("late_wakeups")) << srmd.status();
+}
+
+/*
+ * Out of fds (EMFILE), an accept fails again at once and the listening
+ * socket, level-triggered, stays readable: the agent must rest its
+ * listeners instead of waking on every pass (and logging each), and serve
+ * again once fds are free. Its fd limit is lowered under it (prlimit)
+ * while connections queue on its socket. Before, the clients' listener
+ * spun: thousands of wakeups in the half second.
+ */
+TEST(agent, out_of_fds_it_rests_its_listeners_instead_of_spinning)
+{
+    agent srmd({"UCX_SRM_POLL=block"});
+    unsigned long long wakeups = srmd.counter("wakeups");
+    std::vector<int> conns;
+
+    DIR *dir = opendir(("/proc/" + std::to_string(srmd.pid()) + "/fd").c_str());
+    ASSERT_NE(nullptr, dir);
+    rlim_t open_fds = 0;
+    while (struct dirent *entry = readdir(dir)) {
+        open_fds += (entry->d_name[0] != '.');
+    }
+    closedir(dir);
+    struct rlimit old, low;
+    ASSERT_EQ(0, prlimit(srmd.pid(), RLIMIT_NOFILE, nullptr, &old))
+            << strerror(errno);
+    low = {open_fds + 2, old.rlim_max};
+    ASSERT_EQ(0, prlimit(srmd.pid(), RLIMIT_NOFILE, &low, nullptr))
+            << strerror(errno);
+
+    for (int i = 0; i < 16; ++i) {
+        int fd = srm_sock_connect(srmd.socket().c_str());
+        ASSERT_GE(fd, 0) << "connection " << i;
+        conns.push_back(fd);
+    }
+    usleep(500000);
+    for (int fd : conns) {
+        close(fd);
+    }
+    ASSERT_EQ(0, prlimit(srmd.pid(), RLIMIT_NOFILE, &old, nullptr))
+            << strerror(errno);
+
+    std::string status;
+    for (int i = 0; (i < 100) && status.empty(); ++i) {
+        usleep(10000);
+        status = srmd.status();
+    }
+    ASSERT_FALSE(status.empty()) << "the agent serves no more";
+    EXPECT_LT(srmd.counter("wakeups") - wakeups, 100ull) << status;
+    raw_client c(srmd.socket());
+    EXPECT_NE(0u, c.port()) << "a new client after the flood";
 }

@@ -25,6 +25,7 @@
 #define SRM_AGENT_EVENT_BATCH      64
 #define SRM_AGENT_POLL_EVERY       64   /* progress loops between fd polls */
 #define SRM_AGENT_LOAD_PERIOD      0.5  /* seconds between load samples */
+#define SRM_AGENT_ACCEPT_PAUSE_MS  100  /* listeners rest after EMFILE */
 
 double srm_agent_now(void)
 {
@@ -182,6 +183,37 @@ void srm_agent_cleanup(srm_agent_t *agent)
     }
 }
 
+/* The clients' and the wire's listeners wait for `events` (0: they rest). */
+static void srm_agent_listen(srm_agent_t *agent, uint32_t events)
+{
+    struct epoll_event ev;
+
+    memset(&ev, 0, sizeof(ev));
+    ev.events   = events;
+    ev.data.u64 = SRM_EPOLL_DATA(SRM_EPOLL_LISTEN, 0);
+    epoll_ctl(agent->epoll_fd, EPOLL_CTL_MOD, agent->listen_fd, &ev);
+    srm_link_listen_events(agent, events);
+}
+
+void srm_agent_accept_failed(srm_agent_t *agent, const char *which)
+{
+    if ((errno == EAGAIN) || (errno == EINTR) || (errno == ECONNABORTED)) {
+        return;
+    }
+    if ((errno != EMFILE) && (errno != ENFILE) && (errno != ENOBUFS) &&
+        (errno != ENOMEM)) {
+        srm_warn("accept on %s failed: %m", which);
+        return;
+    }
+    /* The same accept would fail at once again, and the level-triggered
+     * listener would wake us on every pass, each with a line of log. */
+    srm_warn("accept on %s failed: %m; no connection is accepted for "
+             "%d ms", which, SRM_AGENT_ACCEPT_PAUSE_MS);
+    agent->accept_paused_until = srm_agent_now() +
+                                 SRM_AGENT_ACCEPT_PAUSE_MS / 1e3;
+    srm_agent_listen(agent, 0);
+}
+
 /* Moves what can move: one scheduler round, then the backlogs. */
 static unsigned srm_agent_progress(srm_agent_t *agent)
 {
@@ -212,8 +244,10 @@ static unsigned srm_agent_progress(srm_agent_t *agent)
     if (agent->num_departing > 0) {
         srm_client_reap_departed(agent);
     }
-    if (agent->accept_paused_until > 0) {
-        srm_link_accept_resume(agent, srm_agent_now());
+    if ((agent->accept_paused_until > 0) &&
+        (srm_agent_now() >= agent->accept_paused_until)) {
+        srm_agent_listen(agent, EPOLLIN);
+        agent->accept_paused_until = 0;
     }
     return count;
 }

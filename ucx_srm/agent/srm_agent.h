@@ -365,6 +365,10 @@ unsigned srm_order_release_all(srm_agent_t *agent, srm_node_t *node);
 void srm_order_port_gone(srm_node_t *node, uint32_t src_port, uint32_t final);
 void srm_order_free_all(srm_node_t *node);
 
+/* srm_agent.c: an accept on `which` failed (errno); out of fds or memory,
+ * every listener rests a while instead of waking the agent on each pass. */
+void srm_agent_accept_failed(srm_agent_t *agent, const char *which);
+
 /* srm_link.c: connections to other agents and their handshake */
 const char *srm_link_state_name(srm_link_state_t state);
 int srm_link_init(srm_agent_t *agent);
@@ -374,7 +378,8 @@ void srm_link_cleanup(srm_agent_t *agent);
 void srm_link_close_devices(srm_agent_t *agent);
 void srm_link_accept(srm_agent_t *agent, unsigned path);
 /* Listens again once an accept failure's pause is over. */
-void srm_link_accept_resume(srm_agent_t *agent, double now);
+/* The wire's listeners wait for `events` (0: they rest). */
+void srm_link_listen_events(srm_agent_t *agent, uint32_t events);
 void srm_link_connect(srm_agent_t *agent, srm_node_t *node, int kind,
                       int path);
 void srm_link_event(srm_agent_t *agent, unsigned index, uint32_t events);

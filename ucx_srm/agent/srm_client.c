@@ -124,9 +124,7 @@ void srm_client_accept(srm_agent_t *agent)
 
     fd = accept4(agent->listen_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
     if (fd < 0) {
-        if ((errno != EAGAIN) && (errno != EINTR)) {
-            srm_warn("accept failed: %m");
-        }
+        srm_agent_accept_failed(agent, "the clients' socket");
         return;
     }
 

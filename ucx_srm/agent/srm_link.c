@@ -36,7 +36,6 @@
 
 #define SRM_LINK_MAX_HANDSHAKES     64  /* accepted, not yet proven */
 #define SRM_LINK_HANDSHAKE_DEADLINE 5.0 /* seconds from accept or connect */
-#define SRM_LINK_ACCEPT_PAUSE_MS    100
 
 static const char *srm_link_state_names[] = {
     [SRM_LINK_CONNECTING] = "connecting",
@@ -333,7 +332,7 @@ static unsigned srm_link_num_handshaking(const srm_agent_t *agent)
     return count;
 }
 
-static void srm_link_listen_events(srm_agent_t *agent, uint32_t events)
+void srm_link_listen_events(srm_agent_t *agent, uint32_t events)
 {
     struct epoll_event ev;
     unsigned path;
@@ -348,15 +347,6 @@ static void srm_link_listen_events(srm_agent_t *agent, uint32_t events)
     }
 }
 
-void srm_link_accept_resume(srm_agent_t *agent, double now)
-{
-    if ((agent->accept_paused_until > 0) &&
-        (now >= agent->accept_paused_until)) {
-        agent->accept_paused_until = 0;
-        srm_link_listen_events(agent, EPOLLIN);
-    }
-}
-
 /*
  * Connections from anyone who can reach the port: until one proves the
  * secret it costs a buffer and an fd, so only so many may wait at once
@@ -368,16 +358,7 @@ void srm_link_accept(srm_agent_t *agent, unsigned path)
     int fd = srm_wire_tcp_accept(agent->wire_fd[path]);
 
     if (fd < 0) {
-        if ((errno == EMFILE) || (errno == ENFILE) || (errno == ENOBUFS) ||
-            (errno == ENOMEM)) {
-            srm_warn("accept on the wire failed: %m; not accepting for "
-                     "%d ms", SRM_LINK_ACCEPT_PAUSE_MS);
-            agent->accept_paused_until = srm_agent_now() +
-                                         SRM_LINK_ACCEPT_PAUSE_MS / 1e3;
-            srm_link_listen_events(agent, 0);
-        } else if ((errno != EAGAIN) && (errno != EINTR)) {
-            srm_warn("accept on the wire failed: %m");
-        }
+        srm_agent_accept_failed(agent, "the wire");
         return;
     }
     if (srm_link_num_handshaking(agent) >= SRM_LINK_MAX_HANDSHAKES) {
