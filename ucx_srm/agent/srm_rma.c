@@ -62,6 +62,22 @@ static srm_rma_inflight_t *srm_rma_op_of(srm_agent_t *agent, uint64_t id)
             (op->gen == (uint16_t)(id >> 16))) ? op : NULL;
 }
 
+/* The operation is under way; its region stays registered meanwhile. */
+static int srm_rma_op_posted(srm_agent_t *agent, srm_rma_inflight_t *op,
+                             srm_node_t *node, srm_link_t *link,
+                             srm_region_t *region, uint64_t length)
+{
+    op->state  = SRM_RMA_OP_POSTED;
+    op->status = 0;
+    op->length = length;
+    op->node   = node;
+    op->link   = link;
+    op->region = region->id;
+    srm_regions_hold(region);
+    agent->rma_busy++;
+    return SRM_RMA_POSTED;
+}
+
 /* The device of a path: with one, both paths are on it (on either side,
  * srm_link_path_verbs), and its registration is the one at index 0. */
 static unsigned srm_rma_dev(const srm_agent_t *agent, int path)
@@ -120,18 +136,10 @@ static int srm_rma_forward(srm_agent_t *agent, srm_client_t *src,
                              &fwd, sizeof(fwd)) != 0) {
         return ENOMEM;
     }
-    op->state  = SRM_RMA_OP_POSTED;
     op->served = 0;
-    op->status = 0;
     op->port   = src->port;
     op->cookie = req->cookie;
-    op->length = req->length;
-    op->node   = node;
-    op->link   = NULL;
-    op->region = local->id;
-    srm_regions_hold(local);
-    agent->rma_busy++;
-    return SRM_RMA_POSTED;
+    return srm_rma_op_posted(agent, op, node, NULL, local, req->length);
 }
 
 /* The connection that registered a region (its owner port), or NULL. */
@@ -414,18 +422,10 @@ static int srm_rma_serve_post(srm_agent_t *agent, srm_node_t *node,
     } else if (ret < 0) {
         return EIO; /* the link notices its queue pair failed */
     }
-    op->state  = SRM_RMA_OP_POSTED;
     op->served = 1;
-    op->status = 0;
     op->port   = 0;
     op->cookie = req->id;
-    op->length = req->length;
-    op->node   = node;
-    op->link   = link;
-    op->region = region->id;
-    srm_regions_hold(region);
-    agent->rma_busy++;
-    return SRM_RMA_POSTED;
+    return srm_rma_op_posted(agent, op, node, link, region, req->length);
 }
 
 int srm_rma_serve(srm_agent_t *agent, srm_node_t *node,
