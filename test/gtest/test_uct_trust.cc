@@ -8,6 +8,7 @@
 #include "srm_test_uct.h"
 
 extern "C" {
+#include <ucx_srm/common/srm_atomic.h>
 #include <ucx_srm/common/srm_frame.h>
 #include <ucx_srm/common/srm_proto.h>
 #include <ucx_srm/common/srm_rma.h>
@@ -19,9 +20,11 @@ extern "C" {
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <dirent.h>
 #include <cstring>
 #include <fcntl.h>
 #include <mutex>
+#include <random>
 #include <poll.h>
 #include <signal.h>
 #include <string>
@@ -106,9 +109,11 @@ int listen_on(const std::string &name)
  * what the test tells it. */
 class hostile_agent {
 public:
-    explicit hostile_agent(bool sealed) :
+    /* mangle_seed != 0: the attach reply is changed at random (fields,
+     * header, fds) from that seed. */
+    explicit hostile_agent(bool sealed, unsigned mangle_seed = 0) :
         name_("srm-gtest-hostile-" + std::to_string(getpid())),
-        sealed_(sealed)
+        sealed_(sealed), mangle_seed_(mangle_seed)
     {
         listen_fd_ = listen_on(name_);
         EXPECT_GE(listen_fd_, 0) << "cannot listen on @" << name_;
@@ -137,6 +142,47 @@ public:
         srm_rma_done_t done = {};
         done.cookie         = cookie;
         write_rx(SRM_FRAME_RMA_DONE, &done, sizeof(done));
+    }
+
+    /*
+     * Up to count frames of random make into the port's RX ring, as an
+     * agent that is buggy or not ours might write them: any type, wrong
+     * magic or version now and then, lengths past what the record holds,
+     * any port, key and AM id; sometimes a producer index out of range.
+     */
+    void scribble_rx(std::mt19937 &rng, unsigned count)
+    {
+        srm_ring_t rx;
+        srm_frame_hdr_t *hdr;
+        auto *base = static_cast<uint8_t*>(shm_);
+
+        srm_ring_init_producer(&rx, &ctl()->rx, base + layout_.rx_offset,
+                               layout_.rx_ring_size);
+        for (unsigned i = 0; i < count; ++i) {
+            uint32_t held  = rng() % 512;
+            uint32_t claim = (rng() % 4 == 0) ? (uint32_t)rng() : held;
+            size_t record  = srm_frame_record_size(held);
+            if (srm_ring_reserve(&rx, record, &hdr) != SRM_RING_OK) {
+                break;
+            }
+            srm_frame_hdr_init(hdr, (srm_frame_type_t)(rng() % 20), claim);
+            hdr->magic   ^= (rng() % 16 == 0) ? 1 : 0;
+            hdr->version += (rng() % 16 == 0) ? 1 : 0;
+            hdr->am_id    = rng() % 40;
+            hdr->src_port = rng();
+            hdr->dst_port = (rng() % 2) ? 7 : rng();
+            hdr->dst_key  = (rng() % 2) ? 0x1234 : rng();
+            auto *payload = static_cast<uint8_t*>(srm_frame_payload(hdr));
+            for (uint32_t b = 0; b < held; ++b) {
+                payload[b] = rng();
+            }
+            srm_ring_commit(&rx, record);
+        }
+        if (rng() % 8 == 0) {
+            srm_store_release(&ctl()->rx.head,
+                              srm_load_acquire(&ctl()->rx.head) +
+                                      (rng() % (2 * layout_.rx_ring_size)));
+        }
     }
 
     /* The cookie of the next RMA request in the port's TX ring; 0 if none. */
@@ -223,11 +269,16 @@ private:
         rep.shm_size    = layout_.total_size;
         int fds[3] = {segment_fd(sealed_fd), eventfd(0, EFD_CLOEXEC),
                       eventfd(0, EFD_CLOEXEC)};
+        int nfds_sent = 3;
+        size_t rep_len = sizeof(rep);
         close(sealed_fd);
+        if (mangle_seed_ != 0) {
+            mangle(&rep, fds, &nfds_sent, &rep_len);
+        }
         /* Before the send: the module may refuse and the test look at
          * attached() before this thread runs again. */
         attached_ = true;
-        srm_sock_send(fd, &rep, sizeof(rep), fds, 3);
+        srm_sock_send(fd, &rep, rep_len, fds, nfds_sent);
         for (int f : fds) {
             close(f);
         }
@@ -241,8 +292,30 @@ private:
         close(fd);
     }
 
+    /* One or two changes to the reply, from mangle_seed_. */
+    void mangle(srm_attach_rep_t *rep, int fds[3], int *nfds, size_t *len)
+    {
+        std::mt19937 rng(mangle_seed_);
+        for (int changes = 1 + rng() % 2; changes > 0; --changes) {
+            switch (rng() % 9) {
+            case 0: rep->max_payload = rng() % (2 * SRM_FRAME_MAX_PAYLOAD); break;
+            case 1: rep->shm_size += (int64_t)(rng() % 2 ? 4096 : -4096); break;
+            case 2: rep->status = 1 + rng() % 200;
+                    memset(rep->error, 'x', sizeof(rep->error)); break;
+            case 3: rep->hdr.version += 1; break;
+            case 4: rep->hdr.type = SRM_MSG_STATUS_REP; break;
+            case 5: *len = rng() % sizeof(*rep); break;
+            case 6: *nfds = rng() % 3; break;
+            case 7: std::swap(fds[0], fds[1 + rng() % 2]); break;
+            default: rep->port = rng(); rep->key = rng(); rep->flags = rng();
+                     break;
+            }
+        }
+    }
+
     std::string       name_;
     bool              sealed_;
+    unsigned          mangle_seed_;
     int               listen_fd_ = -1, stop_fd_ = -1;
     srm_shm_layout_t  layout_    = {};
     void              *shm_      = nullptr;
@@ -276,6 +349,34 @@ protected:
     static ucs_status_t ignore_am(void *, void *, size_t, unsigned)
     {
         return UCS_OK;
+    }
+
+    /* Closes what open_on opened, for the next round of a test. */
+    void close_ports()
+    {
+        if (ep_ != nullptr) {
+            uct_ep_destroy(ep_);
+            ep_ = nullptr;
+        }
+        if (iface_[0] != nullptr) {
+            uct_iface_close(iface_[0]);
+            iface_[0] = nullptr;
+        }
+        if (md_[0] != nullptr) {
+            uct_md_close(md_[0]);
+            md_[0] = nullptr;
+        }
+    }
+
+    static size_t open_fds()
+    {
+        size_t count = 0;
+        DIR *dir     = opendir("/proc/self/fd");
+        while (struct dirent *entry = readdir(dir)) {
+            count += (entry->d_name[0] != '.');
+        }
+        closedir(dir);
+        return count;
     }
 };
 
@@ -527,6 +628,88 @@ TEST_F(uct_trust_test, a_forged_rma_completion_completes_nothing)
     agent.complete_rma(cookie); /* a replay */
     uct_worker_progress(worker_);
     EXPECT_EQ(1, comp.calls);
+}
+
+/*
+ * An agent's attach reply, changed at random 200 ways (each field, the
+ * header, the length, the fds and their order): the module attaches or
+ * refuses, and never crashes or keeps a descriptor of a refused reply.
+ */
+TEST_F(uct_trust_test, a_mangled_attach_reply_is_refused_or_taken_whole)
+{
+    unsigned taken = 0;
+    {
+        /* UCX opens some descriptors of its own on first use. */
+        hostile_agent agent(true);
+        ASSERT_EQ(UCS_OK, open_on(agent.name()));
+        close_ports();
+    }
+    size_t fds_before = open_fds();
+
+    for (unsigned seed = 1; seed <= 200; ++seed) {
+        {
+            hostile_agent agent(true, seed);
+            if (open_on(agent.name()) == UCS_OK) {
+                ++taken;
+                uct_worker_progress(worker_);
+            }
+            close_ports();
+        }
+        ASSERT_EQ(fds_before, open_fds()) << "seed " << seed;
+    }
+    /* Some changes are harmless (port, key, flags): those are taken. */
+    EXPECT_GT(taken, 0u);
+    EXPECT_LT(taken, 200u);
+}
+
+namespace {
+
+size_t am_bytes_seen;
+
+/* Reads every byte an AM hands us: a pointer out of the ring crashes. */
+ucs_status_t touch_am(void *, void *data, size_t length, unsigned)
+{
+    EXPECT_LE(length, (size_t)SRM_FRAME_MAX_PAYLOAD);
+    volatile const uint8_t *bytes = static_cast<const uint8_t*>(data);
+    for (size_t i = 0; i < length; ++i) {
+        am_bytes_seen += bytes[i];
+    }
+    return UCS_OK;
+}
+
+} // namespace
+
+/*
+ * An agent that writes garbage into our receive ring, 100 times over from
+ * different seeds: frames of every type and of none, lengths past their
+ * records, any AM id, producer indices out of range. The module delivers
+ * only AMs that lie whole in its ring, drops the connection at the first
+ * frame it cannot follow, and never crashes.
+ */
+TEST_F(uct_trust_test, garbage_in_our_receive_ring_is_dropped_not_followed)
+{
+    unsigned lost = 0;
+
+    for (unsigned seed = 1; seed <= 100; ++seed) {
+        hostile_agent agent(true);
+        ASSERT_EQ(UCS_OK, open_on(agent.name())) << "seed " << seed;
+        for (uint8_t id = 0; id < UCT_AM_ID_MAX; ++id) {
+            ASSERT_EQ(UCS_OK, uct_iface_set_am_handler(iface_[0], id, touch_am,
+                                                       nullptr, 0));
+        }
+        std::mt19937 rng(seed);
+        for (int round = 0; round < 20; ++round) {
+            agent.scribble_rx(rng, 1 + rng() % 8);
+            for (int i = 0; i < 4; ++i) {
+                uct_worker_progress(worker_);
+            }
+        }
+        uct_srm_iface_t *iface = ucs_derived_of(iface_[0], uct_srm_iface_t);
+        lost += iface->agent_lost;
+        close_ports();
+    }
+    /* Most seeds break the ring within 20 rounds. */
+    EXPECT_GT(lost, 50u);
 }
 
 } // namespace

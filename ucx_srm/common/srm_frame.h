@@ -11,7 +11,7 @@
 #include <string.h>
 
 #define SRM_FRAME_MAGIC    0x5352u /* "SR" */
-#define SRM_FRAME_VERSION  4u
+#define SRM_FRAME_VERSION  5u /* 5: PORT_REFUSED, RMA_REMOTE(_DONE) */
 #define SRM_FRAME_ALIGN    8u
 
 /* Largest payload a frame may carry; a client may choose less. */
