@@ -185,6 +185,8 @@ typedef struct srm_agent {
     srm_regions_t      regions;         /* md-allocated (srm_regions.h) */
     srm_rma_inflight_t rma_ops[SRM_RMA_MAX_OPS];
     unsigned           rma_busy;        /* rma_ops not FREE */
+    unsigned           rma_asked;       /* of them, for this node's clients
+                                           (not served for other nodes) */
 
     /* The wire: other nodes' agents, on one or two interfaces (paths). */
     int                wire_fd[SRM_WIRE_PATHS];
@@ -347,10 +349,6 @@ int srm_order_hold(srm_node_t *node, srm_order_t *order, int kind,
 void srm_order_advance(srm_agent_t *agent, srm_node_t *node,
                        srm_order_t *order, int kind,
                        const srm_frame_hdr_t *hdr);
-/* A frame or RMA of src_port missed a key of this node: counted; the 64th
- * refuses the port (PORT_REFUSED). */
-void srm_order_missed_key(srm_agent_t *agent, srm_node_t *node,
-                          uint32_t src_port);
 /* Whether the node's src_port was refused. */
 int srm_order_refused(srm_node_t *node, uint32_t src_port);
 /* Delivers a frame of the port whose turn it is: 1 consumed (delivered,
@@ -458,9 +456,9 @@ srm_sched_result_t srm_rma_request(srm_agent_t *agent, srm_client_t *src,
                                    const void *payload);
 /* Collects RDMA completions and answers the clients; work done. */
 unsigned srm_rma_progress(srm_agent_t *agent);
-/* RMA_REMOTE from node: 1 taken (done, or answered at once), 0 no room
- * now (a free operation, or the node's bulk queue pair). */
-int srm_rma_serve(srm_agent_t *agent, srm_node_t *node,
+/* RMA_REMOTE that came on link `from`: 1 taken (posted, or answered at
+ * once), 0 no room now (a free operation or send slot). */
+int srm_rma_serve(srm_agent_t *agent, srm_link_t *from,
                   const srm_frame_hdr_t *hdr, const void *payload);
 /* RMA_REMOTE_DONE from node. */
 void srm_rma_remote_done(srm_agent_t *agent, srm_node_t *node,

@@ -475,8 +475,8 @@ void srm_channel_send_port_refused(srm_agent_t *agent, srm_node_t *node,
 
 /*
  * PORT_REFUSED: the node dropped our port's frames for missing keys. The
- * port goes, if it is a client that named that node: a peer cannot thus
- * drop a process that never sent to it.
+ * port goes, if it is a client that sent that node frames: a peer cannot
+ * thus drop a process that never sent to it.
  */
 static void srm_channel_on_port_refused(srm_agent_t *agent, srm_node_t *node,
                                         uint32_t port)
@@ -488,7 +488,8 @@ static void srm_channel_on_port_refused(srm_agent_t *agent, srm_node_t *node,
         return;
     }
     for (idx = 1; idx < SRM_SHM_MAX_NODES; ++idx) {
-        if (client->node_map[idx] == node->index + 1) {
+        if ((client->node_map[idx] == node->index + 1) &&
+            ((client->node_seq[idx] != 0) || client->node_seq_shared[idx])) {
             srm_warn("port %u (pid %d): node %u refused it for frames to "
                      "its ports with wrong keys", port, (int)client->pid,
                      node->index);
@@ -1061,7 +1062,7 @@ int srm_channel_receive(srm_agent_t *agent, srm_link_t *link,
     } else if (hdr->type == SRM_FRAME_PORT_REFUSED) {
         srm_channel_on_port_refused(agent, node, hdr->dst_port);
     } else if (hdr->type == SRM_FRAME_RMA_REMOTE) {
-        if (!srm_rma_serve(agent, node, hdr, payload)) {
+        if (!srm_rma_serve(agent, link, hdr, payload)) {
             return 0;
         }
     } else if (hdr->type == SRM_FRAME_RMA_REMOTE_DONE) {

@@ -409,11 +409,14 @@ static void srm_lane_publish_rx(srm_agent_t *agent, srm_node_t *node)
     unsigned i, n;
     int readable;
 
-    n = (node->num_orders < SRM_LANE_RX_PORTS) ? node->num_orders :
-                                                 SRM_LANE_RX_PORTS;
-    for (i = 0; i < n; ++i) {
-        lane->rx_ports[i].src_port = node->orders[i].src_port;
-        lane->rx_ports[i].expected = node->orders[i].expected;
+    /* A refused source is left out: the agent reads its frames, and drops
+     * them. */
+    for (i = 0, n = 0; (i < node->num_orders) && (n < SRM_LANE_RX_PORTS);
+         ++i) {
+        if (!node->orders[i].refused) {
+            lane->rx_ports[n].src_port   = node->orders[i].src_port;
+            lane->rx_ports[n++].expected = node->orders[i].expected;
+        }
     }
     lane->rx_num_ports = n;
     lane->rx_expected  = node->chan[SRM_CHANNEL_SMALL].rx_expected;

@@ -115,24 +115,10 @@ static void srm_order_miss(srm_agent_t *agent, srm_node_t *node,
         order->refused = 1;
         node->sources_refused++;
         srm_warn("node %u: its port %u missed the keys of this node's "
-                 "ports or memory %u times: what it sends is dropped from "
-                 "now on, and its agent is told to drop it", node->index,
+                 "ports %u times: what it sends is dropped from now on, "
+                 "and its agent is told to drop it", node->index,
                  order->src_port, SRM_ORDER_BAD_KEYS_MAX);
         srm_channel_send_port_refused(agent, node, order->src_port);
-    }
-}
-
-/* An entry made here for a port that sends only RMA stays until the bound:
- * only its misses make one. */
-void srm_order_missed_key(srm_agent_t *agent, srm_node_t *node,
-                          uint32_t src_port)
-{
-    srm_order_t *order = srm_order_get(node, src_port);
-
-    if (order == NULL) {
-        node->miskeyed++; /* a node naming too many ports: counted */
-    } else if (!order->refused) {
-        srm_order_miss(agent, node, order);
     }
 }
 

@@ -3,11 +3,12 @@
  * registry before any byte moves. Both ends on this node: a copy between
  * the agent's mappings. The target on another node: the request goes to
  * that node's agent (RMA_REMOTE on the small channel), which checks the
- * key against its own registry (a wrong token counts as a miss of the
- * requesting port, srm_order.c) and moves the data on the queue pair of
- * its bulk link to us: an RDMA READ of our bytes for a PUT, a WRITE into
- * them for a GET, under the rkey of our own registration, never one a
- * client gave. Its answer (RMA_REMOTE_DONE) answers the client. Both
+ * key against its own registry and moves the data on the queue pair of
+ * its bulk link to us (or of the link the request came on, while that one
+ * is not up): an RDMA READ of our bytes for a PUT, a WRITE into them for a
+ * GET, under the rkey of our own registration, never one a client gave.
+ * Its answer (RMA_REMOTE_DONE) answers the client; a refused key counts
+ * against the client here, as one of this node's would. Both
  * regions are held while an operation is in flight. A failed operation
  * thus fails no queue pair that other processes' traffic uses; only a
  * region freed between the check and the RDMA still can (a race of its
@@ -26,6 +27,10 @@
 #define SRM_RMA_BLOCKED (-2) /* no room now: leave it in the ring */
 
 #define SRM_RMA_BAD_KEYS_MAX 8u /* wrong region tokens before a drop */
+/* Operations this agent's clients may have with other nodes at once: the
+ * rest of SRM_RMA_MAX_OPS is for serving theirs, which must never wait for
+ * an answer of theirs behind them on the channel. */
+#define SRM_RMA_MAX_ASKED    (SRM_RMA_MAX_OPS / 2)
 
 /* A free op slot, or NULL. */
 static srm_rma_inflight_t *srm_rma_op_alloc(srm_agent_t *agent, unsigned *index_p)
@@ -119,9 +124,10 @@ static int srm_rma_forward(srm_agent_t *agent, srm_client_t *src,
     if (fwd.peer_rkey[0] == 0) {
         return ENOTSUP;
     }
-    op = srm_rma_op_alloc(agent, &index);
+    op = (agent->rma_asked < SRM_RMA_MAX_ASKED) ?
+         srm_rma_op_alloc(agent, &index) : NULL;
     if (op == NULL) {
-        return SRM_RMA_BLOCKED;
+        return SRM_RMA_BLOCKED; /* the client's own ring waits */
     }
     op->gen++;
     fwd.id          = srm_rma_op_id(agent, op);
@@ -139,6 +145,7 @@ static int srm_rma_forward(srm_agent_t *agent, srm_client_t *src,
     op->served = 0;
     op->port   = src->port;
     op->cookie = req->cookie;
+    agent->rma_asked++;
     return srm_rma_op_posted(agent, op, node, NULL, local, req->length);
 }
 
@@ -188,6 +195,21 @@ static void srm_rma_bad_key(srm_agent_t *agent, srm_client_t *src,
              "%s (%llu so far)", src->port, src->name, (int)src->pid,
              (unsigned)src->uid, key->region_id, key->generation, why,
              (unsigned long long)src->stats.bad_keys);
+}
+
+/* Another node refused a key of this client's (a wrong token): a guess
+ * as much as one of this node's memory, and counted the same way. */
+static void srm_rma_refused(srm_agent_t *agent, srm_client_t *client,
+                            const srm_node_t *node)
+{
+    if (++client->stats.bad_keys == SRM_RMA_BAD_KEYS_MAX) {
+        srm_client_fail(agent, client, "too many RMA keys that other nodes "
+                                       "refused");
+    }
+    srm_warn("port %u (%s, pid %d, uid %u): node %u refused its RMA key "
+             "(%llu refused so far)", client->port, client->name,
+             (int)client->pid, (unsigned)client->uid, node->index,
+             (unsigned long long)client->stats.bad_keys);
 }
 
 /* 0 or a positive errno; moves the data when both ends check out. */
@@ -347,6 +369,7 @@ static void srm_rma_answer(srm_agent_t *agent, srm_rma_inflight_t *op)
 {
     if (op->served ? srm_rma_answer_node(agent, op) :
                      srm_rma_answer_client(agent, op)) {
+        agent->rma_asked -= !op->served;
         op->state = SRM_RMA_OP_FREE;
         op->node  = NULL;
         agent->rma_busy--;
@@ -362,14 +385,24 @@ static void srm_rma_finish(srm_agent_t *agent, srm_rma_inflight_t *op, int statu
     op->region = 0;
 }
 
+/* Whether RDMA may be posted on the link's queue pair now. */
+static int srm_rma_link_usable(srm_link_t *link)
+{
+    return (link != NULL) && (link->state == SRM_LINK_READY) &&
+           (link->qp != NULL) && !link->muted &&
+           (srm_verbs_qp_error(link->qp)[0] == '\0');
+}
+
 /*
- * RMA_REMOTE: SRM_RMA_POSTED, BLOCKED (no free operation, or the bulk
- * link to the requester is not ready) or an errno to answer with.
+ * RMA_REMOTE, which came on `from`: SRM_RMA_POSTED, BLOCKED (no free
+ * operation or send slot: both free as RDMA completes) or an errno to
+ * answer with.
  */
-static int srm_rma_serve_post(srm_agent_t *agent, srm_node_t *node,
+static int srm_rma_serve_post(srm_agent_t *agent, srm_link_t *from,
                               const srm_frame_hdr_t *hdr,
                               const srm_rma_remote_t *req)
 {
+    srm_node_t *node    = from->node;
     srm_channel_t *chan = &node->chan[SRM_CHANNEL_BULK];
     srm_link_t *link    = chan->links[chan->active];
     srm_rma_inflight_t *op;
@@ -392,13 +425,17 @@ static int srm_rma_serve_post(srm_agent_t *agent, srm_node_t *node,
         return EFAULT;
     }
     if (req->token != region->token) {
-        srm_order_missed_key(agent, node, hdr->src_port);
-        return EACCES;
+        return EACCES; /* counted against the client by its own agent */
     }
-    if ((link == NULL) || (link->state != SRM_LINK_READY) ||
-        (link->qp == NULL) || link->muted ||
-        (srm_verbs_qp_error(link->qp)[0] != '\0')) {
-        return (agent->verbs[0] == NULL) ? ENOTSUP : SRM_RMA_BLOCKED;
+    /* The bulk link's queue pair, or, while it is not there (connecting,
+     * failing over, or never used: without failover it is made only for
+     * frames), the one this request came on: never wait for it here,
+     * where everything behind the request would wait too. */
+    if (!srm_rma_link_usable(link)) {
+        link = from;
+    }
+    if (!srm_rma_link_usable(link)) {
+        return ENOTSUP; /* the tcp wire */
     }
     dev  = srm_rma_dev(agent, link->path);
     rkey = (req->peer_rkey[link->path] != 0) ? req->peer_rkey[link->path] :
@@ -428,15 +465,16 @@ static int srm_rma_serve_post(srm_agent_t *agent, srm_node_t *node,
     return srm_rma_op_posted(agent, op, node, link, region, req->length);
 }
 
-int srm_rma_serve(srm_agent_t *agent, srm_node_t *node,
+int srm_rma_serve(srm_agent_t *agent, srm_link_t *from,
                   const srm_frame_hdr_t *hdr, const void *payload)
 {
+    srm_node_t *node = from->node;
     srm_rma_remote_done_t done;
     srm_rma_remote_t req;
     int status;
 
     memcpy(&req, payload, sizeof(req));
-    status = srm_rma_serve_post(agent, node, hdr, &req);
+    status = srm_rma_serve_post(agent, from, hdr, &req);
     if (status == SRM_RMA_BLOCKED) {
         return 0;
     } else if (status == SRM_RMA_POSTED) {
@@ -452,6 +490,7 @@ int srm_rma_serve(srm_agent_t *agent, srm_node_t *node,
                              sizeof(done)) != 0) {
         return 0; /* out of memory: the request is read again later */
     }
+    node->miskeyed += (status == EACCES);
     agent->stats.rma_served++;
     return 1;
 }
@@ -461,6 +500,7 @@ void srm_rma_remote_done(srm_agent_t *agent, srm_node_t *node,
 {
     srm_rma_remote_done_t done;
     srm_rma_inflight_t *op;
+    srm_client_t *client;
 
     memcpy(&done, payload, sizeof(done));
     op = srm_rma_op_of(agent, done.id);
@@ -474,6 +514,10 @@ void srm_rma_remote_done(srm_agent_t *agent, srm_node_t *node,
      * EIO. */
     srm_rma_finish(agent, op, ((done.status >= 0) && (done.status < 4096)) ?
                                       done.status : EIO);
+    if ((done.status == EACCES) &&
+        ((client = srm_client_lookup(agent, op->port)) != NULL)) {
+        srm_rma_refused(agent, client, node);
+    }
 }
 
 void srm_rma_node_lost(srm_agent_t *agent, srm_node_t *node)
@@ -566,5 +610,6 @@ void srm_rma_cleanup(srm_agent_t *agent)
         }
         agent->rma_ops[i].state = SRM_RMA_OP_FREE;
     }
-    agent->rma_busy = 0;
+    agent->rma_busy  = 0;
+    agent->rma_asked = 0;
 }
