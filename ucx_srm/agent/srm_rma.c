@@ -184,13 +184,21 @@ static int srm_rma_same_user(srm_agent_t *agent, uint32_t owner, uid_t uid)
  * and addresses are easy to learn), or a forgery; or another user's key.
  * A few are a bug; more are a search, and the searcher goes.
  */
+/* One more key of the client's refused: the SRM_RMA_BAD_KEYS_MAXth drops
+ * it, for `reason`. */
+static void srm_rma_count_bad_key(srm_agent_t *agent, srm_client_t *client,
+                                  const char *reason)
+{
+    if (++client->stats.bad_keys == SRM_RMA_BAD_KEYS_MAX) {
+        srm_client_fail(agent, client, reason);
+    }
+}
+
 static void srm_rma_bad_key(srm_agent_t *agent, srm_client_t *src,
                             const srm_rkey_t *key, const char *why)
 {
     agent->regions.rejected++;
-    if (++src->stats.bad_keys == SRM_RMA_BAD_KEYS_MAX) {
-        srm_client_fail(agent, src, "too many RMA requests with forged keys");
-    }
+    srm_rma_count_bad_key(agent, src, "too many RMA requests with forged keys");
     srm_warn("port %u (%s, pid %d, uid %u): RMA to region %u.%u refused: "
              "%s (%llu so far)", src->port, src->name, (int)src->pid,
              (unsigned)src->uid, key->region_id, key->generation, why,
@@ -202,10 +210,8 @@ static void srm_rma_bad_key(srm_agent_t *agent, srm_client_t *src,
 static void srm_rma_refused(srm_agent_t *agent, srm_client_t *client,
                             const srm_node_t *node)
 {
-    if (++client->stats.bad_keys == SRM_RMA_BAD_KEYS_MAX) {
-        srm_client_fail(agent, client, "too many RMA keys that other nodes "
-                                       "refused");
-    }
+    srm_rma_count_bad_key(agent, client, "too many RMA keys that other "
+                                         "nodes refused");
     srm_warn("port %u (%s, pid %d, uid %u): node %u refused its RMA key "
              "(%llu refused so far)", client->port, client->name,
              (int)client->pid, (unsigned)client->uid, node->index,
