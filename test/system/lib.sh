@@ -862,7 +862,10 @@ srm_vm_gtests() {
         timeout -k 5 "$timeout" "$gtest" --gtest_filter="$filter" \
         >"$log" 2>&1 || rc=$?
     secs=$(( ($(srm_now_us) - t0) / 1000000 ))
-    summary=$(grep -E '^\[  (PASSED|FAILED)  \] [0-9]+ test' "$log" | paste -sd ' ' -)
+    # The failed tests' names go into the summary: CI's report keeps only
+    # the FAIL line.
+    summary=$(grep -E '^\[  (PASSED|FAILED)  \] [0-9]+ test|^\[  FAILED  \] [A-Za-z_][^ ]*$' "$log" |
+              sed 's/, listed below://' | paste -sd ' ' -)
     if [ "$rc" = 0 ] && grep -q '^\[  PASSED  \]' "$log"; then
         srm_pass "$label on rxe_gt ($secs s): $summary"
     else
