@@ -20,7 +20,7 @@ TEST_PACKAGES=(
     openmpi-bin libopenmpi-dev mpich libmpich-dev ibverbs-providers
     iproute2 nftables netpipe-openmpi
     clang libclang-rt-dev
-    gnuplot-nox procps util-linux
+    gnuplot-nox procps util-linux jq
 )
 VM_PACKAGES=(
     qemu-system-x86 busybox-static cpio kmod ibverbs-utils

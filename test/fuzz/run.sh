@@ -51,16 +51,19 @@ fi
 # What each target links, besides its own source.
 common=$top/ucx_srm/common
 agent=$top/ucx_srm/agent
+wire=$top/ucx_srm/wire
 link_fuzz_frames="$common/srm_frame.c $common/srm_ring.c $common/srm_proto.c"
 link_fuzz_attach="$agent/srm_agent.c $agent/srm_auth.c $agent/srm_channel.c \
+    $agent/srm_channel_queue.c $agent/srm_channel_write.c $agent/srm_channel_rx.c \
     $agent/srm_client.c $agent/srm_deliver.c $agent/srm_lane.c \
-    $agent/srm_holes.c $agent/srm_link.c $agent/srm_regions.c $agent/srm_mirror.c \
+    $agent/srm_holes.c $agent/srm_link.c $agent/srm_link_handshake.c \
+    $agent/srm_link_input.c $agent/srm_regions.c $agent/srm_mirror.c \
     $agent/srm_node.c $agent/srm_order.c \
     $agent/srm_place.c \
     $agent/srm_retrans.c $agent/srm_rma.c $agent/srm_rtt.c $agent/srm_sched.c \
-    $agent/srm_status.c $top/ucx_srm/wire/srm_wire_tcp.c \
-    $top/ucx_srm/wire/srm_wire_verbs.c \
-    $top/ucx_srm/wire/srm_wire_verbs_xrc.c \
+    $agent/srm_status.c $agent/srm_status_json.c $agent/srm_json.c \
+    $wire/srm_wire.c $wire/srm_wire_tcp.c \
+    $wire/srm_wire_verbs_none.c $wire/srm_wire_verbs_xrc.c \
     $common/srm_config.c $common/srm_frame.c $common/srm_lane_shared.c \
     $common/srm_log.c $common/srm_proto.c $common/srm_ring.c \
     $common/srm_rkey.c $common/srm_shm.c \

@@ -6,14 +6,14 @@
 # client -> srmd(h2) -> node channel (TCP) -> srmd(h1) -> client.
 # Each host runs its own srmd (started here, UCX_SRM_AGENT=never for the
 # clients). Every pair must exit 0 on both sides with a "Final:" line.
-# Afterwards `srmctl status` in h1 must show its small AND bulk channel to
-# h2 "ready" with tx and rx frames > 0, and a measured turn time (rtt_us,
-# from writing a frame until its ack; min_rtt_us <= rtt_us). Numbers are
-# printed, not judged.
+# Afterwards `srmctl status --json` in h1 must be valid JSON of schema 1
+# and show its small AND bulk channel to h2 "ready" with tx and rx frames
+# > 0, and a measured turn time (rtt_us, from writing a frame until its
+# ack; min_rtt_us <= rtt_us). Numbers are printed, not judged.
 #
 . "$(dirname "$0")/lib.sh"
 
-srm_netns_require ucx_perftest
+srm_netns_require ucx_perftest jq
 
 PAIR_TIMEOUT=${SRM_PERFTEST_TIMEOUT:-120}
 
@@ -122,32 +122,39 @@ printf '%s\n' "$status" | sed 's/^/  /'
 srm_log "srmctl status in $H2:"
 srm_netns_status "$H2" 2>&1 | sed 's/^/  /'
 
+# The same, as scripts read it: `srmctl status --json` (docs/status-json.md).
+json=$(srm_netns_ctl "$H1" status --json 2>&1)
+if jq -e '.schema == 1 and (.nodes | length) == 1 and
+          (.ports | type) == "array" and .wire.paths[0].wire == "tcp"' \
+        >/dev/null 2>&1 <<<"$json"; then
+    srm_pass "srmctl status --json in $H1: valid JSON, schema 1, one remote node, the tcp wire"
+else
+    srm_fail "srmctl status --json in $H1: not valid JSON of schema 1 with one node on tcp: $(head -c 300 <<<"$json")"
+fi
+
 # chan_check KIND: the h1 -> h2 channel of KIND is ready, tx/rx frames > 0.
 chan_check() {
     local kind=$1 line state txf rxf rtt rtt_min
 
-    line=$(printf '%s\n' "$status" | awk -v k="$kind" '$1 == "node" && $5 == k' |
-           head -n 1)
+    line=$(jq -r --arg k "$kind" '.nodes[0].channels[] | select(.kind == $k) |
+             "\(.state) \(.tx_frames) \(.rx_frames) \(.rtt_us // "-") \(.min_rtt_us // "-")"' \
+           2>/dev/null <<<"$json")
     if [ -z "$line" ]; then
-        srm_fail "no $kind channel line in srmctl status of $H1"
+        srm_fail "no $kind channel in srmctl status --json of $H1"
         return
     fi
-    state=$(awk '{ print $6 }' <<<"$line")
-    txf=$(srm_status_word "$line" tx)
-    txf=${txf%%/*}  # tx FRAMES/BYTES
-    rxf=$(srm_status_word "$line" rx)
-    rxf=${rxf%%/*}
+    read -r state txf rxf rtt rtt_min <<<"$line"
     if [ "$state" = ready ] && [ "${txf:-0}" -gt 0 ] && [ "${rxf:-0}" -gt 0 ]; then
         srm_pass "$H1 $kind channel: $state, tx frames $txf, rx frames $rxf"
     else
         srm_fail "$H1 $kind channel: state '$state', tx frames '$txf', rx frames '$rxf' (want ready, > 0, > 0)"
     fi
-    rtt=$(srm_status_word "$line" rtt_us)
-    rtt_min=$(srm_status_word "$line" min_rtt_us)
-    if [[ $rtt =~ ^[0-9]+$ && $rtt_min =~ ^[0-9]+$ ]] && (( rtt > 0 && rtt_min <= rtt )); then
+    if jq -e --arg k "$kind" '.nodes[0].channels[] | select(.kind == $k) |
+             .rtt_us > 0 and .min_rtt_us > 0 and .min_rtt_us <= .rtt_us' \
+            >/dev/null 2>&1 <<<"$json"; then
         srm_pass "$H1 $kind channel: its frames' turn is $rtt us (shortest $rtt_min us)"
     else
-        srm_fail "$H1 $kind channel: rtt_us '$rtt', min_rtt_us '$rtt_min' (want whole numbers, 0 < smoothed, shortest <= smoothed)"
+        srm_fail "$H1 $kind channel: rtt_us '$rtt', min_rtt_us '$rtt_min' (want numbers, 0 < shortest <= smoothed)"
     fi
 }
 chan_check small

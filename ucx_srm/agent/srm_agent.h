@@ -431,6 +431,9 @@ unsigned srm_node_progress(srm_agent_t *agent);
 void srm_node_cleanup(srm_agent_t *agent);
 void srm_node_format(srm_agent_t *agent, char *buf, size_t size,
                      size_t *len);
+/* The same as a JSON array "nodes" (docs/status-json.md). */
+struct srm_json;
+void srm_node_format_json(srm_agent_t *agent, struct srm_json *json);
 const char *srm_node_kind_name(int kind);
 
 /* srm_place.c: large AMs read from the tcp wire straight into RX rings */
@@ -496,7 +499,8 @@ void srm_lane_answer(srm_agent_t *agent, const srm_client_t *requester,
                      int *fds, int *nfds);
 unsigned srm_lane_progress(srm_agent_t *agent);
 
-/* srm_status.c */
+/* srm_status.c: srmctl status, as text or (srm_status_json.c) JSON */
 size_t srm_status_format(srm_agent_t *agent, char *buf, size_t size);
+size_t srm_status_format_json(srm_agent_t *agent, char *buf, size_t size);
 
 #endif

@@ -298,15 +298,17 @@ static void srm_client_reply_text(srm_client_t *client,
     }
 }
 
-static void srm_client_status(srm_agent_t *agent, srm_client_t *client)
+static void srm_client_status(srm_agent_t *agent, srm_client_t *client,
+                              uint32_t flags)
 {
     srm_status_rep_t *rep = malloc(sizeof(*rep));
 
     if (rep == NULL) {
         return;
     }
-    rep->length = (uint32_t)srm_status_format(agent, rep->text,
-                                              sizeof(rep->text));
+    rep->length = (uint32_t)((flags & SRM_STATUS_FLAG_JSON) ?
+                  srm_status_format_json(agent, rep->text, sizeof(rep->text)) :
+                  srm_status_format(agent, rep->text, sizeof(rep->text)));
     srm_client_reply_text(client, rep);
     free(rep);
 }
@@ -560,7 +562,7 @@ void srm_client_handle_socket(srm_agent_t *agent, srm_client_t *client)
         }
     } else if (srm_msg_hdr_check(&msg.hdr, (size_t)len, SRM_MSG_STATUS_REQ,
                                  sizeof(msg.status)) == 0) {
-        srm_client_status(agent, client);
+        srm_client_status(agent, client, msg.status.flags);
     } else if (srm_msg_hdr_check(&msg.hdr, (size_t)len, SRM_MSG_FAULT_REQ,
                                  sizeof(msg.fault)) == 0) {
         srm_client_fault(agent, client, &msg.fault);

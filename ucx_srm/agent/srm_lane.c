@@ -114,7 +114,7 @@ static void srm_lane_shut_link(srm_agent_t *agent, srm_node_t *node,
              node->index, why);
     link->lane_shut = 1;
     srm_lane_set_polled(agent, link, 0);
-    shutdown(link->fd, SHUT_RDWR);
+    shutdown(link->conn.fd, SHUT_RDWR);
 }
 
 int srm_lane_check_writer(srm_agent_t *agent, srm_node_t *node,
@@ -279,7 +279,7 @@ static void srm_lane_retire(srm_agent_t *agent, srm_node_t *node)
                  "agent could not book; their frames come again", node->index);
     }
     if (link != NULL) {
-        shutdown(link->fd, SHUT_RDWR); /* its reads see the end: it closes */
+        shutdown(link->conn.fd, SHUT_RDWR); /* its reads see the end: it closes */
     }
     node->lane       = NULL;
     node->lane_link  = NULL;
@@ -311,7 +311,8 @@ static srm_link_t *srm_lane_writable_link(const srm_node_t *node)
     srm_link_t *link          = chan->links[chan->active];
 
     if ((link == NULL) || (link->state != SRM_LINK_READY) ||
-        (link->qp != NULL) || link->muted || link->lane_shut ||
+        !srm_wire_can(link->wire, SRM_WIRE_CAP_SHARED_FD) || link->muted ||
+        link->lane_shut ||
         (link->ctl_left > 0) ||
         (chan->sent != chan->tail) || (node->state == SRM_NODE_INVALID) ||
         (node->num_paused > 0)) {
@@ -571,7 +572,7 @@ void srm_lane_answer(srm_agent_t *agent, const srm_client_t *requester,
     fds[(*nfds)++]  = node->lane_fd;
     if (node->lane_link != NULL) {
         node->lane_link->shared = 1;
-        fds[(*nfds)++]          = node->lane_link->fd;
+        fds[(*nfds)++]          = node->lane_link->conn.fd;
     }
 }
 

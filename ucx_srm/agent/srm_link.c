@@ -14,7 +14,7 @@
  * send a heartbeat (an ACK) every quarter of it when idle.
  */
 #define _GNU_SOURCE
-#include "srm_agent.h"
+#include "srm_link.h"
 
 #include <ucx_srm/common/srm_log.h>
 #include <ucx_srm/common/srm_rma.h>
@@ -30,7 +30,6 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#define SRM_LINK_IN_BUF   (2 * (sizeof(srm_frame_hdr_t) + SRM_FRAME_MAX_PAYLOAD))
 #define SRM_LINK_RETRY    0.1 /* seconds between connects of one path, */
 #define SRM_LINK_RETRY_MAX_SHIFT 3 /* doubled after each failure up to 8x */
 
@@ -51,9 +50,6 @@ const char *srm_link_state_name(srm_link_state_t state)
     return ((unsigned)state < SRM_LINK_STATES) ? srm_link_state_names[state] :
                                                  "?";
 }
-
-static int srm_link_ready(srm_agent_t *agent, srm_link_t *link);
-static int srm_link_read_qp(srm_agent_t *agent, srm_link_t *link);
 
 /* After `failures` failed connects of a path in a row. */
 static double srm_link_retry_delay(unsigned failures)
@@ -85,11 +81,6 @@ srm_verbs_dev_t *srm_link_path_verbs(const srm_agent_t *agent, int path)
     return agent->verbs[((unsigned)path < agent->num_devices) ? path : 0];
 }
 
-static int srm_link_on_qp(const srm_link_t *link)
-{
-    return (link->qp != NULL) && (link->state == SRM_LINK_READY);
-}
-
 void srm_link_set_events(srm_agent_t *agent, srm_link_t *link)
 {
     struct epoll_event ev = {
@@ -99,25 +90,26 @@ void srm_link_set_events(srm_agent_t *agent, srm_link_t *link)
         .data.u64 = SRM_EPOLL_DATA(SRM_EPOLL_LINK, link->index)
     };
 
-    if (srm_link_on_qp(link)) {
+    if (srm_link_on_completions(link)) {
         /* The socket only tells that the peer left; room and input are
-         * the queue pair's completions. */
+         * the endpoint's completions. */
         ev.events = EPOLLIN;
     }
     /* Called after every read: a system call only when the set changes. */
     if (ev.events != link->epoll_events) {
         link->epoll_events = ev.events;
-        epoll_ctl(agent->epoll_fd, EPOLL_CTL_MOD, link->fd, &ev);
+        epoll_ctl(agent->epoll_fd, EPOLL_CTL_MOD, link->conn.fd, &ev);
     }
 }
 
 ssize_t srm_link_sendv_mr(srm_link_t *link, const struct iovec *iov,
                           const srm_verbs_mr_t *const *mrs, int iovcnt)
 {
-    if (srm_link_on_qp(link)) {
-        return srm_verbs_qp_sendv_mr(link->qp, iov, mrs, iovcnt);
-    }
-    return srm_wire_tcp_sendv(link->fd, iov, iovcnt);
+    /* Until it is ready, whatever its wire, the link is its socket. */
+    const srm_wire_ops_t *wire = (link->state == SRM_LINK_READY) ?
+                                 link->wire : &srm_wire_tcp_ops;
+
+    return wire->sendv(&link->conn, iov, mrs, iovcnt);
 }
 
 ssize_t srm_link_sendv(srm_link_t *link, const struct iovec *iov, int iovcnt)
@@ -155,7 +147,8 @@ static srm_link_t *srm_link_new(srm_agent_t *agent, int fd, int initiator)
         free(link);
         return NULL;
     }
-    link->fd         = fd;
+    link->conn.fd    = fd;
+    link->wire       = &srm_wire_tcp_ops; /* until the path is known */
     link->index      = i;
     link->initiator  = initiator;
     link->state      = initiator ? SRM_LINK_CONNECTING : SRM_LINK_HELLO_WAIT;
@@ -236,13 +229,12 @@ void srm_link_close(srm_agent_t *agent, srm_link_t *link,
     }
     if (link->shared) {
         /* Clients hold the socket too: end the connection itself. */
-        shutdown(link->fd, SHUT_RDWR);
+        shutdown(link->conn.fd, SHUT_RDWR);
     }
-    close(link->fd);
-    if (link->qp != NULL) {
+    if (link->conn.qp != NULL) {
         srm_rma_link_lost(agent, link);
     }
-    srm_verbs_qp_destroy(link->qp);
+    srm_wire_conn_close(&link->conn);
     free(link->in_buf);
     free(link);
 }
@@ -279,7 +271,6 @@ void srm_link_connect(srm_agent_t *agent, srm_node_t *node, int kind,
 {
     srm_channel_t *chan = &node->chan[kind];
     const srm_wire_addr_t *wire;
-    srm_verbs_dev_t *verbs;
     srm_link_t *link;
     char addr[32];
     double now;
@@ -314,10 +305,12 @@ void srm_link_connect(srm_agent_t *agent, srm_node_t *node, int kind,
     link->path         = path;
     chan->links[path]  = link;
     chan->connects++;
-    verbs = srm_link_path_verbs(agent, path);
-    if ((verbs != NULL) &&
-        ((link->qp = srm_verbs_qp_create(verbs, link->index)) == NULL)) {
-        srm_link_close(agent, link, SRM_LOG_WARN, "no queue pair");
+    link->wire         = srm_wire_of(srm_link_path_verbs(agent, path));
+    if ((link->wire->make != NULL) &&
+        (link->wire->make(&link->conn, srm_link_path_verbs(agent, path),
+                          link->index) != 0)) {
+        srm_link_close(agent, link, SRM_LOG_WARN, "no %s endpoint",
+                       link->wire->name);
     }
 }
 
@@ -374,637 +367,9 @@ void srm_link_accept(srm_agent_t *agent, unsigned path)
     }
 }
 
-/* Our queue pair as HELLO carries it; all zero on the tcp wire. */
-static void srm_link_local_qp(const srm_link_t *link, srm_hello_qp_t *qp)
-{
-    memset(qp, 0, sizeof(*qp));
-    if (link->qp != NULL) {
-        srm_verbs_qp_local(link->qp, qp);
-    }
-}
-
-static void srm_link_auth_context(const srm_agent_t *agent,
-                                  const srm_link_t *link,
-                                  srm_auth_context_t *ctx)
-{
-    ctx->initiator_id = link->initiator ? agent->node_id : link->peer_id;
-    ctx->acceptor_id  = link->initiator ? link->peer_id : agent->node_id;
-    memcpy(ctx->initiator_nonce,
-           link->initiator ? link->nonce : link->peer_nonce,
-           SRM_AUTH_NONCE_LEN);
-    memcpy(ctx->acceptor_nonce,
-           link->initiator ? link->peer_nonce : link->nonce,
-           SRM_AUTH_NONCE_LEN);
-    ctx->kind = (uint8_t)link->kind;
-    ctx->path = (uint8_t)link->path;
-    srm_link_local_qp(link, link->initiator ? &ctx->initiator_qp :
-                                              &ctx->acceptor_qp);
-    memcpy(link->initiator ? &ctx->acceptor_qp : &ctx->initiator_qp,
-           &link->peer_qp, sizeof(link->peer_qp));
-}
-
-/* Handshake frames are small: a fresh socket always has room for them. */
-static int srm_link_send_raw(srm_link_t *link, const void *msg, size_t size)
-{
-    struct iovec iov = {.iov_base = (void*)msg, .iov_len = size};
-
-    if (srm_link_sendv(link, &iov, 1) != (ssize_t)size) {
-        return -1;
-    }
-    link->last_tx = srm_agent_now();
-    return 0;
-}
-
-static int srm_link_send_hello(srm_agent_t *agent, srm_link_t *link,
-                               srm_frame_type_t type)
-{
-    srm_auth_context_t ctx;
-    struct {
-        srm_frame_hdr_t hdr;
-        srm_hello_t     hello;
-    } msg;
-    int path;
-
-    memset(&msg, 0, sizeof(msg));
-    srm_frame_hdr_init(&msg.hdr, type, sizeof(msg.hello));
-    msg.hello.node_id  = agent->node_id;
-    for (path = 0; path < SRM_WIRE_PATHS; ++path) {
-        msg.hello.ipv4[path] = agent->wire[path].ipv4;
-        msg.hello.port[path] = agent->wire[path].port;
-    }
-    msg.hello.kind     = (uint8_t)link->kind;
-    msg.hello.path     = (uint8_t)link->path;
-    msg.hello.accepted = (uint8_t)link->accepted;
-    msg.hello.secret   = agent->auth.len > 0;
-    if (link->qp != NULL) {
-        msg.hello.wire = SRM_HELLO_WIRE_VERBS;
-    }
-    srm_link_local_qp(link, &msg.hello.qp);
-    memcpy(msg.hello.nonce, link->nonce, SRM_AUTH_NONCE_LEN);
-    if ((type == SRM_FRAME_HELLO_ACK) && (agent->auth.len > 0)) {
-        srm_link_auth_context(agent, link, &ctx);
-        srm_auth_prove(&agent->auth, SRM_AUTH_ROLE_ACCEPTOR, &ctx,
-                       msg.hello.mac);
-    }
-    return srm_link_send_raw(link, &msg, sizeof(msg));
-}
-
-/* Acceptor, authenticated: the link takes its place in the channel. */
-static int srm_link_install(srm_agent_t *agent, srm_link_t *link)
-{
-    srm_channel_t *chan;
-    srm_node_t *node;
-    srm_link_t *old;
-
-    node = srm_node_find(agent, link->peer_id);
-    if (node == NULL) {
-        node = srm_node_create(agent, link->peer_id, link->peer_wire);
-        if (node == NULL) {
-            srm_link_close(agent, link, SRM_LOG_ERROR, "out of memory");
-            return -1;
-        }
-    }
-    if ((node->state == SRM_NODE_INVALID) &&
-        !srm_node_revive(agent, node, link->peer_wire, "its agent called")) {
-        srm_link_close(agent, link, SRM_LOG_INFO,
-                       "node 0x%016llx was declared failed",
-                       (unsigned long long)link->peer_id);
-        return -1;
-    }
-    chan = &node->chan[link->kind];
-    old  = chan->links[link->path];
-    if ((old != NULL) && (old != link)) {
-        if ((old->state == SRM_LINK_READY) || (link->peer_id > agent->node_id)) {
-            /* Ours is up (or won the tie-break) meanwhile. */
-            srm_link_close(agent, link, SRM_LOG_DEBUG, "lost the tie-break");
-            return -1;
-        }
-        srm_link_close(agent, old, SRM_LOG_DEBUG,
-                       "replaced by the peer's connection");
-    }
-    link->node               = node;
-    chan->links[link->path]  = link;
-    return srm_link_ready(agent, link);
-}
-
-/* Both ends of a path must use the same wire; 0 if they do. */
-static int srm_link_check_wire(srm_agent_t *agent, srm_link_t *link,
-                               uint8_t peer_wire)
-{
-    static const char *names[] = {"tcp", "verbs"};
-    uint8_t ours = (srm_link_path_verbs(agent, link->path) != NULL) ?
-                   SRM_HELLO_WIRE_VERBS : SRM_HELLO_WIRE_TCP;
-
-    if (peer_wire == ours) {
-        return 0;
-    }
-    srm_link_close(agent, link, SRM_LOG_WARN,
-                   "refused: path %d of the peer is on the %s wire, ours on "
-                   "the %s wire (UCX_SRM_DEVICES must name the same kind of "
-                   "device on every node)", link->path,
-                   (peer_wire <= SRM_HELLO_WIRE_VERBS) ? names[peer_wire] :
-                                                         "unknown",
-                   names[ours]);
-    return -1;
-}
-
-/* Verbs wire: our queue pair, made if need be; it stays in INIT, where
- * it neither sends nor receives, until srm_link_connect_qp. */
-static int srm_link_make_qp(srm_agent_t *agent, srm_link_t *link)
-{
-    if ((link->qp == NULL) &&
-        ((link->qp = srm_verbs_qp_create(srm_link_path_verbs(agent,
-                                                             link->path),
-                                         link->index)) == NULL)) {
-        srm_link_close(agent, link, SRM_LOG_WARN, "no queue pair");
-        return -1;
-    }
-    return 0;
-}
-
-/* Verbs wire: our queue pair, connected to the peer's: only once the peer
- * proved the cluster secret (it may then write to our regions). */
-static int srm_link_connect_qp(srm_agent_t *agent, srm_link_t *link,
-                               const srm_hello_qp_t *peer)
-{
-    if (srm_link_make_qp(agent, link) != 0) {
-        return -1;
-    }
-    if (srm_verbs_qp_connect(link->qp, peer) != 0) {
-        srm_link_close(agent, link, SRM_LOG_WARN,
-                       "cannot connect queue pair 0x%x to the peer's 0x%x: %m",
-                       srm_verbs_qp_num(link->qp), peer->qpn);
-        return -1;
-    }
-    return 0;
-}
-
-/* Called while the handshake is parsed; -1 if the link died meanwhile. */
-static int srm_link_ready(srm_agent_t *agent, srm_link_t *link)
-{
-    unsigned index = link->index;
-
-    /* The acceptor heard the peer's own addresses in its HELLO. */
-    srm_node_path_ready(link->node, link->path,
-                        link->initiator ? NULL : link->peer_wire);
-    link->state = SRM_LINK_READY;
-    srm_link_set_events(agent, link);
-    srm_channel_link_ready(agent, link);
-    if (agent->links[index] != link) {
-        return -1;
-    }
-    /* The peer's queue pair may have sent before this side was ready:
-     * read once the handshake's input is parsed. */
-    link->qp_unread = (link->qp != NULL);
-    return 0;
-}
-
-static int srm_link_on_hello(srm_agent_t *agent, srm_link_t *link,
-                             const srm_hello_t *hello)
-{
-    srm_node_t *node;
-    srm_link_t *old;
-    int path;
-
-    if ((hello->kind >= SRM_CHANNEL_KINDS) ||
-        (hello->path >= SRM_WIRE_PATHS) || (hello->node_id == 0) ||
-        (hello->node_id == agent->node_id)) {
-        srm_link_close(agent, link, SRM_LOG_WARN, "bad HELLO");
-        return -1;
-    }
-    link->peer_id = hello->node_id;
-    link->kind    = hello->kind;
-    link->path    = hello->path;
-    for (path = 0; path < SRM_WIRE_PATHS; ++path) {
-        link->peer_wire[path].ipv4 = hello->ipv4[path];
-        link->peer_wire[path].port = hello->port[path];
-    }
-    memcpy(link->peer_nonce, hello->nonce, SRM_AUTH_NONCE_LEN);
-    memcpy(&link->peer_qp, &hello->qp, sizeof(link->peer_qp));
-    if (hello->secret != (agent->auth.len > 0)) {
-        srm_link_close(agent, link, SRM_LOG_WARN,
-                       "refused: %s a cluster secret, this agent %s",
-                       hello->secret ? "the peer uses" : "the peer has no",
-                       (agent->auth.len > 0) ? "requires one" : "has none");
-        return -1;
-    }
-
-    if (srm_link_check_wire(agent, link, hello->wire) != 0) {
-        return -1;
-    }
-
-    node         = srm_node_find(agent, hello->node_id);
-    old          = (node != NULL) ? node->chan[link->kind].links[link->path] :
-                                    NULL;
-    link->accepted = (old == NULL) || (old->state != SRM_LINK_READY &&
-                                       hello->node_id < agent->node_id);
-    /* Its number goes in our answer; it is connected at AUTH. */
-    if (link->accepted && (hello->wire == SRM_HELLO_WIRE_VERBS) &&
-        (srm_link_make_qp(agent, link) != 0)) {
-        return -1;
-    }
-    if (srm_link_send_hello(agent, link, SRM_FRAME_HELLO_ACK) != 0) {
-        srm_link_close(agent, link, SRM_LOG_WARN, "cannot answer HELLO: %m");
-        return -1;
-    }
-    if (!link->accepted) {
-        srm_link_close(agent, link, SRM_LOG_DEBUG,
-                       "our connection to that node stays");
-        return -1;
-    }
-    if ((agent->auth.len > 0) || (link->qp != NULL)) {
-        /* A queue pair also waits for AUTH: it says the initiator's
-         * queue pair is ready to receive. */
-        link->state = SRM_LINK_AUTH_WAIT;
-        return 0;
-    }
-    return srm_link_install(agent, link);
-}
-
-/* Acceptor, the peer proven: our queue pair is connected, and the
- * initiator told (an AUTH back, without proof) that it may send. */
-static int srm_link_qp_proven(srm_agent_t *agent, srm_link_t *link)
-{
-    struct {
-        srm_frame_hdr_t  hdr;
-        srm_auth_proof_t proof;
-    } msg;
-
-    if (srm_link_connect_qp(agent, link, &link->peer_qp) != 0) {
-        return -1;
-    }
-    srm_frame_hdr_init(&msg.hdr, SRM_FRAME_AUTH, sizeof(msg.proof));
-    memset(&msg.proof, 0, sizeof(msg.proof));
-    if (srm_link_send_raw(link, &msg, sizeof(msg)) != 0) {
-        srm_link_close(agent, link, SRM_LOG_WARN,
-                       "cannot say the queue pair is ready: %m");
-        return -1;
-    }
-    return 0;
-}
-
-static int srm_link_on_hello_ack(srm_agent_t *agent, srm_link_t *link,
-                                 const srm_hello_t *ack)
-{
-    srm_auth_context_t ctx;
-    struct {
-        srm_frame_hdr_t  hdr;
-        srm_auth_proof_t proof;
-    } msg;
-
-    if ((ack->node_id != link->node->node_id) ||
-        (ack->kind != (uint8_t)link->kind) ||
-        (ack->path != (uint8_t)link->path)) {
-        srm_link_close(agent, link, SRM_LOG_WARN,
-                       "HELLO_ACK from an unexpected node 0x%016llx (a new "
-                       "agent at that address?)",
-                       (unsigned long long)ack->node_id);
-        return -1;
-    }
-    link->peer_id = ack->node_id;
-    memcpy(link->peer_nonce, ack->nonce, SRM_AUTH_NONCE_LEN);
-    memcpy(&link->peer_qp, &ack->qp, sizeof(link->peer_qp));
-    if (agent->auth.len > 0) {
-        srm_link_auth_context(agent, link, &ctx);
-        if (!ack->secret ||
-            !srm_auth_check(&agent->auth, SRM_AUTH_ROLE_ACCEPTOR, &ctx,
-                            ack->mac)) {
-            srm_link_close(agent, link, SRM_LOG_WARN,
-                           "refused: the peer %s",
-                           ack->secret ? "proved another cluster secret (or "
-                                         "its HELLO_ACK was changed on the "
-                                         "way)" :
-                                         "has no cluster secret");
-            return -1;
-        }
-    } else if (ack->secret) {
-        srm_link_close(agent, link, SRM_LOG_WARN,
-                       "refused: the peer uses a cluster secret, this agent "
-                       "has none");
-        return -1;
-    }
-    if (!ack->accepted) {
-        srm_link_close(agent, link, SRM_LOG_DEBUG,
-                       "the peer's connection won the tie-break");
-        return -1;
-    }
-    if ((srm_link_check_wire(agent, link, ack->wire) != 0) ||
-        ((link->qp != NULL) &&
-         (srm_link_connect_qp(agent, link, &ack->qp) != 0))) {
-        return -1;
-    }
-    if ((agent->auth.len > 0) || (link->qp != NULL)) {
-        srm_frame_hdr_init(&msg.hdr, SRM_FRAME_AUTH, sizeof(msg.proof));
-        memset(&msg.proof, 0, sizeof(msg.proof));
-        if (agent->auth.len > 0) {
-            srm_auth_prove(&agent->auth, SRM_AUTH_ROLE_INITIATOR, &ctx,
-                           msg.proof.mac);
-        }
-        if (srm_link_send_raw(link, &msg, sizeof(msg)) != 0) {
-            srm_link_close(agent, link, SRM_LOG_WARN, "cannot send AUTH: %m");
-            return -1;
-        }
-    }
-    if (link->qp != NULL) {
-        link->state = SRM_LINK_QP_WAIT; /* until the peer's QP is connected */
-        return 0;
-    }
-    return srm_link_ready(agent, link);
-}
-
-static int srm_link_on_auth(srm_agent_t *agent, srm_link_t *link,
-                            const srm_auth_proof_t *proof)
-{
-    srm_auth_context_t ctx;
-
-    srm_link_auth_context(agent, link, &ctx);
-    if ((agent->auth.len > 0) &&
-        !srm_auth_check(&agent->auth, SRM_AUTH_ROLE_INITIATOR, &ctx,
-                        proof->mac)) {
-        srm_link_close(agent, link, SRM_LOG_WARN,
-                       "refused: the peer proved another cluster secret (or "
-                       "the handshake was changed on the way)");
-        return -1;
-    }
-    if ((link->qp != NULL) && (srm_link_qp_proven(agent, link) != 0)) {
-        return -1;
-    }
-    return srm_link_install(agent, link);
-}
-
-/* The payload length a numbered frame of this type must have (an AM: any
- * it has, within the frame limits its parser checked). */
-static uint32_t srm_link_payload_length(uint8_t type, uint32_t length)
-{
-    switch (type) {
-    case SRM_FRAME_AM:
-        return length;
-    case SRM_FRAME_RMA_REMOTE:
-        return sizeof(srm_rma_remote_t);
-    case SRM_FRAME_RMA_REMOTE_DONE:
-        return sizeof(srm_rma_remote_done_t);
-    default:
-        return 0;
-    }
-}
-
-/* One frame of a ready link: 1 consumed, 0 no room yet, -1 link closed. */
-static int srm_link_on_frame(srm_agent_t *agent, srm_link_t *link,
-                             const srm_frame_hdr_t *hdr, const void *payload)
-{
-    int ret;
-
-    switch (hdr->type) {
-    case SRM_FRAME_AM:
-    case SRM_FRAME_PAUSE:
-    case SRM_FRAME_RESUME:
-    case SRM_FRAME_PORT_GONE:
-    case SRM_FRAME_PORT_REFUSED:
-    case SRM_FRAME_RMA_REMOTE:
-    case SRM_FRAME_RMA_REMOTE_DONE:
-        if (hdr->length != srm_link_payload_length(hdr->type, hdr->length)) {
-            break;
-        }
-        ret = srm_channel_receive(agent, link, hdr, payload);
-        if (ret < 0) {
-            srm_link_close(agent, link, SRM_LOG_WARN,
-                           "frame %u arrived before frame %u of the channel",
-                           hdr->chan_seq,
-                           link->node->chan[link->kind].rx_expected);
-        }
-        return ret;
-    case SRM_FRAME_ACK:
-        if (hdr->length != 0) {
-            break;
-        }
-        if (srm_channel_on_ack(agent, link, hdr->seq) != 0) {
-            srm_link_close(agent, link, SRM_LOG_WARN,
-                           "ack %u for frames never sent", hdr->seq);
-            return -1;
-        }
-        return 1;
-    case SRM_FRAME_BYE:
-        srm_node_invalidate(agent, link->node, 0, "its agent left");
-        return -1;
-    default:
-        break;
-    }
-    link->node->bad_frames++;
-    agent->stats.bad_frames++;
-    srm_link_close(agent, link, SRM_LOG_WARN,
-                   "frame type %u (length %u) not expected on a ready link",
-                   hdr->type, hdr->length);
-    return -1;
-}
-
-/* A handshake frame: 0 handled, -1 link closed. */
-static int srm_link_on_handshake(srm_agent_t *agent, srm_link_t *link,
-                                 const srm_frame_hdr_t *hdr,
-                                 const void *payload)
-{
-    if ((hdr->type == SRM_FRAME_HELLO) &&
-        (link->state == SRM_LINK_HELLO_WAIT) &&
-        (hdr->length == sizeof(srm_hello_t))) {
-        return srm_link_on_hello(agent, link, payload);
-    } else if ((hdr->type == SRM_FRAME_HELLO_ACK) &&
-               (link->state == SRM_LINK_HELLO_SENT) &&
-               (hdr->length == sizeof(srm_hello_t))) {
-        return srm_link_on_hello_ack(agent, link, payload);
-    } else if ((hdr->type == SRM_FRAME_AUTH) &&
-               (link->state == SRM_LINK_AUTH_WAIT) &&
-               (hdr->length == sizeof(srm_auth_proof_t))) {
-        return srm_link_on_auth(agent, link, payload);
-    } else if ((hdr->type == SRM_FRAME_AUTH) &&
-               (link->state == SRM_LINK_QP_WAIT) &&
-               (hdr->length == sizeof(srm_auth_proof_t))) {
-        return srm_link_ready(agent, link); /* the peer's QP is connected */
-    }
-    agent->stats.bad_frames++;
-    srm_link_close(agent, link, SRM_LOG_WARN,
-                   "frame type %u (length %u) not expected in state %s",
-                   hdr->type, hdr->length, srm_link_state_names[link->state]);
-    return -1;
-}
-
-/* Handles the complete frames in the input buffer; -1 if the link died. */
-static int srm_link_parse(srm_agent_t *agent, srm_link_t *link)
-{
-    size_t offset = 0, size;
-    srm_frame_status_t status;
-    srm_frame_hdr_t hdr;
-    const uint8_t *payload;
-    int ret;
-
-    link->in_blocked = 0;
-    for (;;) {
-        status = srm_frame_next(link->in_buf + offset, link->in_len - offset,
-                                &hdr, &size);
-        if (status != SRM_FRAME_OK) {
-            if (link->node != NULL) {
-                link->node->bad_frames++;
-            }
-            agent->stats.bad_frames++;
-            srm_link_close(agent, link, SRM_LOG_WARN,
-                           "malformed frame: %s (type %u, version %u)",
-                           srm_frame_status_str(status), hdr.type,
-                           hdr.version);
-            return -1;
-        }
-        if (size == 0) {
-            /* The rest of the frame is still on its way: maybe straight
-             * into its destination's ring. */
-            if ((link->in_len - offset >= sizeof(hdr)) &&
-                srm_place_begin(agent, link, &hdr,
-                                link->in_buf + offset + sizeof(hdr),
-                                link->in_len - offset - sizeof(hdr))) {
-                offset = link->in_len;
-            }
-            break;
-        }
-        payload = link->in_buf + offset + sizeof(hdr);
-        if (link->state == SRM_LINK_READY) {
-            ret = srm_link_on_frame(agent, link, &hdr, payload);
-            if (ret < 0) {
-                return -1;
-            } else if (ret == 0) {
-                link->in_blocked = 1;
-                break;
-            }
-        } else if (srm_link_on_handshake(agent, link, &hdr, payload) != 0) {
-            return -1;
-        }
-        offset += size;
-    }
-
-    memmove(link->in_buf, link->in_buf + offset, link->in_len - offset);
-    link->in_len -= offset;
-    srm_link_set_events(agent, link);
-    if (link->qp_unread) {
-        link->qp_unread = 0;
-        return srm_link_read_qp(agent, link);
-    }
-    return 0;
-}
-
-/* Verbs: what the queue pair received, parsed as the socket's input
- * would be, until it is all taken or the input waits for room. -1 if the
- * link died. */
-static int srm_link_read_qp(srm_agent_t *agent, srm_link_t *link)
-{
-    struct iovec iov[2];
-    ssize_t got;
-    int iovcnt;
-
-    while (!link->in_blocked) {
-        /* As from a socket: a frame being placed first (srm_place.c). */
-        iovcnt               = srm_place_iov(link, &iov[0]);
-        iov[iovcnt].iov_base = link->in_buf + link->in_len;
-        iov[iovcnt].iov_len  = SRM_LINK_IN_BUF - link->in_len;
-        ++iovcnt;
-        got = srm_verbs_qp_recvv(link->qp, iov, iovcnt);
-        if (got < 0) {
-            srm_link_close(agent, link, SRM_LOG_WARN,
-                           "queue pair 0x%x: %s", srm_verbs_qp_num(link->qp),
-                           srm_verbs_qp_error(link->qp));
-            return -1;
-        }
-        if ((got == 0) && ((srm_verbs_qp_pending(link->qp) == 0) ||
-                           (link->in_len == SRM_LINK_IN_BUF))) {
-            return 0;
-        }
-        if (link->muted) {
-            srm_place_cancel(link);
-            continue; /* a dead path: what arrives is lost */
-        }
-        link->last_rx  = srm_agent_now();
-        link->in_len  += srm_place_fill(agent, link, (size_t)got);
-        if (srm_link_parse(agent, link) != 0) {
-            return -1;
-        }
-    }
-    return 0;
-}
-
-/* Verbs: the link's socket carries nothing after the handshake but the
- * news that the peer went away. */
-static void srm_link_read_control(srm_agent_t *agent, srm_link_t *link)
-{
-    uint8_t byte;
-    ssize_t got = srm_wire_tcp_recv(link->fd, &byte, sizeof(byte));
-
-    if ((got < 0) && (errno == 0)) {
-        srm_link_close(agent, link, SRM_LOG_INFO, "the peer closed it");
-    } else if (got < 0) {
-        srm_link_close(agent, link, SRM_LOG_WARN,
-                       "control connection failed: %m");
-    } else if (got > 0) {
-        agent->stats.bad_frames++;
-        srm_link_close(agent, link, SRM_LOG_WARN,
-                       "bytes on the control connection of a queue pair");
-    }
-}
-
-static void srm_link_read(srm_agent_t *agent, srm_link_t *link)
-{
-    struct iovec iov[2];
-    ssize_t got;
-    int iovcnt;
-
-    if (srm_link_on_qp(link)) {
-        srm_link_read_control(agent, link);
-        return;
-    }
-    if (link->in_blocked) {
-        return;
-    }
-    /* A frame being placed first, then what comes after it. Reading only
-     * headers into in_buf, to place every large frame, measured slower:
-     * a system call per frame costs more here than the copy it saves. */
-    iovcnt               = srm_place_iov(link, &iov[0]);
-    iov[iovcnt].iov_base = link->in_buf + link->in_len;
-    iov[iovcnt].iov_len  = SRM_LINK_IN_BUF - link->in_len;
-    ++iovcnt;
-    got = srm_wire_tcp_recvv(link->fd, iov, iovcnt);
-    if ((got > 0) && link->muted) {
-        srm_place_cancel(link);
-        return; /* a dead path: what arrives is lost */
-    }
-    if (got < 0) {
-        if (errno == 0) {
-            srm_link_close(agent, link, SRM_LOG_INFO, "the peer closed it");
-        } else {
-            srm_link_close(agent, link, SRM_LOG_WARN, "receive failed: %m");
-        }
-        return;
-    }
-    if (got > 0) {
-        link->last_rx = srm_agent_now();
-    }
-    link->in_len += srm_place_fill(agent, link, (size_t)got);
-    srm_link_parse(agent, link);
-}
-
-/* Reads inside the node's lane: its clients may read the socket too, and
- * what the agent delivers moves the order they check against. */
-void srm_link_read_in_lane(srm_agent_t *agent, srm_link_t *link)
-{
-    srm_node_t *node = link->node;
-    unsigned index   = link->index;
-
-    if (node == NULL) {
-        srm_link_read(agent, link);
-        return;
-    }
-    srm_lane_enter(agent, node);
-    if (agent->links[index] == link) { /* entering may close it */
-        srm_link_read(agent, link);
-    }
-    srm_lane_leave(agent, node);
-}
-
 static void srm_link_connected(srm_agent_t *agent, srm_link_t *link)
 {
-    int error = srm_wire_tcp_connect_result(link->fd);
+    int error = srm_wire_tcp_connect_result(link->conn.fd);
     srm_node_t *node;
     int path;
 
@@ -1080,6 +445,7 @@ void srm_link_verbs_event(srm_agent_t *agent, unsigned path)
     srm_verbs_qp_t *qp;
     srm_link_t *link;
     unsigned index;
+    char why[128];
 
     if ((path >= SRM_WIRE_PATHS) || (agent->verbs[path] == NULL)) {
         return;
@@ -1087,18 +453,20 @@ void srm_link_verbs_event(srm_agent_t *agent, unsigned path)
     while ((qp = srm_verbs_dev_next_event(agent->verbs[path])) != NULL) {
         index = srm_verbs_qp_owner(qp);
         link  = (index < agent->num_links) ? agent->links[index] : NULL;
-        if ((link == NULL) || (link->qp != qp)) {
+        if ((link == NULL) || (link->conn.qp != qp)) {
             continue;
         }
-        if (srm_verbs_qp_poll(qp) != 0) {
-            srm_link_close(agent, link, SRM_LOG_WARN, "queue pair 0x%x: %s",
-                           srm_verbs_qp_num(qp), srm_verbs_qp_error(qp));
+        if (link->wire->poll(&link->conn) != 0) {
+            srm_link_close(agent, link,
+                           link->wire->why(&link->conn, errno, why,
+                                           sizeof(why)),
+                           "%s", why);
             continue;
         }
         if (link->state != SRM_LINK_READY) {
             continue; /* what came early waits for srm_link_ready */
         }
-        if ((srm_link_read_qp(agent, link) == 0) && link->want_write) {
+        if ((srm_link_read_endpoint(agent, link) == 0) && link->want_write) {
             srm_channel_write_link(agent, link, 0);
         }
     }
@@ -1108,43 +476,12 @@ void srm_link_verbs_event(srm_agent_t *agent, unsigned path)
          * completions is among them, and finds it). */
         for (index = 0; index < agent->num_links; ++index) {
             link = agent->links[index];
-            if ((link != NULL) && srm_link_on_qp(link) && link->want_write) {
+            if ((link != NULL) && srm_link_on_completions(link) &&
+                link->want_write) {
                 srm_channel_write_link(agent, link, 0);
             }
         }
     }
-}
-
-/* Links whose input waited for room try again; returns how many went on. */
-unsigned srm_link_progress(srm_agent_t *agent)
-{
-    unsigned count = 0, i;
-    srm_node_t *node;
-    srm_link_t *link;
-    int ret;
-
-    for (i = 0; i < agent->num_links; ++i) {
-        link = agent->links[i];
-        if ((link == NULL) || !link->in_blocked) {
-            continue;
-        }
-        node = link->node;
-        if (node != NULL) {
-            srm_lane_enter(agent, node);
-        }
-        /* Entering may close it. */
-        ret = (agent->links[i] == link) ? srm_link_parse(agent, link) : -1;
-        if (node != NULL) {
-            srm_lane_leave(agent, node);
-        }
-        if ((ret == 0) && !link->in_blocked) {
-            ++count;
-            if (link->qp != NULL) {
-                srm_link_read_qp(agent, link); /* no event will come */
-            }
-        }
-    }
-    return count;
 }
 
 /*
@@ -1160,7 +497,8 @@ static int srm_link_replace_if_lossy(srm_agent_t *agent, srm_link_t *link,
     uint32_t total;
 
     if ((agent->config.retrans_limit == 0) || !agent->config.failover ||
-        (link->state != SRM_LINK_READY) || (link->qp != NULL) ||
+        (link->state != SRM_LINK_READY) ||
+        !srm_wire_can(link->wire, SRM_WIRE_CAP_RETRANS) ||
         link->muted || (link->node == NULL)) {
         return 0;
     }
@@ -1173,7 +511,7 @@ static int srm_link_replace_if_lossy(srm_agent_t *agent, srm_link_t *link,
         return 0;
     }
     link->retrans_tx_seen = chan->tx_bytes;
-    if ((srm_wire_tcp_retransmits(link->fd, &total) != 0) ||
+    if ((link->wire->retransmits(&link->conn, &total) != 0) ||
         !srm_retrans_judge(&link->retrans, total, now,
                            agent->config.retrans_limit,
                            (chan->replaced > 0) ? chan->replaced_at : -1.0)) {
@@ -1222,8 +560,8 @@ void srm_link_timers(srm_agent_t *agent, double now)
              * wait. Read them first, or every link of every node fails
              * over at once.
              */
-            if (srm_link_on_qp(link)) {
-                srm_link_read_qp(agent, link);
+            if (srm_link_on_completions(link)) {
+                srm_link_read_endpoint(agent, link);
             } else {
                 srm_link_read_in_lane(agent, link);
             }
@@ -1282,10 +620,8 @@ void srm_link_say_bye(srm_agent_t *agent)
         node = link->node;
         srm_lane_enter(agent, node); /* no client writes in between */
         if ((link->ctl_left == 0) && srm_channel_at_boundary(link) &&
-            (srm_link_send_raw(link, &bye, sizeof(bye)) == 0) &&
-            (link->qp != NULL)) {
-            /* Closing a queue pair drops what it has not sent yet. */
-            srm_verbs_qp_drain(link->qp, 0.1);
+            (srm_link_send_raw(link, &bye, sizeof(bye)) == 0)) {
+            link->wire->drain(&link->conn, 0.1);
         }
         srm_lane_leave(agent, node);
     }
@@ -1295,9 +631,9 @@ void srm_link_say_bye(srm_agent_t *agent)
 unsigned srm_link_inject_fault(srm_agent_t *agent, uint32_t node_index,
                                int kind, srm_fault_how_t how)
 {
-    struct linger abort_close = {.l_onoff = 1, .l_linger = 0};
     unsigned count = 0, i;
     srm_channel_t *chan;
+    const char *what;
     srm_link_t *link;
     int k;
 
@@ -1326,20 +662,14 @@ unsigned srm_link_inject_fault(srm_agent_t *agent, uint32_t node_index,
                 }
                 continue;
             }
-            if (link->qp != NULL) {
-                /* Its flushed work requests fail the link, as a real
-                 * queue pair error would. */
-                srm_warn("fault injected: node %u %s channel path %d queue "
-                         "pair 0x%x moved to the error state", i,
-                         srm_node_kind_name(k), link->path,
-                         srm_verbs_qp_num(link->qp));
-                srm_verbs_qp_force_error(link->qp);
+            if (link->wire->fail(&link->conn, &what)) {
+                srm_link_close(agent, link, SRM_LOG_WARN,
+                               "fault injected: %s", what);
                 continue;
             }
-            setsockopt(link->fd, SOL_SOCKET, SO_LINGER, &abort_close,
-                       sizeof(abort_close));
-            srm_link_close(agent, link, SRM_LOG_WARN,
-                           "fault injected: connection reset");
+            /* The wire fails the link by itself, as a real error would. */
+            srm_warn("fault injected: node %u %s channel path %d: %s", i,
+                     srm_node_kind_name(k), link->path, what);
         }
     }
     return count;

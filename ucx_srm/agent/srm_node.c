@@ -20,6 +20,7 @@
  */
 #define _GNU_SOURCE
 #include "srm_agent.h"
+#include "srm_json.h"
 
 #include <ucx_srm/common/srm_lane_shared.h>
 #include <ucx_srm/common/srm_log.h>
@@ -506,24 +507,6 @@ void srm_node_cleanup(srm_agent_t *agent)
     srm_link_close_devices(agent); /* the streams' registrations are gone */
 }
 
-/* " qp LOCAL>REMOTE ..." and the newline; what snprintf returns. */
-static int srm_node_format_qp(const srm_verbs_qp_t *qp, char *buf,
-                              size_t size)
-{
-    const srm_verbs_stats_t *stats = srm_verbs_qp_stats(qp);
-
-    return snprintf(buf, size,
-                    " qp 0x%x>0x%x send_wrs %llu doorbells %llu signaled %llu "
-                    "inline %llu in_place %llu recv_wrs %llu\n",
-                    srm_verbs_qp_num(qp), srm_verbs_qp_remote_num(qp),
-                    (unsigned long long)stats->send_wrs,
-                    (unsigned long long)stats->doorbells,
-                    (unsigned long long)stats->signaled,
-                    (unsigned long long)stats->inline_wrs,
-                    (unsigned long long)stats->in_place_wrs,
-                    (unsigned long long)stats->recv_wrs);
-}
-
 /* How many of the channel's links are reading a frame into a ring. */
 static int srm_node_placing(const srm_channel_t *chan)
 {
@@ -631,14 +614,116 @@ void srm_node_format(srm_agent_t *agent, char *buf, size_t size,
                 return;
             }
             *len += (size_t)n;
-            if ((link != NULL) && (link->qp != NULL)) {
-                --*len; /* the queue pair goes on the same line */
-                n = srm_node_format_qp(link->qp, buf + *len, size - *len);
-                if ((n < 0) || ((size_t)n >= size - *len)) {
+            if (link != NULL) {
+                /* The wire's own counters go on the same line. */
+                n = link->wire->describe(&link->conn, buf + *len - 1,
+                                         size - *len + 1);
+                if ((n < 0) || ((size_t)n >= size - *len + 1)) {
                     return;
                 }
-                *len += (size_t)n;
+                *len += (size_t)n - ((n > 0) ? 1 : 0);
             }
         }
     }
+}
+
+/* The counters of srm_node_format's lines, by the same names. */
+static void srm_node_channel_json(const srm_channel_t *chan, int kind,
+                                  srm_json_t *json)
+{
+    const srm_link_t *link = chan->links[chan->active];
+    char wire[256];
+    int path, n;
+
+    srm_json_object(json, NULL);
+    srm_json_string(json, "kind", srm_channel_kind_names[kind]);
+    srm_json_string(json, "state", (link == NULL) ? "down" :
+                                       srm_link_state_name(link->state));
+    srm_json_array(json, "paths");
+    for (path = 0; path < SRM_WIRE_PATHS; ++path) {
+        srm_json_object(json, NULL);
+        srm_json_int(json, "path", path);
+        srm_json_string(json, "state", (chan->links[path] == NULL) ? "down" :
+                        srm_link_state_name(chan->links[path]->state));
+        srm_json_bool(json, "active", path == chan->active);
+        srm_json_end_object(json);
+    }
+    srm_json_end_array(json);
+    srm_json_uint(json, "queued", chan->tail - chan->sent);
+    srm_json_uint(json, "unacked", chan->sent - chan->head);
+    if (chan->rtt.samples == 0) {
+        srm_json_null(json, "rtt_us");
+        srm_json_null(json, "min_rtt_us");
+    } else {
+        srm_json_double(json, "rtt_us", chan->rtt.smoothed * 1e6);
+        srm_json_double(json, "min_rtt_us", chan->rtt.min * 1e6);
+    }
+    srm_json_uint(json, "tx_frames", chan->tx_frames);
+    srm_json_uint(json, "tx_bytes", chan->tx_bytes);
+    srm_json_uint(json, "from_rings", chan->ring_frames);
+    srm_json_uint(json, "filled", chan->ring_filled);
+    srm_json_uint(json, "direct", chan->direct_frames);
+    srm_json_uint(json, "rx_frames", chan->rx_frames);
+    srm_json_uint(json, "rx_bytes", chan->rx_bytes);
+    srm_json_uint(json, "taken", chan->taken_frames);
+    srm_json_uint(json, "placed_frames", chan->placed_frames);
+    srm_json_uint(json, "placed_bytes", chan->placed_bytes);
+    srm_json_int(json, "placing", srm_node_placing(chan));
+    srm_json_uint(json, "connects", chan->connects);
+    srm_json_uint(json, "failovers", chan->failovers);
+    srm_json_uint(json, "replaced", chan->replaced);
+    srm_json_uint(json, "resent", chan->resent);
+    srm_json_uint(json, "dups", chan->duplicates);
+    if (link != NULL) {
+        srm_json_string(json, "wire", link->wire->name);
+        /* The wire's own counters, as the text line has them. */
+        n = link->wire->describe(&link->conn, wire, sizeof(wire));
+        if ((n > 0) && ((size_t)n < sizeof(wire))) {
+            wire[n - 1] = '\0'; /* its newline */
+            srm_json_string(json, "wire_counters", wire + 1);
+        }
+    }
+    srm_json_end_object(json);
+}
+
+void srm_node_format_json(srm_agent_t *agent, srm_json_t *json)
+{
+    srm_node_t *node;
+    char addr[32];
+    unsigned i;
+    int kind;
+
+    srm_json_array(json, "nodes");
+    for (i = 0; i < agent->num_nodes; ++i) {
+        node = agent->nodes[i];
+        srm_lane_catch_up(agent, node);
+        srm_json_object(json, NULL);
+        srm_json_uint(json, "index", node->index);
+        snprintf(addr, sizeof(addr), "0x%016llx",
+                 (unsigned long long)node->node_id);
+        srm_json_string(json, "id", addr);
+        srm_json_string(json, "address",
+                        srm_wire_tcp_str(node->wire[0].ipv4,
+                                         node->wire[0].port, addr,
+                                         sizeof(addr)));
+        srm_json_string(json, "state", srm_node_state_names[node->state]);
+        srm_json_uint(json, "held", node->held_bytes);
+        srm_json_uint(json, "reordered", node->reordered);
+        srm_json_uint(json, "paused", node->num_paused);
+        srm_json_uint(json, "pauses", node->pauses);
+        srm_json_uint(json, "bad", node->bad_frames);
+        srm_json_uint(json, "dropped", node->dropped);
+        srm_json_uint(json, "foreign", node->lane_foreign);
+        srm_json_uint(json, "sources", node->num_orders);
+        srm_json_uint(json, "retired", node->orders_retired);
+        srm_json_uint(json, "miskeyed", node->miskeyed);
+        srm_json_uint(json, "refused", node->sources_refused);
+        srm_json_array(json, "channels");
+        for (kind = 0; kind < SRM_CHANNEL_KINDS; ++kind) {
+            srm_node_channel_json(&node->chan[kind], kind, json);
+        }
+        srm_json_end_array(json);
+        srm_json_end_object(json);
+    }
+    srm_json_end_array(json);
 }

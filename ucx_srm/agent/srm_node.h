@@ -16,6 +16,7 @@
 #include <ucx_srm/common/srm_address.h>
 #include <ucx_srm/common/srm_config.h>
 #include <ucx_srm/common/srm_frame.h>
+#include <ucx_srm/wire/srm_wire.h>
 
 #include "srm_holes.h"
 #include "srm_mirror.h"
@@ -51,10 +52,13 @@ typedef enum {
 } srm_link_state_t;
 
 typedef struct srm_link {
-    int              fd;          /* TCP: the handshake; then the frames,
-                                     or, with a qp, only the peer's exit */
-    srm_verbs_qp_t   *qp;         /* verbs wire: carries the frames */
-    int              qp_unread;   /* ready: read what the qp holds */
+    srm_wire_conn_t  conn;        /* its TCP connection (the handshake;
+                                     then the frames, or on verbs only the
+                                     peer's exit) and its wire's endpoint */
+    const srm_wire_ops_t *wire;   /* the path's wire: carries the frames
+                                     once the link is ready */
+    int              endpoint_unread; /* ready: read what the endpoint
+                                         received meanwhile */
     unsigned         index;       /* in agent->links, for epoll */
     srm_link_state_t state;
     int              initiator;

@@ -391,12 +391,12 @@ static void srm_rma_finish(srm_agent_t *agent, srm_rma_inflight_t *op, int statu
     op->region = 0;
 }
 
-/* Whether RDMA may be posted on the link's queue pair now. */
+/* Whether RDMA may be posted on the link's wire now. */
 static int srm_rma_link_usable(srm_link_t *link)
 {
     return (link != NULL) && (link->state == SRM_LINK_READY) &&
-           (link->qp != NULL) && !link->muted &&
-           (srm_verbs_qp_error(link->qp)[0] == '\0');
+           srm_wire_can(link->wire, SRM_WIRE_CAP_RDMA) && !link->muted &&
+           link->wire->usable(&link->conn);
 }
 
 /*
@@ -455,7 +455,7 @@ static int srm_rma_serve_post(srm_agent_t *agent, srm_link_t *from,
     }
     op->gen++;
     /* A PUT brings the requester's bytes here: a READ of them. */
-    ret = srm_verbs_qp_rdma(link->qp, req->op == SRM_RMA_GET,
+    ret = link->wire->rdma(&link->conn, req->op == SRM_RMA_GET,
                             srm_region_agent_addr(region, req->remote_addr),
                             srm_verbs_mr_lkey(region->mr[dev]), req->peer_addr,
                             rkey, (uint32_t)req->length,
@@ -548,7 +548,7 @@ static unsigned srm_rma_collect(srm_agent_t *agent, srm_link_t *link)
     uint64_t id;
     int ok;
 
-    while (srm_verbs_qp_rma_next(link->qp, &id, &ok)) {
+    while (link->wire->rdma_next(&link->conn, &id, &ok)) {
         index = (unsigned)(id & 0xffff);
         op    = (index < SRM_RMA_MAX_OPS) ? &agent->rma_ops[index] : NULL;
         if ((op == NULL) || (op->state != SRM_RMA_OP_POSTED) ||
@@ -567,18 +567,20 @@ unsigned srm_rma_progress(srm_agent_t *agent)
 {
     unsigned count = 0, i;
     srm_link_t *link;
+    char why[128];
 
     for (i = 0; i < agent->num_links; ++i) {
         link = agent->links[i];
-        if ((link == NULL) || (link->qp == NULL)) {
+        if ((link == NULL) || !srm_wire_can(link->wire, SRM_WIRE_CAP_RDMA)) {
             continue;
         }
-        if (srm_verbs_qp_poll(link->qp) != 0) {
+        if (link->wire->poll(&link->conn) != 0) {
             /* Close it before its failures are answered: a client that
              * tries again at once must find the standby, not this one. */
-            srm_link_close(agent, link, SRM_LOG_WARN, "queue pair 0x%x: %s",
-                           srm_verbs_qp_num(link->qp),
-                           srm_verbs_qp_error(link->qp));
+            srm_link_close(agent, link,
+                           link->wire->why(&link->conn, errno, why,
+                                           sizeof(why)),
+                           "%s", why);
             continue;
         }
         count += srm_rma_collect(agent, link);
@@ -595,7 +597,7 @@ void srm_rma_link_lost(srm_agent_t *agent, srm_link_t *link)
 {
     unsigned i;
 
-    srm_verbs_qp_poll(link->qp);
+    link->wire->poll(&link->conn);
     srm_rma_collect(agent, link);
     for (i = 0; i < SRM_RMA_MAX_OPS; ++i) {
         if ((agent->rma_ops[i].state == SRM_RMA_OP_POSTED) &&

@@ -76,9 +76,11 @@ typedef struct srm_attach_rep {
     char          error[SRM_PROTO_ERROR_MAX];
 } srm_attach_rep_t;
 
+#define SRM_STATUS_FLAG_JSON 1u /* the answer as JSON (docs/status-json.md) */
+
 typedef struct srm_status_req {
     srm_msg_hdr_t hdr;
-    uint32_t      flags;
+    uint32_t      flags;       /* SRM_STATUS_FLAG_*; older agents ignore it */
     uint32_t      reserved;
 } srm_status_req_t;
 

@@ -24,7 +24,9 @@ static void srmctl_usage(FILE *stream)
         "Commands:\n"
         "  status    the agent, its policy and counters, and one line per\n"
         "            attached port: rings, queued bytes, backlog, frames and\n"
-        "            bytes each way, times senders blocked, wakeups sent\n"
+        "            bytes each way, times senders blocked, wakeups sent;\n"
+        "            with --json the same as one JSON object (its schema:\n"
+        "            docs/status-json.md)\n"
         "  ping      exit 0 if an agent answers, 1 if none does\n"
         "  device    print the name of srm's UCX device here: the agent's\n"
         "            first wire device as UCX_SRM_DEVICES names it (what\n"
@@ -41,15 +43,18 @@ static void srmctl_usage(FILE *stream)
         "  -n, --node INDEX   fault: only node INDEX (as in status; default all)\n"
         "  -k, --kind KIND    fault: only the small or the bulk channel\n"
         "  -m, --mute         fault: mute instead of reset\n"
+        "  -j, --json         status: as JSON\n"
         "  -h, --help         print this help\n"
         "  -V, --version      print the version\n"
         "\n"
         "Exit status: 0 on success, 1 if no agent answered, 2 on bad usage.\n");
 }
 
-/* Sends one request; the answer is text (printed if print_answer). */
+/* Sends one request; the answer is text (printed if print_answer), JSON
+ * if want_json. */
 static int srmctl_query(const char *socket_name, double timeout,
-                        const void *req, size_t req_size, int print_answer)
+                        const void *req, size_t req_size, int print_answer,
+                        int want_json)
 {
     srm_status_rep_t *rep;
     struct timeval tv;
@@ -86,6 +91,11 @@ static int srmctl_query(const char *socket_name, double timeout,
                 "mismatch?)\n", socket_name);
         goto err;
     }
+    if (want_json && ((rep->length == 0) || (rep->text[0] != '{'))) {
+        fprintf(stderr, "srmctl: the agent at @%s answered in text: it "
+                "predates status --json (upgrade srmd)\n", socket_name);
+        goto err;
+    }
     if (print_answer) {
         fwrite(rep->text, 1, rep->length, stdout);
     }
@@ -109,6 +119,7 @@ int main(int argc, char **argv)
         {"node",    required_argument, NULL, 'n'},
         {"kind",    required_argument, NULL, 'k'},
         {"mute",    no_argument,       NULL, 'm'},
+        {"json",    no_argument,       NULL, 'j'},
         {NULL, 0, NULL, 0}
     };
     srm_status_req_t status_req;
@@ -134,7 +145,7 @@ int main(int argc, char **argv)
     fault_req.kind = -1;
     fault_req.how  = SRM_FAULT_RESET;
 
-    while ((c = getopt_long(argc, argv, "s:t:n:k:mhV", options, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "s:t:n:k:mjhV", options, NULL)) != -1) {
         switch (c) {
         case 's': snprintf(socket_name, sizeof(socket_name), "%s", optarg);
                   break;
@@ -155,6 +166,7 @@ int main(int argc, char **argv)
                   }
                   break;
         case 'm': fault_req.how = SRM_FAULT_MUTE; break;
+        case 'j': status_req.flags |= SRM_STATUS_FLAG_JSON; break;
         case 'h': srmctl_usage(stdout); return 0;
         case 'V': printf("srmctl (ucx-srm) %s\n", PACKAGE_VERSION); return 0;
         default:  srmctl_usage(stderr); return 2;
@@ -174,13 +186,15 @@ int main(int argc, char **argv)
         return 0;
     } else if (strcmp(command, "status") == 0) {
         return srmctl_query(socket_name, timeout, &status_req,
-                            sizeof(status_req), 1);
+                            sizeof(status_req), 1,
+                            status_req.flags & SRM_STATUS_FLAG_JSON);
     } else if (strcmp(command, "ping") == 0) {
+        status_req.flags = 0;
         return srmctl_query(socket_name, timeout, &status_req,
-                            sizeof(status_req), 0);
+                            sizeof(status_req), 0, 0);
     } else if (strcmp(command, "fault") == 0) {
         return srmctl_query(socket_name, timeout, &fault_req,
-                            sizeof(fault_req), 1);
+                            sizeof(fault_req), 1, 0);
     }
     fprintf(stderr, "srmctl: unknown command '%s'\n", command);
     srmctl_usage(stderr);

@@ -1,0 +1,270 @@
+/*
+ * The two wires behind the seam of srm_wire.h: the calls of each wire's
+ * own file, with the few things the agent must not know of either.
+ */
+#include "srm_wire.h"
+
+#include <ucx_srm/wire/srm_wire_tcp.h>
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+int srm_verbs_is_device_spec(const char *spec)
+{
+    /* Interface names cannot hold ':' (aliases aside, which have no
+     * address of their own here); device specs always do. */
+    return strchr(spec, ':') != NULL;
+}
+
+/* ------------------------------------------------------------------ tcp */
+
+static void srm_wire_tcp_local(const srm_wire_conn_t *conn,
+                               srm_hello_qp_t *info)
+{
+    memset(info, 0, sizeof(*info));
+}
+
+static ssize_t srm_wire_tcp_conn_sendv(srm_wire_conn_t *conn,
+                                       const struct iovec *iov,
+                                       const srm_verbs_mr_t *const *mrs,
+                                       int iovcnt)
+{
+    return srm_wire_tcp_sendv(conn->fd, iov, iovcnt);
+}
+
+static ssize_t srm_wire_tcp_conn_recvv(srm_wire_conn_t *conn,
+                                       const struct iovec *iov, int iovcnt)
+{
+    return srm_wire_tcp_recvv(conn->fd, iov, iovcnt);
+}
+
+static size_t srm_wire_tcp_pending(const srm_wire_conn_t *conn)
+{
+    return 0; /* the socket says when there is more */
+}
+
+static int srm_wire_tcp_poll(srm_wire_conn_t *conn)
+{
+    return 0;
+}
+
+static srm_log_level_t srm_wire_tcp_why(const srm_wire_conn_t *conn, int err,
+                                        char *buf, size_t size)
+{
+    if (err == 0) {
+        snprintf(buf, size, "the peer closed it");
+        return SRM_LOG_INFO;
+    }
+    snprintf(buf, size, "receive failed: %s", strerror(err));
+    return SRM_LOG_WARN;
+}
+
+static int srm_wire_tcp_conn_retransmits(const srm_wire_conn_t *conn,
+                                         uint32_t *count)
+{
+    return srm_wire_tcp_retransmits(conn->fd, count);
+}
+
+static void srm_wire_tcp_drain(srm_wire_conn_t *conn, double timeout)
+{
+    /* The kernel sends what it took after close. */
+}
+
+static int srm_wire_tcp_fail(srm_wire_conn_t *conn, const char **what)
+{
+    struct linger abort_close = {.l_onoff = 1, .l_linger = 0};
+
+    /* Closing it now resets the connection. */
+    setsockopt(conn->fd, SOL_SOCKET, SO_LINGER, &abort_close,
+               sizeof(abort_close));
+    *what = "connection reset";
+    return 1;
+}
+
+static int srm_wire_tcp_usable(const srm_wire_conn_t *conn)
+{
+    return 1;
+}
+
+static int srm_wire_tcp_describe(const srm_wire_conn_t *conn, char *buf,
+                                 size_t size)
+{
+    return 0;
+}
+
+const srm_wire_ops_t srm_wire_tcp_ops = {
+    .name        = "tcp",
+    .caps        = SRM_WIRE_CAP_SHARED_FD | SRM_WIRE_CAP_RETRANS,
+    .hello_wire  = SRM_HELLO_WIRE_TCP,
+    .make        = NULL,
+    .local       = srm_wire_tcp_local,
+    .connect     = NULL,
+    .sendv       = srm_wire_tcp_conn_sendv,
+    .recvv       = srm_wire_tcp_conn_recvv,
+    .pending     = srm_wire_tcp_pending,
+    .poll        = srm_wire_tcp_poll,
+    .why         = srm_wire_tcp_why,
+    .retransmits = srm_wire_tcp_conn_retransmits,
+    .drain       = srm_wire_tcp_drain,
+    .fail        = srm_wire_tcp_fail,
+    .rdma        = NULL,
+    .rdma_next   = NULL,
+    .usable      = srm_wire_tcp_usable,
+    .describe    = srm_wire_tcp_describe,
+};
+
+/* ---------------------------------------------------------------- verbs */
+
+static int srm_wire_verbs_make(srm_wire_conn_t *conn, srm_verbs_dev_t *dev,
+                               unsigned owner)
+{
+    if (conn->qp == NULL) {
+        conn->qp = srm_verbs_qp_create(dev, owner);
+    }
+    return (conn->qp != NULL) ? 0 : -1;
+}
+
+static void srm_wire_verbs_local(const srm_wire_conn_t *conn,
+                                 srm_hello_qp_t *info)
+{
+    memset(info, 0, sizeof(*info));
+    if (conn->qp != NULL) {
+        srm_verbs_qp_local(conn->qp, info);
+    }
+}
+
+static int srm_wire_verbs_connect(srm_wire_conn_t *conn,
+                                  const srm_hello_qp_t *peer)
+{
+    return srm_verbs_qp_connect(conn->qp, peer);
+}
+
+static ssize_t srm_wire_verbs_sendv(srm_wire_conn_t *conn,
+                                    const struct iovec *iov,
+                                    const srm_verbs_mr_t *const *mrs,
+                                    int iovcnt)
+{
+    return srm_verbs_qp_sendv_mr(conn->qp, iov, mrs, iovcnt);
+}
+
+static ssize_t srm_wire_verbs_recvv(srm_wire_conn_t *conn,
+                                    const struct iovec *iov, int iovcnt)
+{
+    return srm_verbs_qp_recvv(conn->qp, iov, iovcnt);
+}
+
+static size_t srm_wire_verbs_pending(const srm_wire_conn_t *conn)
+{
+    return srm_verbs_qp_pending(conn->qp);
+}
+
+/* A link on the verbs wire whose queue pair is not made yet (or could
+ * not be) has nothing to poll, nor RDMA to collect. */
+static int srm_wire_verbs_poll(srm_wire_conn_t *conn)
+{
+    return (conn->qp != NULL) ? srm_verbs_qp_poll(conn->qp) : 0;
+}
+
+static srm_log_level_t srm_wire_verbs_why(const srm_wire_conn_t *conn,
+                                          int err, char *buf, size_t size)
+{
+    snprintf(buf, size, "queue pair 0x%x: %s", srm_verbs_qp_num(conn->qp),
+             srm_verbs_qp_error(conn->qp));
+    return SRM_LOG_WARN;
+}
+
+static int srm_wire_verbs_retransmits(const srm_wire_conn_t *conn,
+                                      uint32_t *count)
+{
+    return -1; /* the device retries by itself */
+}
+
+static void srm_wire_verbs_drain(srm_wire_conn_t *conn, double timeout)
+{
+    /* Destroying a queue pair drops what it has not sent yet. */
+    srm_verbs_qp_drain(conn->qp, timeout);
+}
+
+static int srm_wire_verbs_fail(srm_wire_conn_t *conn, const char **what)
+{
+    /* Its flushed work requests fail the link, as a real error would. */
+    srm_verbs_qp_force_error(conn->qp);
+    *what = "queue pair moved to the error state";
+    return 0;
+}
+
+static int srm_wire_verbs_rdma(srm_wire_conn_t *conn, int write, void *local,
+                               uint32_t lkey, uint64_t remote, uint32_t rkey,
+                               uint32_t length, uint64_t id)
+{
+    return srm_verbs_qp_rdma(conn->qp, write, local, lkey, remote, rkey,
+                             length, id);
+}
+
+static int srm_wire_verbs_rdma_next(srm_wire_conn_t *conn, uint64_t *id,
+                                    int *ok)
+{
+    return (conn->qp != NULL) && srm_verbs_qp_rma_next(conn->qp, id, ok);
+}
+
+static int srm_wire_verbs_usable(const srm_wire_conn_t *conn)
+{
+    return (conn->qp != NULL) && (srm_verbs_qp_error(conn->qp)[0] == '\0');
+}
+
+static int srm_wire_verbs_describe(const srm_wire_conn_t *conn, char *buf,
+                                   size_t size)
+{
+    const srm_verbs_stats_t *stats;
+
+    if (conn->qp == NULL) {
+        return 0;
+    }
+    stats = srm_verbs_qp_stats(conn->qp);
+    return snprintf(buf, size,
+                    " qp 0x%x>0x%x send_wrs %llu doorbells %llu signaled %llu "
+                    "inline %llu in_place %llu recv_wrs %llu\n",
+                    srm_verbs_qp_num(conn->qp),
+                    srm_verbs_qp_remote_num(conn->qp),
+                    (unsigned long long)stats->send_wrs,
+                    (unsigned long long)stats->doorbells,
+                    (unsigned long long)stats->signaled,
+                    (unsigned long long)stats->inline_wrs,
+                    (unsigned long long)stats->in_place_wrs,
+                    (unsigned long long)stats->recv_wrs);
+}
+
+const srm_wire_ops_t srm_wire_verbs_ops = {
+    .name        = "verbs",
+    .caps        = SRM_WIRE_CAP_RDMA | SRM_WIRE_CAP_COMPLETIONS |
+                   SRM_WIRE_CAP_ENDPOINT,
+    .hello_wire  = SRM_HELLO_WIRE_VERBS,
+    .make        = srm_wire_verbs_make,
+    .local       = srm_wire_verbs_local,
+    .connect     = srm_wire_verbs_connect,
+    .sendv       = srm_wire_verbs_sendv,
+    .recvv       = srm_wire_verbs_recvv,
+    .pending     = srm_wire_verbs_pending,
+    .poll        = srm_wire_verbs_poll,
+    .why         = srm_wire_verbs_why,
+    .retransmits = srm_wire_verbs_retransmits,
+    .drain       = srm_wire_verbs_drain,
+    .fail        = srm_wire_verbs_fail,
+    .rdma        = srm_wire_verbs_rdma,
+    .rdma_next   = srm_wire_verbs_rdma_next,
+    .usable      = srm_wire_verbs_usable,
+    .describe    = srm_wire_verbs_describe,
+};
+
+void srm_wire_conn_close(srm_wire_conn_t *conn)
+{
+    if (conn->fd >= 0) {
+        close(conn->fd);
+        conn->fd = -1;
+    }
+    srm_verbs_qp_destroy(conn->qp);
+    conn->qp = NULL;
+}
