@@ -495,6 +495,7 @@ TEST(agent, sleepers_are_woken_by_their_peers_not_by_the_safety_net)
     agent srmd({"UCX_SRM_POLL=block", "UCX_SRM_SAFETY_WAKEUP=3600s",
                 "UCX_SRM_PORT_BACKLOG=4k"});
     raw_client sender(srmd.socket()), receiver(srmd.socket());
+    const unsigned long long sleeps_before = srmd.counter("sleeps");
     /* 64 frames fill a ring: it fills and empties about 300 times. */
     const uint32_t count = 20000, length = 16000;
     const std::vector<uint8_t> data = pattern(7, length);
@@ -536,7 +537,10 @@ TEST(agent, sleepers_are_woken_by_their_peers_not_by_the_safety_net)
     EXPECT_EQ(0u, stalls.load()) << "stalled at " << received << " of "
                                  << count << "\n" << srmd.status();
     EXPECT_EQ(count, received);
-    EXPECT_GT(srmd.counter("sleeps"), 100ull) << srmd.status();
+    /* The agent slept during the stream, so doorbells woke it. How often
+     * depends on how the three threads were scheduled (85 times on a busy
+     * CI machine, hundreds on an idle one): only "at all" is asserted. */
+    EXPECT_GT(srmd.counter("sleeps"), sleeps_before) << srmd.status();
     EXPECT_EQ(0ull, srmd.counter("late_wakeups")) << srmd.status();
 }
 
