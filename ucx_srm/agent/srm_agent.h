@@ -223,6 +223,8 @@ unsigned srm_agent_step(srm_agent_t *agent, int timeout_ms);
 double srm_agent_now(void);
 
 /* srm_client.c */
+/* Bytes waiting in the client's TX rings (srmctl status: TX_QUEUED). */
+uint64_t srm_client_tx_queued(const srm_client_t *client);
 void srm_client_accept(srm_agent_t *agent);
 void srm_client_handle_socket(srm_agent_t *agent, srm_client_t *client);
 void srm_client_drop(srm_agent_t *agent, srm_client_t *client,

@@ -39,6 +39,17 @@ srm_client_t *srm_client_lookup_attached(srm_agent_t *agent, uint32_t port)
     return client;
 }
 
+uint64_t srm_client_tx_queued(const srm_client_t *client)
+{
+    uint64_t used = 0;
+    unsigned r;
+
+    for (r = 0; r < client->layout.num_tx_rings; ++r) {
+        used += srm_ring_used(&client->ctl->tx[r]);
+    }
+    return used;
+}
+
 srm_client_t *srm_client_lookup(srm_agent_t *agent, uint32_t port)
 {
     srm_client_t *client = srm_client_lookup_attached(agent, port);

@@ -271,6 +271,7 @@ void srm_link_connect(srm_agent_t *agent, srm_node_t *node, int kind,
 {
     srm_channel_t *chan = &node->chan[kind];
     const srm_wire_addr_t *wire;
+    srm_verbs_dev_t *verbs;
     srm_link_t *link;
     char addr[32];
     double now;
@@ -305,10 +306,10 @@ void srm_link_connect(srm_agent_t *agent, srm_node_t *node, int kind,
     link->path         = path;
     chan->links[path]  = link;
     chan->connects++;
-    link->wire         = srm_wire_of(srm_link_path_verbs(agent, path));
+    verbs              = srm_link_path_verbs(agent, path);
+    link->wire         = srm_wire_of(verbs);
     if ((link->wire->make != NULL) &&
-        (link->wire->make(&link->conn, srm_link_path_verbs(agent, path),
-                          link->index) != 0)) {
+        (link->wire->make(&link->conn, verbs, link->index) != 0)) {
         srm_link_close(agent, link, SRM_LOG_WARN, "no %s endpoint",
                        link->wire->name);
     }

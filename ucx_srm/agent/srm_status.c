@@ -158,8 +158,7 @@ size_t srm_status_format(srm_agent_t *agent, char *buf, size_t size)
     srm_text_t text = {.buf = buf, .size = size, .len = 0};
     srm_client_t *client;
     const char *xrc_why;
-    uint64_t tx_used;
-    unsigned i, r;
+    unsigned i;
     char addr[32];
     int xrc;
 
@@ -234,15 +233,11 @@ size_t srm_status_format(srm_agent_t *agent, char *buf, size_t size)
         if ((client == NULL) || (client->state != SRM_CLIENT_ATTACHED)) {
             continue;
         }
-        tx_used = 0;
-        for (r = 0; r < client->layout.num_tx_rings; ++r) {
-            tx_used += srm_ring_used(&client->ctl->tx[r]);
-        }
         srm_text_add(&text, "%-10u %-7d %-24.24s %5u %9llu %9llu %9zu %10llu "
                      "%12llu %10llu %12llu %8llu %8llu\n",
                      client->port, (int)client->pid, client->name,
                      client->layout.num_tx_rings,
-                     (unsigned long long)tx_used,
+                     (unsigned long long)srm_client_tx_queued(client),
                      (unsigned long long)srm_ring_used(&client->ctl->rx),
                      client->backlog_bytes,
                      (unsigned long long)client->stats.tx_frames,

@@ -152,8 +152,7 @@ static void srm_status_json_wire(srm_agent_t *agent, srm_json_t *json)
 static void srm_status_json_ports(srm_agent_t *agent, srm_json_t *json)
 {
     const srm_client_t *client;
-    uint64_t tx_used;
-    unsigned i, r;
+    unsigned i;
 
     srm_json_array(json, "ports");
     for (i = 0; i < agent->num_slots; ++i) {
@@ -161,16 +160,12 @@ static void srm_status_json_ports(srm_agent_t *agent, srm_json_t *json)
         if ((client == NULL) || (client->state != SRM_CLIENT_ATTACHED)) {
             continue;
         }
-        tx_used = 0;
-        for (r = 0; r < client->layout.num_tx_rings; ++r) {
-            tx_used += srm_ring_used(&client->ctl->tx[r]);
-        }
         srm_json_object(json, NULL);
         srm_json_uint(json, "port", client->port);
         srm_json_int(json, "pid", (int)client->pid);
         srm_json_string(json, "name", client->name);
         srm_json_uint(json, "rings", client->layout.num_tx_rings);
-        srm_json_uint(json, "tx_queued", tx_used);
+        srm_json_uint(json, "tx_queued", srm_client_tx_queued(client));
         srm_json_uint(json, "rx_queued", srm_ring_used(&client->ctl->rx));
         srm_json_uint(json, "backlog", client->backlog_bytes);
         srm_json_uint(json, "tx_frames", client->stats.tx_frames);
