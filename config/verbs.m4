@@ -18,4 +18,18 @@ AC_DEFUN([SRM_CHECK_VERBS], [
     ])
     AC_SUBST([VERBS_LIBS])
     AM_CONDITIONAL([HAVE_VERBS], [test "x$have_verbs" = xyes])
+
+    # XRC's verbs objects (domain, per-client SRQ, TGT and INI queue pairs)
+    # carry no frames yet: built only when asked for (docs/verbs.md).
+    AC_ARG_ENABLE([xrc], [AS_HELP_STRING([--enable-xrc],
+                  [build the XRC objects of the verbs wire (experimental: they carry no frames yet)])],
+                  [], [enable_xrc=no])
+    AS_IF([test "x$enable_xrc" = xyes], [
+        AS_IF([test "x$have_verbs" != xyes],
+              [AC_MSG_ERROR([--enable-xrc needs the verbs wire (libibverbs-dev)])])
+        AS_IF([test "x$ac_cv_have_decl_IBV_QPT_XRC_SEND" != xyes],
+              [AC_MSG_ERROR([--enable-xrc: this libibverbs has no XRC verbs (IBV_QPT_XRC_SEND)])])
+        AC_DEFINE([ENABLE_XRC], [1], [the verbs wire's XRC objects are built])
+    ])
+    AM_CONDITIONAL([ENABLE_XRC], [test "x$enable_xrc" = xyes])
 ])

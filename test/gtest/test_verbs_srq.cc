@@ -50,15 +50,21 @@ double time_limit_s(double seconds)
 }
 
 struct dev_closer {
-    void operator()(srm_verbs_dev_t *dev) const { srm_verbs_dev_close(dev); }
+    void operator()(srm_wire_verbs_dev_t *dev) const
+    {
+        srm_wire_verbs_dev_close(dev);
+    }
 };
 
 struct qp_destroyer {
-    void operator()(srm_verbs_qp_t *qp) const { srm_verbs_qp_destroy(qp); }
+    void operator()(srm_wire_verbs_qp_t *qp) const
+    {
+        srm_wire_verbs_qp_destroy(qp);
+    }
 };
 
-using dev_ptr = std::unique_ptr<srm_verbs_dev_t, dev_closer>;
-using qp_ptr  = std::unique_ptr<srm_verbs_qp_t, qp_destroyer>;
+using dev_ptr = std::unique_ptr<srm_wire_verbs_dev_t, dev_closer>;
+using qp_ptr  = std::unique_ptr<srm_wire_verbs_qp_t, qp_destroyer>;
 
 /* Byte i of stream `id`: a pattern that shows a lost, doubled or
  * misplaced piece. */
@@ -73,27 +79,27 @@ protected:
     {
         const char *spec = getenv("SRM_TEST_WIRE_DEVICE");
         char netdev[32];
-        srm_verbs_dev_t *dev = nullptr;
+        srm_wire_verbs_dev_t *dev = nullptr;
 
         ASSERT_TRUE((spec != nullptr) && (*spec != '\0'))
                 << "SRM_TEST_WIRE_DEVICE names no verbs device: these tests "
                    "need one (test_vm_verbs runs them on rxe)";
-        ASSERT_TRUE(srm_verbs_built()) << "built without libibverbs";
-        srm_verbs_dev_params_t params = {SRM_XRC_NO, kRecvBufs, kSendBufs};
+        ASSERT_TRUE(srm_wire_verbs_built()) << "built without libibverbs";
+        srm_wire_verbs_dev_params_t params = {SRM_XRC_NO, kRecvBufs, kSendBufs};
 
-        ASSERT_EQ(0, srm_verbs_dev_open(spec, &params, &dev, netdev,
-                                        sizeof(netdev)));
+        ASSERT_EQ(0, srm_wire_verbs_dev_open(spec, &params, &dev, netdev,
+                                             sizeof(netdev)));
         m_dev.reset(dev);
     }
 
-    const srm_verbs_srq_stats_t &srq() const
+    const srm_wire_verbs_srq_stats_t &srq() const
     {
-        return *srm_verbs_dev_srq_stats(m_dev.get());
+        return *srm_wire_verbs_dev_srq_stats(m_dev.get());
     }
 
-    const srm_verbs_tx_stats_t &tx() const
+    const srm_wire_verbs_tx_stats_t &tx() const
     {
-        return *srm_verbs_dev_tx_stats(m_dev.get());
+        return *srm_wire_verbs_dev_tx_stats(m_dev.get());
     }
 
     /* Two queue pairs of the device, connected to each other. */
@@ -101,26 +107,26 @@ protected:
     {
         srm_hello_qp_t info_a, info_b;
 
-        a->reset(srm_verbs_qp_create(m_dev.get(), 0));
-        b->reset(srm_verbs_qp_create(m_dev.get(), 1));
+        a->reset(srm_wire_verbs_qp_create(m_dev.get(), 0));
+        b->reset(srm_wire_verbs_qp_create(m_dev.get(), 1));
         ASSERT_TRUE(*a && *b);
-        srm_verbs_qp_local(a->get(), &info_a);
-        srm_verbs_qp_local(b->get(), &info_b);
-        ASSERT_EQ(0, srm_verbs_qp_connect(a->get(), &info_b));
-        ASSERT_EQ(0, srm_verbs_qp_connect(b->get(), &info_a));
+        srm_wire_verbs_qp_local(a->get(), &info_a);
+        srm_wire_verbs_qp_local(b->get(), &info_b);
+        ASSERT_EQ(0, srm_wire_verbs_qp_connect(a->get(), &info_b));
+        ASSERT_EQ(0, srm_wire_verbs_qp_connect(b->get(), &info_a));
     }
 
     /* Sends what room there is of stream id's bytes [*sent, total). */
-    void send_some(srm_verbs_qp_t *qp, unsigned id, size_t total,
+    void send_some(srm_wire_verbs_qp_t *qp, unsigned id, size_t total,
                    size_t *sent)
     {
-        uint8_t buf[4 * SRM_VERBS_SLOT_SIZE];
+        uint8_t buf[4 * SRM_WIRE_VERBS_SLOT_SIZE];
         size_t len = std::min(sizeof(buf), total - *sent), i;
         struct iovec iov;
         ssize_t got;
 
         if (len == 0) {
-            ASSERT_EQ(0, srm_verbs_qp_poll(qp));
+            ASSERT_EQ(0, srm_wire_verbs_qp_poll(qp));
             return;
         }
         for (i = 0; i < len; ++i) {
@@ -128,19 +134,19 @@ protected:
         }
         iov.iov_base = buf;
         iov.iov_len  = len;
-        got          = srm_verbs_qp_sendv(qp, &iov, 1);
-        ASSERT_GE(got, 0) << srm_verbs_qp_error(qp);
+        got          = srm_wire_verbs_qp_sendv(qp, &iov, 1);
+        ASSERT_GE(got, 0) << srm_wire_verbs_qp_error(qp);
         *sent += static_cast<size_t>(got);
     }
 
     /* Reads what arrived of stream id, checking every byte. */
-    void read_some(srm_verbs_qp_t *qp, unsigned id, size_t *received)
+    void read_some(srm_wire_verbs_qp_t *qp, unsigned id, size_t *received)
     {
         std::vector<uint8_t> buf(64 * 1024);
-        ssize_t got = srm_verbs_qp_recv(qp, buf.data(), buf.size());
+        ssize_t got = srm_wire_verbs_qp_recv(qp, buf.data(), buf.size());
         ssize_t i;
 
-        ASSERT_GE(got, 0) << srm_verbs_qp_error(qp);
+        ASSERT_GE(got, 0) << srm_wire_verbs_qp_error(qp);
         for (i = 0; i < got; ++i) {
             ASSERT_EQ(pattern(id, *received + i), buf[i])
                     << "stream " << id << " byte " << (*received + i);
@@ -154,18 +160,18 @@ protected:
 TEST_F(verbs_srq, buffer_counts_the_device_cannot_have_are_refused)
 {
     const char *spec = getenv("SRM_TEST_WIRE_DEVICE");
-    const srm_verbs_dev_params_t bad[] = {
-        {SRM_XRC_NO, SRM_VERBS_MIN_RECV_BUFS - 1, kSendBufs},
-        {SRM_XRC_NO, kRecvBufs, SRM_VERBS_MIN_SEND_BUFS - 1},
+    const srm_wire_verbs_dev_params_t bad[] = {
+        {SRM_XRC_NO, SRM_WIRE_VERBS_MIN_RECV_BUFS - 1, kSendBufs},
+        {SRM_XRC_NO, kRecvBufs, SRM_WIRE_VERBS_MIN_SEND_BUFS - 1},
         {SRM_XRC_NO, 1u << 30, kSendBufs}, /* deeper than any device */
     };
     char netdev[32];
-    srm_verbs_dev_t *dev;
+    srm_wire_verbs_dev_t *dev;
 
-    for (const srm_verbs_dev_params_t &params : bad) {
+    for (const srm_wire_verbs_dev_params_t &params : bad) {
         dev = nullptr;
-        EXPECT_EQ(-1, srm_verbs_dev_open(spec, &params, &dev, netdev,
-                                         sizeof(netdev)))
+        EXPECT_EQ(-1, srm_wire_verbs_dev_open(spec, &params, &dev, netdev,
+                                              sizeof(netdev)))
                 << params.recv_bufs << " receive, " << params.send_bufs
                 << " send buffers";
         EXPECT_EQ(nullptr, dev);
@@ -219,7 +225,7 @@ TEST_F(verbs_srq, an_unread_queue_pair_does_not_starve_the_others)
 {
     const size_t stalled_total =
             2 * (kRecvBufs + kRecvReserve) *
-            SRM_VERBS_SLOT_SIZE;
+            SRM_WIRE_VERBS_SLOT_SIZE;
     const size_t flowing_total = 1024 * 1024;
     qp_ptr sa, sb, fa, fb;
     size_t stalled_sent = 0, stalled_received = 0;
@@ -233,18 +239,19 @@ TEST_F(verbs_srq, an_unread_queue_pair_does_not_starve_the_others)
             (flowing_received < flowing_total)) &&
            (now_s() < deadline)) {
         send_some(sa.get(), 1, stalled_total, &stalled_sent);
-        ASSERT_EQ(0, srm_verbs_qp_poll(sb.get())); /* polled, never read */
+        ASSERT_EQ(0, srm_wire_verbs_qp_poll(sb.get())); /* polled, never read */
         send_some(fa.get(), 2, flowing_total, &flowing_sent);
         read_some(fb.get(), 2, &flowing_received);
         /* The unread pair's share, and what the read pair's sender can
          * have in flight. */
-        ASSERT_LE(srq().held, SRM_VERBS_QP_HELD + SRM_VERBS_SEND_SLOTS);
+        ASSERT_LE(srq().held,
+                  SRM_WIRE_VERBS_QP_HELD + SRM_WIRE_VERBS_SEND_SLOTS);
     }
     EXPECT_EQ(flowing_total, flowing_received)
             << "the pair that was read stalled behind the one that was not";
     EXPECT_EQ(stalled_total, stalled_sent)
             << "the unread pair's sender waited for receive buffers";
-    EXPECT_LE(srq().held, SRM_VERBS_QP_HELD);
+    EXPECT_LE(srq().held, SRM_WIRE_VERBS_QP_HELD);
     EXPECT_GT(srq().spilled_bytes, 0u);
 
     /* Read at last: all of it, in order. */
@@ -259,7 +266,7 @@ TEST_F(verbs_srq, an_unread_queue_pair_does_not_starve_the_others)
 
 TEST_F(verbs_srq, a_destroyed_queue_pair_gives_its_buffers_back)
 {
-    const size_t total = 10 * SRM_VERBS_SLOT_SIZE;
+    const size_t total = 10 * SRM_WIRE_VERBS_SLOT_SIZE;
     qp_ptr a, b;
     size_t sent = 0;
     double deadline;
@@ -268,11 +275,11 @@ TEST_F(verbs_srq, a_destroyed_queue_pair_gives_its_buffers_back)
     deadline = now_s() + time_limit_s(10);
     while ((srq().held < 10) && (now_s() < deadline)) {
         send_some(a.get(), 3, total, &sent);
-        ASSERT_EQ(0, srm_verbs_qp_poll(b.get()));
+        ASSERT_EQ(0, srm_wire_verbs_qp_poll(b.get()));
     }
     ASSERT_EQ(10u, srq().held);
     EXPECT_EQ(kRecvBufs, srq().posted); /* refilled meanwhile */
-    EXPECT_EQ(total, srm_verbs_qp_pending(b.get()));
+    EXPECT_EQ(total, srm_wire_verbs_qp_pending(b.get()));
 
     b.reset();
     EXPECT_EQ(0u, srq().held);
@@ -281,7 +288,7 @@ TEST_F(verbs_srq, a_destroyed_queue_pair_gives_its_buffers_back)
 
 TEST_F(verbs_srq, a_queue_pair_in_error_fails_and_keeps_no_buffer)
 {
-    const size_t total = 4 * SRM_VERBS_SLOT_SIZE;
+    const size_t total = 4 * SRM_WIRE_VERBS_SLOT_SIZE;
     qp_ptr a, b;
     size_t sent = 0, received = 0;
     double deadline;
@@ -294,15 +301,15 @@ TEST_F(verbs_srq, a_queue_pair_in_error_fails_and_keeps_no_buffer)
     }
     ASSERT_EQ(total, received);
 
-    srm_verbs_qp_force_error(b.get());
-    std::vector<uint8_t> buf(SRM_VERBS_SLOT_SIZE);
+    srm_wire_verbs_qp_force_error(b.get());
+    std::vector<uint8_t> buf(SRM_WIRE_VERBS_SLOT_SIZE);
     deadline = now_s() + time_limit_s(5);
-    while ((srm_verbs_qp_recv(b.get(), buf.data(), buf.size()) >= 0) &&
+    while ((srm_wire_verbs_qp_recv(b.get(), buf.data(), buf.size()) >= 0) &&
            (now_s() < deadline)) {
         /* the error shows once its flushed completions are polled */
     }
-    EXPECT_EQ(-1, srm_verbs_qp_recv(b.get(), buf.data(), buf.size()));
-    EXPECT_STRNE("", srm_verbs_qp_error(b.get()));
+    EXPECT_EQ(-1, srm_wire_verbs_qp_recv(b.get(), buf.data(), buf.size()));
+    EXPECT_STRNE("", srm_wire_verbs_qp_error(b.get()));
     b.reset();
     EXPECT_EQ(0u, srq().held);
     EXPECT_EQ(kRecvBufs, srq().posted);
@@ -315,7 +322,7 @@ TEST_F(verbs_srq, a_queue_pair_in_error_fails_and_keeps_no_buffer)
 TEST_F(verbs_srq, a_queue_running_low_gets_its_reserve)
 {
     const size_t total = (kRecvBufs - kRecvLow + 8) *
-                         (size_t)SRM_VERBS_SLOT_SIZE;
+                         (size_t)SRM_WIRE_VERBS_SLOT_SIZE;
     qp_ptr a, b;
     size_t sent = 0, received = 0;
     double deadline;
@@ -324,7 +331,7 @@ TEST_F(verbs_srq, a_queue_running_low_gets_its_reserve)
     deadline = now_s() + time_limit_s(10);
     while ((srq().low_water == 0) && (now_s() < deadline)) {
         send_some(a.get(), 6, total, &sent); /* b's completions wait */
-        srm_verbs_dev_async(m_dev.get());
+        srm_wire_verbs_dev_async(m_dev.get());
     }
     ASSERT_EQ(1u, srq().low_water) << "no low-water event with " << sent
                                    << " bytes in receives not collected";
@@ -350,7 +357,7 @@ TEST_F(verbs_srq, quiet_links_give_the_send_pool_back_to_a_busy_one)
 {
     /* Sends 1..7 of a queue pair ask for no completion: together they
      * hold exactly the pool, and none of them ran out. */
-    const unsigned per_quiet = SRM_VERBS_SEND_SLOTS / 4 - 1;
+    const unsigned per_quiet = SRM_WIRE_VERBS_SEND_SLOTS / 4 - 1;
     const unsigned quiet     = (kSendBufs + per_quiet - 1) /
                                per_quiet;
     const size_t stream      = 1024 * 1024;
@@ -366,7 +373,7 @@ TEST_F(verbs_srq, quiet_links_give_the_send_pool_back_to_a_busy_one)
     for (q = 0; q < quiet; ++q) {
         qtotal[q] = ((q + 1 < quiet) ? per_quiet :
                      kSendBufs - per_quiet * (quiet - 1)) *
-                    SRM_VERBS_SLOT_SIZE;
+                    SRM_WIRE_VERBS_SLOT_SIZE;
         connected_pair(&qa[q], &qb[q]);
     }
     connected_pair(&a, &b);
@@ -385,13 +392,14 @@ TEST_F(verbs_srq, quiet_links_give_the_send_pool_back_to_a_busy_one)
         send_some(a.get(), 5, stream, &sent);
         read_some(b.get(), 5, &received);
         for (q = 0; q < quiet; ++q) {
-            ASSERT_EQ(0, srm_verbs_qp_poll(qa[q].get()));
+            ASSERT_EQ(0, srm_wire_verbs_qp_poll(qa[q].get()));
             read_some(qb[q].get(), 10 + q, &qreceived[q]);
         }
     }
     EXPECT_EQ(stream, received) << "the busy link found no send buffer";
     for (q = 0; q < 100; ++q) {
-        ASSERT_EQ(0, srm_verbs_qp_poll(a.get())); /* its last completions */
+        ASSERT_EQ(0,
+                  srm_wire_verbs_qp_poll(a.get())); /* its last completions */
     }
     EXPECT_GT(tx().waits, 0u);
     EXPECT_GE(tx().reclaims, quiet - 1);
@@ -415,9 +423,12 @@ TEST_F(verbs_srq, a_registered_stream_is_sent_in_place)
 {
     const size_t run = 20000; /* not a divisor of the buffer: runs cross */
     struct mr_deleter {
-        void operator()(srm_verbs_mr_t *mr) const { srm_verbs_mr_dereg(mr); }
+        void operator()(srm_wire_verbs_mr_t *mr) const
+        {
+            srm_wire_verbs_mr_dereg(mr);
+        }
     };
-    std::unique_ptr<srm_verbs_mr_t, mr_deleter> mr;
+    std::unique_ptr<srm_wire_verbs_mr_t, mr_deleter> mr;
     std::vector<uint8_t> expect, got(64 * 1024);
     uint8_t header[24];
     srm_mirror_t stream = {};
@@ -430,10 +441,10 @@ TEST_F(verbs_srq, a_registered_stream_is_sent_in_place)
 
     connected_pair(&a, &b);
     ASSERT_EQ(0, srm_mirror_create(&stream, 64 * 1024));
-    mr.reset(srm_verbs_mr_reg_send(m_dev.get(), stream.base,
-                                   2 * stream.size));
+    mr.reset(srm_wire_verbs_mr_reg_send(m_dev.get(), stream.base,
+                                        2 * stream.size));
     ASSERT_TRUE(mr) << "registering the stream buffer failed";
-    const srm_verbs_mr_t *mrs[2] = {nullptr, mr.get()};
+    const srm_wire_verbs_mr_t *mrs[2] = {nullptr, mr.get()};
 
     deadline = now_s() + time_limit_s(20);
     for (round = 0; round < 12; ++round) {
@@ -464,27 +475,27 @@ TEST_F(verbs_srq, a_registered_stream_is_sent_in_place)
                 ++cnt;
                 skip = 0;
             }
-            n = srm_verbs_qp_sendv_mr(a.get(), left, mrs, cnt);
-            ASSERT_GE(n, 0) << srm_verbs_qp_error(a.get());
+            n = srm_wire_verbs_qp_sendv_mr(a.get(), left, mrs, cnt);
+            ASSERT_GE(n, 0) << srm_wire_verbs_qp_error(a.get());
             sent += (size_t)n;
             ASSERT_LT(now_s(), deadline) << "round " << round << " stuck";
         }
         tail += run;
         /* The buffer's bytes may change only once the peer has them. */
         while (received < expect.size()) {
-            n = srm_verbs_qp_recv(b.get(), got.data(), got.size());
-            ASSERT_GE(n, 0) << srm_verbs_qp_error(b.get());
+            n = srm_wire_verbs_qp_recv(b.get(), got.data(), got.size());
+            ASSERT_GE(n, 0) << srm_wire_verbs_qp_error(b.get());
             for (i = 0; i < (size_t)n; ++i) {
                 ASSERT_EQ(expect[received + i], got[i])
                         << "byte " << (received + i) << ", round " << round;
             }
             received += (size_t)n;
-            ASSERT_EQ(0, srm_verbs_qp_poll(a.get()));
+            ASSERT_EQ(0, srm_wire_verbs_qp_poll(a.get()));
             ASSERT_LT(now_s(), deadline) << "round " << round << " stuck";
         }
     }
     EXPECT_GT(crossed, 2u);
-    const srm_verbs_stats_t *stats = srm_verbs_qp_stats(a.get());
+    const srm_wire_verbs_stats_t *stats = srm_wire_verbs_qp_stats(a.get());
     /* 20000 bytes are three units: 8 KB, 8 KB and the rest. */
     EXPECT_EQ(3u * round, stats->in_place_wrs);
     EXPECT_EQ(round, stats->inline_wrs);

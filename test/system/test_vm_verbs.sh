@@ -20,7 +20,8 @@
 #   2. two hosts h1, h2 (contrib/vm-rxe/rxe-hosts), srmd in each with
 #      UCX_SRM_DEVICES=rxe_<host>:1@eth0 (queue pairs on the host's rxe,
 #      the handshake on its eth0): `srmctl status` says "wire: verbs",
-#      "xrc: no" (rxe has no XRC) and shows the queue pairs;
+#      "xrc: no" (rxe has no XRC; or the build has no XRC objects) and shows
+#      the queue pairs;
 #   3. ucx_perftest with UCX_TLS=srm h2 -> h1: UCT am_lat, am_bw, UCP
 #      tag_lat 8 B, tag_bw 8 B, 64 KB and 4 MB; the agents' queue pairs must
 #      have carried it (send work requests counted), h1's receives must
@@ -35,7 +36,7 @@
 #      host), none in the ranks;
 #   6. failover: test/mpi/srm_stream_check.c streams 2 x 2 ranks while
 #      `srmctl fault` moves the active queue pairs of h2 to the error state
-#      SRM_VERBS_FAULTS times (3): nothing lost, duplicated, reordered or
+#      SRM_WIRE_VERBS_FAULTS times (3): nothing lost, duplicated, reordered or
 #      corrupt, and the agents counted the failovers.
 # Under TCG every step is about ten times slower than on the host: the
 # agents get UCX_SRM_FAILOVER_TIMEOUT=2s and the gtests
@@ -49,7 +50,7 @@
 # ------------------------------------------------------------ the guest --
 [ "${SRM_VM_GUEST:-}" = 1 ] || { srm_fail "--guest outside the VM"; srm_done; }
 srm_netns_require --mpi mpicc mpirun rdma
-FAULTS=${SRM_VERBS_FAULTS:-3}
+FAULTS=${SRM_WIRE_VERBS_FAULTS:-3}
 STEP_TIMEOUT=180
 MPI_TIMEOUT=240
 # Agents sleep when idle: under TCG a spinning agent takes a whole vCPU.
@@ -68,10 +69,15 @@ for h in "${SRM_NETNS_HOSTS[@]}"; do
         UCX_SRM_DEVICES="rxe_$h:1@eth0" || srm_done
 done
 wire=$(srm_netns_status vvh1 | grep '^wire:')
-if [[ $wire == "wire: verbs "*"on rxe_vvh1:1 (eth0), xrc: no (device has no XRC)"* ]]; then
+if grep -q '^#define ENABLE_XRC 1' "$SRM_BUILD_DIR/config.h"; then
+    rc_why="device has no XRC"
+else
+    rc_why="this srmd was built without XRC (configure --enable-xrc)"
+fi
+if [[ $wire == "wire: verbs "*"on rxe_vvh1:1 (eth0), xrc: no ($rc_why)"* ]]; then
     srm_pass "srmd in vvh1: $wire"
 else
-    srm_fail "srmd in vvh1 is not on the verbs wire (with RC: rxe has no XRC): '$wire'"
+    srm_fail "srmd in vvh1 is not on the verbs wire with RC ($rc_why): '$wire'"
 fi
 
 # --- 3. ucx_perftest over srm --------------------------------------------------

@@ -274,7 +274,7 @@ static void srm_agent_handle_event(srm_agent_t *agent,
         return;
     } else if (kind == SRM_EPOLL_VERBS_ASYNC) {
         if ((slot < SRM_WIRE_PATHS) && (agent->verbs[slot] != NULL)) {
-            srm_verbs_dev_async(agent->verbs[slot]);
+            srm_wire_verbs_dev_async(agent->verbs[slot]);
         }
         return;
     }

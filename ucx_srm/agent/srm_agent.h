@@ -194,7 +194,7 @@ typedef struct srm_agent {
                                                the wire listeners rest */
     srm_wire_addr_t    wire[SRM_WIRE_PATHS]; /* [0].ipv4 0: no wire */
     char               wire_device[SRM_WIRE_PATHS][64];
-    srm_verbs_dev_t    *verbs[SRM_WIRE_PATHS]; /* NULL: the path is tcp */
+    srm_wire_verbs_dev_t    *verbs[SRM_WIRE_PATHS]; /* NULL: the path is tcp */
     unsigned           num_devices;
     srm_auth_t         auth;
     srm_node_t         **nodes;
@@ -391,12 +391,12 @@ ssize_t srm_link_sendv(srm_link_t *link, const struct iovec *iov,
 /* The same, where mrs[i], if not NULL, registers iov[i] with the device of
  * the link's path: a queue pair sends those bytes in place. */
 ssize_t srm_link_sendv_mr(srm_link_t *link, const struct iovec *iov,
-                          const srm_verbs_mr_t *const *mrs, int iovcnt);
+                          const srm_wire_verbs_mr_t *const *mrs, int iovcnt);
 /* The verbs device of a path, or NULL on the tcp wire. */
-srm_verbs_dev_t *srm_link_path_verbs(const srm_agent_t *agent, int path);
+srm_wire_verbs_dev_t *srm_link_path_verbs(const srm_agent_t *agent, int path);
 /* Deregisters one memory's registrations, one per path; paths on one
  * device share theirs, which goes once. All are NULL after. */
-void srm_link_dereg_paths(srm_verbs_mr_t *mr[SRM_WIRE_PATHS]);
+void srm_link_dereg_paths(srm_wire_verbs_mr_t *mr[SRM_WIRE_PATHS]);
 unsigned srm_link_progress(srm_agent_t *agent);
 void srm_link_timers(srm_agent_t *agent, double now);
 void srm_link_close(srm_agent_t *agent, srm_link_t *link,

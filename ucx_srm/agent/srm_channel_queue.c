@@ -22,9 +22,9 @@
  * posted).
  */
 static void srm_channel_out_reg(srm_agent_t *agent, const srm_mirror_t *out,
-                                srm_verbs_mr_t *mr[SRM_WIRE_PATHS])
+                                srm_wire_verbs_mr_t *mr[SRM_WIRE_PATHS])
 {
-    srm_verbs_dev_t *dev, *prev = NULL;
+    srm_wire_verbs_dev_t *dev, *prev = NULL;
     int path;
 
     for (path = 0; path < SRM_WIRE_PATHS; ++path) {
@@ -38,11 +38,11 @@ static void srm_channel_out_reg(srm_agent_t *agent, const srm_mirror_t *out,
             continue;
         }
         prev     = dev;
-        mr[path] = srm_verbs_mr_reg_send(dev, out->base, 2 * out->size);
+        mr[path] = srm_wire_verbs_mr_reg_send(dev, out->base, 2 * out->size);
         if (mr[path] == NULL) {
             srm_warn("%s: cannot register a channel's stream of %zu KB "
                      "(%m): its frames are copied to the send pool",
-                     srm_verbs_dev_name(dev), out->size >> 10);
+                     srm_wire_verbs_dev_name(dev), out->size >> 10);
         }
     }
 }
@@ -59,7 +59,7 @@ static int srm_channel_out_grow(srm_agent_t *agent, srm_channel_t *chan,
 {
     size_t min = srm_channel_depth(agent) + sizeof(srm_frame_hdr_t) +
                  SRM_FRAME_MAX_PAYLOAD + SRM_CHANNEL_CTL_SLACK;
-    srm_verbs_mr_t *mr[SRM_WIRE_PATHS];
+    srm_wire_verbs_mr_t *mr[SRM_WIRE_PATHS];
     srm_outgrown_t *outgrown = NULL;
     srm_mirror_t out;
     int path, registered = 0;

@@ -89,7 +89,7 @@ static int srm_channel_write(srm_agent_t *agent, srm_node_t *node, int kind,
     srm_channel_t *chan = &node->chan[kind];
     int data            = (link == chan->links[chan->active]) &&
                           (chan->sent < chan->tail);
-    const srm_verbs_mr_t *mrs[SRM_CHANNEL_WRITE_IOVS];
+    const srm_wire_verbs_mr_t *mrs[SRM_CHANNEL_WRITE_IOVS];
     struct iovec iov[SRM_CHANNEL_WRITE_IOVS];
     size_t ctl_sent, offered;
     uint64_t gathered;

@@ -417,7 +417,7 @@ static void srm_client_mem_reg(srm_agent_t *agent, srm_client_t *client,
         rep.agent_addr = (uintptr_t)region->addr;
         for (i = 0; i < SRM_WIRE_PATHS; ++i) {
             rep.rkey[i] = (region->mr[i] != NULL) ?
-                          srm_verbs_mr_rkey(region->mr[i]) : 0;
+                          srm_wire_verbs_mr_rkey(region->mr[i]) : 0;
         }
         srm_debug("port %u (%s): region %u.%u, %llu bytes at 0x%llx",
                   client->port, client->name, region->id,

@@ -46,11 +46,11 @@ size_t srm_ring_mem_registered(const srm_ring_mem_t *mem, unsigned *rings)
 
 /* The registration of a TX ring with the device of path, made on first
  * use; shared by both paths when they have one device. */
-static const srm_verbs_mr_t *srm_ring_mem_mr(srm_agent_t *agent,
-                                             srm_ring_mem_t *mem,
-                                             unsigned ring, int path)
+static const srm_wire_verbs_mr_t *srm_ring_mem_mr(srm_agent_t *agent,
+                                                  srm_ring_mem_t *mem,
+                                                  unsigned ring, int path)
 {
-    srm_verbs_dev_t *dev = srm_link_path_verbs(agent, path);
+    srm_wire_verbs_dev_t *dev = srm_link_path_verbs(agent, path);
     int other            = 1 - path;
 
     if (mem->reg_tried[ring][path]) {
@@ -63,13 +63,13 @@ static const srm_verbs_mr_t *srm_ring_mem_mr(srm_agent_t *agent,
                (srm_link_path_verbs(agent, other) == dev)) {
         mem->mr[ring][path] = mem->mr[ring][other];
     } else {
-        mem->mr[ring][path] = srm_verbs_mr_reg_send(
+        mem->mr[ring][path] = srm_wire_verbs_mr_reg_send(
                 dev, (uint8_t*)mem->base + mem->layout.tx_offset[ring],
                 mem->layout.tx_ring_size);
         if (mem->mr[ring][path] == NULL) {
             srm_warn("%s: cannot register a TX ring of %zu KB (%m): frames "
                      "from it are copied to the send pool",
-                     srm_verbs_dev_name(dev),
+                     srm_wire_verbs_dev_name(dev),
                      (size_t)(mem->layout.tx_ring_size >> 10));
         }
     }
@@ -167,9 +167,9 @@ unsigned srm_holes_fill(srm_holes_t *holes, const srm_mirror_t *out,
     return filled;
 }
 
-static int srm_holes_add_iov(struct iovec *iov, const srm_verbs_mr_t **mrs,
+static int srm_holes_add_iov(struct iovec *iov, const srm_wire_verbs_mr_t **mrs,
                              int n, void *base, size_t len,
-                             const srm_verbs_mr_t *mr)
+                             const srm_wire_verbs_mr_t *mr)
 {
     iov[n].iov_base = base;
     iov[n].iov_len  = len;
@@ -178,9 +178,9 @@ static int srm_holes_add_iov(struct iovec *iov, const srm_verbs_mr_t **mrs,
 }
 
 int srm_holes_gather(srm_agent_t *agent, const srm_holes_t *holes,
-                     const srm_mirror_t *out, const srm_verbs_mr_t *out_mr,
+                     const srm_mirror_t *out, const srm_wire_verbs_mr_t *out_mr,
                      int path, uint64_t from, uint64_t to, struct iovec *iov,
-                     const srm_verbs_mr_t **mrs, int max, uint64_t *end)
+                     const srm_wire_verbs_mr_t **mrs, int max, uint64_t *end)
 {
     uint64_t pos = from, hole_end;
     srm_hole_t *hole;

@@ -26,7 +26,7 @@
 #include <sys/uio.h>
 
 typedef struct srm_agent srm_agent_t;
-typedef struct srm_verbs_mr srm_verbs_mr_t;
+typedef struct srm_wire_verbs_mr srm_wire_verbs_mr_t;
 
 /* A client's segment as channels send from it. */
 typedef struct srm_ring_mem {
@@ -34,7 +34,7 @@ typedef struct srm_ring_mem {
     void             *base;       /* the segment, mapped */
     srm_shm_layout_t layout;
     /* A TX ring's registration per path, made when first sent from. */
-    srm_verbs_mr_t   *mr[SRM_SHM_MAX_TX_RINGS][SRM_WIRE_PATHS];
+    srm_wire_verbs_mr_t   *mr[SRM_SHM_MAX_TX_RINGS][SRM_WIRE_PATHS];
     uint8_t          reg_tried[SRM_SHM_MAX_TX_RINGS][SRM_WIRE_PATHS];
 } srm_ring_mem_t;
 
@@ -91,8 +91,8 @@ unsigned srm_holes_fill(srm_holes_t *holes, const srm_mirror_t *out,
  * max ran out first).
  */
 int srm_holes_gather(srm_agent_t *agent, const srm_holes_t *holes,
-                     const srm_mirror_t *out, const srm_verbs_mr_t *out_mr,
+                     const srm_mirror_t *out, const srm_wire_verbs_mr_t *out_mr,
                      int path, uint64_t from, uint64_t to, struct iovec *iov,
-                     const srm_verbs_mr_t **mrs, int max, uint64_t *end);
+                     const srm_wire_verbs_mr_t **mrs, int max, uint64_t *end);
 
 #endif

@@ -62,13 +62,13 @@ static double srm_link_retry_delay(unsigned failures)
     return SRM_LINK_RETRY * (double)(1u << shift);
 }
 
-void srm_link_dereg_paths(srm_verbs_mr_t *mr[SRM_WIRE_PATHS])
+void srm_link_dereg_paths(srm_wire_verbs_mr_t *mr[SRM_WIRE_PATHS])
 {
     int path;
 
     for (path = SRM_WIRE_PATHS - 1; path >= 0; --path) {
         if ((path == 0) || (mr[path] != mr[path - 1])) {
-            srm_verbs_mr_dereg(mr[path]);
+            srm_wire_verbs_mr_dereg(mr[path]);
         }
         mr[path] = NULL;
     }
@@ -76,7 +76,7 @@ void srm_link_dereg_paths(srm_verbs_mr_t *mr[SRM_WIRE_PATHS])
 
 /* The verbs device of a path, or NULL for tcp. With one device, both
  * paths are on it, as both go to the one interface on the tcp wire. */
-srm_verbs_dev_t *srm_link_path_verbs(const srm_agent_t *agent, int path)
+srm_wire_verbs_dev_t *srm_link_path_verbs(const srm_agent_t *agent, int path)
 {
     return agent->verbs[((unsigned)path < agent->num_devices) ? path : 0];
 }
@@ -103,7 +103,7 @@ void srm_link_set_events(srm_agent_t *agent, srm_link_t *link)
 }
 
 ssize_t srm_link_sendv_mr(srm_link_t *link, const struct iovec *iov,
-                          const srm_verbs_mr_t *const *mrs, int iovcnt)
+                          const srm_wire_verbs_mr_t *const *mrs, int iovcnt)
 {
     /* Until it is ready, whatever its wire, the link is its socket. */
     const srm_wire_ops_t *wire = (link->state == SRM_LINK_READY) ?
@@ -271,7 +271,7 @@ void srm_link_connect(srm_agent_t *agent, srm_node_t *node, int kind,
 {
     srm_channel_t *chan = &node->chan[kind];
     const srm_wire_addr_t *wire;
-    srm_verbs_dev_t *verbs;
+    srm_wire_verbs_dev_t *verbs;
     srm_link_t *link;
     char addr[32];
     double now;
@@ -443,7 +443,7 @@ void srm_link_event(srm_agent_t *agent, unsigned index, uint32_t events)
 /* A verbs device's completion queues fired: their links read and write. */
 void srm_link_verbs_event(srm_agent_t *agent, unsigned path)
 {
-    srm_verbs_qp_t *qp;
+    srm_wire_verbs_qp_t *qp;
     srm_link_t *link;
     unsigned index;
     char why[128];
@@ -451,8 +451,8 @@ void srm_link_verbs_event(srm_agent_t *agent, unsigned path)
     if ((path >= SRM_WIRE_PATHS) || (agent->verbs[path] == NULL)) {
         return;
     }
-    while ((qp = srm_verbs_dev_next_event(agent->verbs[path])) != NULL) {
-        index = srm_verbs_qp_owner(qp);
+    while ((qp = srm_wire_verbs_dev_next_event(agent->verbs[path])) != NULL) {
+        index = srm_wire_verbs_qp_owner(qp);
         link  = (index < agent->num_links) ? agent->links[index] : NULL;
         if ((link == NULL) || (link->conn.qp != qp)) {
             continue;
@@ -471,7 +471,7 @@ void srm_link_verbs_event(srm_agent_t *agent, unsigned path)
             srm_channel_write_link(agent, link, 0);
         }
     }
-    if (srm_verbs_dev_take_room(agent->verbs[path])) {
+    if (srm_wire_verbs_dev_take_room(agent->verbs[path])) {
         /* The device's send buffers had run out: whoever waited for
          * them tries again (a link whose room comes from its own
          * completions is among them, and finds it). */
@@ -689,7 +689,7 @@ static int srm_link_listen(srm_agent_t *agent, unsigned path,
     struct epoll_event async_ev = {
         .events   = EPOLLIN,
         .data.u64 = SRM_EPOLL_DATA(SRM_EPOLL_VERBS_ASYNC, path)};
-    srm_verbs_dev_params_t params = {
+    srm_wire_verbs_dev_params_t params = {
         .xrc_mode  = agent->config.xrc,
         .recv_bufs = agent->config.verbs_recv_bufs,
         .send_bufs = agent->config.verbs_send_bufs};
@@ -698,18 +698,18 @@ static int srm_link_listen(srm_agent_t *agent, unsigned path,
     uint32_t ipv4;
     int fd;
 
-    if (srm_verbs_is_device_spec(device)) {
+    if (srm_wire_verbs_is_device_spec(device)) {
         /* Frames go on queue pairs; handshakes on the port's interface. */
-        if ((srm_verbs_dev_open(device, &params,
-                                &agent->verbs[path], netdev,
-                                sizeof(netdev)) != 0)) {
+        if ((srm_wire_verbs_dev_open(device, &params,
+                                     &agent->verbs[path], netdev,
+                                     sizeof(netdev)) != 0)) {
             return -1;
         }
         if ((epoll_ctl(agent->epoll_fd, EPOLL_CTL_ADD,
-                       srm_verbs_dev_event_fd(agent->verbs[path]),
+                       srm_wire_verbs_dev_event_fd(agent->verbs[path]),
                        &verbs_ev) != 0) ||
             (epoll_ctl(agent->epoll_fd, EPOLL_CTL_ADD,
-                       srm_verbs_dev_async_fd(agent->verbs[path]),
+                       srm_wire_verbs_dev_async_fd(agent->verbs[path]),
                        &async_ev) != 0)) {
             srm_error("epoll on the completions or events of %s failed: %m",
                       device);
@@ -749,7 +749,8 @@ static int srm_link_listen(srm_agent_t *agent, unsigned path,
     agent->wire[path].port = bound_port;
     if (agent->verbs[path] != NULL) {
         snprintf(agent->wire_device[path], sizeof(agent->wire_device[path]),
-                 "%s (%s)", srm_verbs_dev_name(agent->verbs[path]), netdev);
+                 "%s (%s)", srm_wire_verbs_dev_name(agent->verbs[path]),
+                 netdev);
     }
     srm_info("path %u: channels to other nodes on %s (%s)", path,
              srm_wire_tcp_str(ipv4, bound_port, addr, sizeof(addr)),
@@ -820,7 +821,7 @@ void srm_link_close_devices(srm_agent_t *agent)
     unsigned i;
 
     for (i = 0; i < SRM_WIRE_PATHS; ++i) {
-        srm_verbs_dev_close(agent->verbs[i]);
+        srm_wire_verbs_dev_close(agent->verbs[i]);
         agent->verbs[i] = NULL;
     }
 }

@@ -27,9 +27,9 @@
 #include <stdint.h>
 
 typedef struct srm_node srm_node_t;
-typedef struct srm_verbs_qp srm_verbs_qp_t;
+typedef struct srm_wire_verbs_qp srm_wire_verbs_qp_t;
 typedef struct srm_lane srm_lane_t;
-typedef struct srm_verbs_mr srm_verbs_mr_t;
+typedef struct srm_wire_verbs_mr srm_wire_verbs_mr_t;
 
 /* A large AM read from a link's socket straight into its destination's RX
  * ring (srm_place.c). */
@@ -100,7 +100,7 @@ typedef struct srm_link {
 typedef struct srm_outgrown {
     struct srm_outgrown *next;
     srm_mirror_t        out;
-    srm_verbs_mr_t      *mr[SRM_WIRE_PATHS];
+    srm_wire_verbs_mr_t      *mr[SRM_WIRE_PATHS];
 } srm_outgrown_t;
 
 /*
@@ -122,7 +122,7 @@ typedef struct srm_channel {
     srm_link_t *links[SRM_WIRE_PATHS];
     int        active;            /* the path our frames go on */
     srm_mirror_t   out;           /* allocated on first use */
-    srm_verbs_mr_t *out_mr[SRM_WIRE_PATHS]; /* per path with a device */
+    srm_wire_verbs_mr_t *out_mr[SRM_WIRE_PATHS]; /* per path with a device */
     srm_outgrown_t *outgrown;
     srm_holes_t    holes;         /* payloads left in clients' TX rings */
     uint64_t   head, sent, tail;

@@ -25,7 +25,7 @@ static void srm_regions_release(srm_regions_t *mem, srm_region_t *region)
     unsigned i;
 
     for (i = 0; i < SRM_WIRE_PATHS; ++i) {
-        srm_verbs_mr_dereg(region->mr[i]);
+        srm_wire_verbs_mr_dereg(region->mr[i]);
     }
     munmap(region->addr, region->length);
     mem->count--;
@@ -81,7 +81,7 @@ static srm_region_t *srm_regions_free_slot(srm_regions_t *mem)
 
 int srm_regions_add(srm_regions_t *mem, uint32_t owner, int fd,
                     uint64_t client_addr, uint64_t length,
-                    srm_verbs_dev_t *const devs[SRM_WIRE_PATHS],
+                    srm_wire_verbs_dev_t *const devs[SRM_WIRE_PATHS],
                     const srm_region_t **region_p)
 {
     srm_region_t *region;
@@ -123,12 +123,12 @@ int srm_regions_add(srm_regions_t *mem, uint32_t owner, int fd,
         if ((devs == NULL) || (devs[i] == NULL)) {
             continue;
         }
-        region->mr[i] = srm_verbs_mr_reg(devs[i], addr, length);
+        region->mr[i] = srm_wire_verbs_mr_reg(devs[i], addr, length);
         if (region->mr[i] == NULL) {
             saved = errno;
             srm_warn("cannot register %llu bytes of port %u in %s: %m",
                      (unsigned long long)length, owner,
-                     srm_verbs_dev_name(devs[i]));
+                     srm_wire_verbs_dev_name(devs[i]));
             srm_regions_release(mem, region);
             errno = saved;
             return -1;

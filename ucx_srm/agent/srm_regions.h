@@ -32,7 +32,7 @@ typedef struct srm_region {
     uint64_t        client_addr; /* where the owner mapped it */
     uint64_t        length;
     void            *addr;       /* where the agent mapped it */
-    srm_verbs_mr_t  *mr[SRM_WIRE_PATHS]; /* per path with a verbs device */
+    srm_wire_verbs_mr_t  *mr[SRM_WIRE_PATHS]; /* per path with a verbs device */
     unsigned        holds;       /* RDMA operations using it right now */
     int             dying;       /* removed; released when holds drop to 0 */
 } srm_region_t;
@@ -59,7 +59,7 @@ void srm_regions_cleanup(srm_regions_t *mem);
  */
 int srm_regions_add(srm_regions_t *mem, uint32_t owner, int fd,
                     uint64_t client_addr, uint64_t length,
-                    srm_verbs_dev_t *const devs[SRM_WIRE_PATHS],
+                    srm_wire_verbs_dev_t *const devs[SRM_WIRE_PATHS],
                     const srm_region_t **region_p);
 
 /* Deregisters and unmaps owner's region id/generation (once no RDMA holds

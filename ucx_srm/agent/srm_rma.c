@@ -119,7 +119,7 @@ static int srm_rma_forward(srm_agent_t *agent, srm_client_t *src,
     for (path = 0; path < SRM_WIRE_PATHS; ++path) {
         index = srm_rma_dev(agent, path);
         fwd.peer_rkey[path] = (local->mr[index] == NULL) ? 0 :
-                              srm_verbs_mr_rkey(local->mr[index]);
+                              srm_wire_verbs_mr_rkey(local->mr[index]);
     }
     if (fwd.peer_rkey[0] == 0) {
         return ENOTSUP;
@@ -456,10 +456,10 @@ static int srm_rma_serve_post(srm_agent_t *agent, srm_link_t *from,
     op->gen++;
     /* A PUT brings the requester's bytes here: a READ of them. */
     ret = link->wire->rdma(&link->conn, req->op == SRM_RMA_GET,
-                            srm_region_agent_addr(region, req->remote_addr),
-                            srm_verbs_mr_lkey(region->mr[dev]), req->peer_addr,
-                            rkey, (uint32_t)req->length,
-                            srm_rma_op_id(agent, op));
+                           srm_region_agent_addr(region, req->remote_addr),
+                           srm_wire_verbs_mr_lkey(region->mr[dev]),
+                           req->peer_addr, rkey, (uint32_t)req->length,
+                           srm_rma_op_id(agent, op));
     if (ret == 0) {
         return SRM_RMA_BLOCKED;
     } else if (ret < 0) {

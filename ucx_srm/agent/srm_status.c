@@ -39,25 +39,26 @@ static void srm_text_add(srm_text_t *text, const char *fmt, ...)
 
 /* "receives DEV: ..." and "sends DEV: ..." for a verbs device: its
  * shared receive queue and its pool of send buffers. */
-static void srm_status_buffers(const srm_verbs_dev_t *dev, srm_text_t *text)
+static void
+srm_status_buffers(const srm_wire_verbs_dev_t *dev, srm_text_t *text)
 {
-    const srm_verbs_srq_stats_t *srq;
-    const srm_verbs_tx_stats_t *tx;
+    const srm_wire_verbs_srq_stats_t *srq;
+    const srm_wire_verbs_tx_stats_t *tx;
 
-    if ((dev == NULL) || ((srq = srm_verbs_dev_srq_stats(dev)) == NULL) ||
-        ((tx = srm_verbs_dev_tx_stats(dev)) == NULL)) {
+    if ((dev == NULL) || ((srq = srm_wire_verbs_dev_srq_stats(dev)) == NULL) ||
+        ((tx = srm_wire_verbs_dev_tx_stats(dev)) == NULL)) {
         return;
     }
     srm_text_add(text, "receives %s: shared queue of %u x %u B (%u in "
                  "reserve), posted %u held %u refills %llu low_water %llu "
-                 "spilled %llu B\n", srm_verbs_dev_name(dev), srq->slots,
-                 SRM_VERBS_SLOT_SIZE, srq->reserve, srq->posted,
+                 "spilled %llu B\n", srm_wire_verbs_dev_name(dev), srq->slots,
+                 SRM_WIRE_VERBS_SLOT_SIZE, srq->reserve, srq->posted,
                  srq->held, (unsigned long long)srq->refills,
                  (unsigned long long)srq->low_water,
                  (unsigned long long)srq->spilled_bytes);
     srm_text_add(text, "sends %s: pool of %u x %u B, free %u waits %llu "
-                 "reclaims %llu\n", srm_verbs_dev_name(dev), tx->slots,
-                 SRM_VERBS_SLOT_SIZE, tx->free,
+                 "reclaims %llu\n", srm_wire_verbs_dev_name(dev), tx->slots,
+                 SRM_WIRE_VERBS_SLOT_SIZE, tx->free,
                  (unsigned long long)tx->waits,
                  (unsigned long long)tx->reclaims);
 }
@@ -111,7 +112,7 @@ static void srm_status_streams(const srm_agent_t *agent, srm_text_t *text)
 static void srm_status_memory(srm_agent_t *agent, srm_text_t *text)
 {
     const char *dev = (agent->verbs[0] != NULL) ?
-                      srm_verbs_dev_name(agent->verbs[0]) : NULL;
+                      srm_wire_verbs_dev_name(agent->verbs[0]) : NULL;
     char limit[64];
 
     if (dev != NULL) {
@@ -195,7 +196,7 @@ size_t srm_status_format(srm_agent_t *agent, char *buf, size_t size)
                                           sizeof(addr)),
                          agent->wire_device[i]);
             if (agent->verbs[i] != NULL) {
-                xrc = srm_verbs_dev_xrc(agent->verbs[i], &xrc_why);
+                xrc = srm_wire_verbs_dev_xrc(agent->verbs[i], &xrc_why);
                 /* Until the channels send on XRC, say that they do not. */
                 srm_text_add(&text, ", xrc: %s (%s%s)", xrc ? "yes" : "no",
                              xrc_why, xrc ? "; frames still on RC" : "");

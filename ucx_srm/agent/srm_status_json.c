@@ -80,20 +80,20 @@ static void srm_status_json_memory(srm_agent_t *agent, srm_json_t *json)
 }
 
 /* A verbs device's shared receive queue and send pool. */
-static void srm_status_json_device(const srm_verbs_dev_t *dev,
+static void srm_status_json_device(const srm_wire_verbs_dev_t *dev,
                                    srm_json_t *json)
 {
-    const srm_verbs_srq_stats_t *srq = srm_verbs_dev_srq_stats(dev);
-    const srm_verbs_tx_stats_t *tx   = srm_verbs_dev_tx_stats(dev);
+    const srm_wire_verbs_srq_stats_t *srq = srm_wire_verbs_dev_srq_stats(dev);
+    const srm_wire_verbs_tx_stats_t *tx   = srm_wire_verbs_dev_tx_stats(dev);
     const char *why;
 
-    srm_json_string(json, "device", srm_verbs_dev_name(dev));
-    srm_json_bool(json, "xrc", srm_verbs_dev_xrc(dev, &why));
+    srm_json_string(json, "device", srm_wire_verbs_dev_name(dev));
+    srm_json_bool(json, "xrc", srm_wire_verbs_dev_xrc(dev, &why));
     srm_json_string(json, "xrc_why", why);
     if (srq != NULL) {
         srm_json_object(json, "receives");
         srm_json_uint(json, "slots", srq->slots);
-        srm_json_uint(json, "slot_size", SRM_VERBS_SLOT_SIZE);
+        srm_json_uint(json, "slot_size", SRM_WIRE_VERBS_SLOT_SIZE);
         srm_json_uint(json, "reserve", srq->reserve);
         srm_json_uint(json, "posted", srq->posted);
         srm_json_uint(json, "held", srq->held);
@@ -105,7 +105,7 @@ static void srm_status_json_device(const srm_verbs_dev_t *dev,
     if (tx != NULL) {
         srm_json_object(json, "sends");
         srm_json_uint(json, "slots", tx->slots);
-        srm_json_uint(json, "slot_size", SRM_VERBS_SLOT_SIZE);
+        srm_json_uint(json, "slot_size", SRM_WIRE_VERBS_SLOT_SIZE);
         srm_json_uint(json, "free", tx->free);
         srm_json_uint(json, "waits", tx->waits);
         srm_json_uint(json, "reclaims", tx->reclaims);

@@ -12,7 +12,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-int srm_verbs_is_device_spec(const char *spec)
+int srm_wire_verbs_is_device_spec(const char *spec)
 {
     /* Interface names cannot hold ':' (aliases aside, which have no
      * address of their own here); device specs always do. */
@@ -29,7 +29,7 @@ static void srm_wire_tcp_local(const srm_wire_conn_t *conn,
 
 static ssize_t srm_wire_tcp_conn_sendv(srm_wire_conn_t *conn,
                                        const struct iovec *iov,
-                                       const srm_verbs_mr_t *const *mrs,
+                                       const srm_wire_verbs_mr_t *const *mrs,
                                        int iovcnt)
 {
     return srm_wire_tcp_sendv(conn->fd, iov, iovcnt);
@@ -118,117 +118,117 @@ const srm_wire_ops_t srm_wire_tcp_ops = {
 
 /* ---------------------------------------------------------------- verbs */
 
-static int srm_wire_verbs_make(srm_wire_conn_t *conn, srm_verbs_dev_t *dev,
-                               unsigned owner)
+static int srm_wire_verbs_conn_make(srm_wire_conn_t *conn,
+                                    srm_wire_verbs_dev_t *dev, unsigned owner)
 {
     if (conn->qp == NULL) {
-        conn->qp = srm_verbs_qp_create(dev, owner);
+        conn->qp = srm_wire_verbs_qp_create(dev, owner);
     }
     return (conn->qp != NULL) ? 0 : -1;
 }
 
-static void srm_wire_verbs_local(const srm_wire_conn_t *conn,
-                                 srm_hello_qp_t *info)
+static void srm_wire_verbs_conn_local(const srm_wire_conn_t *conn,
+                                      srm_hello_qp_t *info)
 {
     memset(info, 0, sizeof(*info));
     if (conn->qp != NULL) {
-        srm_verbs_qp_local(conn->qp, info);
+        srm_wire_verbs_qp_local(conn->qp, info);
     }
 }
 
-static int srm_wire_verbs_connect(srm_wire_conn_t *conn,
-                                  const srm_hello_qp_t *peer)
+static int srm_wire_verbs_conn_connect(srm_wire_conn_t *conn,
+                                       const srm_hello_qp_t *peer)
 {
-    return srm_verbs_qp_connect(conn->qp, peer);
+    return srm_wire_verbs_qp_connect(conn->qp, peer);
 }
 
-static ssize_t srm_wire_verbs_sendv(srm_wire_conn_t *conn,
-                                    const struct iovec *iov,
-                                    const srm_verbs_mr_t *const *mrs,
-                                    int iovcnt)
+static ssize_t srm_wire_verbs_conn_sendv(srm_wire_conn_t *conn,
+                                         const struct iovec *iov,
+                                         const srm_wire_verbs_mr_t *const *mrs,
+                                         int iovcnt)
 {
-    return srm_verbs_qp_sendv_mr(conn->qp, iov, mrs, iovcnt);
+    return srm_wire_verbs_qp_sendv_mr(conn->qp, iov, mrs, iovcnt);
 }
 
-static ssize_t srm_wire_verbs_recvv(srm_wire_conn_t *conn,
-                                    const struct iovec *iov, int iovcnt)
+static ssize_t srm_wire_verbs_conn_recvv(srm_wire_conn_t *conn,
+                                         const struct iovec *iov, int iovcnt)
 {
-    return srm_verbs_qp_recvv(conn->qp, iov, iovcnt);
+    return srm_wire_verbs_qp_recvv(conn->qp, iov, iovcnt);
 }
 
-static size_t srm_wire_verbs_pending(const srm_wire_conn_t *conn)
+static size_t srm_wire_verbs_conn_pending(const srm_wire_conn_t *conn)
 {
-    return srm_verbs_qp_pending(conn->qp);
+    return srm_wire_verbs_qp_pending(conn->qp);
 }
 
 /* A link on the verbs wire whose queue pair is not made yet (or could
  * not be) has nothing to poll, nor RDMA to collect. */
-static int srm_wire_verbs_poll(srm_wire_conn_t *conn)
+static int srm_wire_verbs_conn_poll(srm_wire_conn_t *conn)
 {
-    return (conn->qp != NULL) ? srm_verbs_qp_poll(conn->qp) : 0;
+    return (conn->qp != NULL) ? srm_wire_verbs_qp_poll(conn->qp) : 0;
 }
 
-static srm_log_level_t srm_wire_verbs_why(const srm_wire_conn_t *conn,
-                                          int err, char *buf, size_t size)
+static srm_log_level_t srm_wire_verbs_conn_why(const srm_wire_conn_t *conn,
+                                               int err, char *buf, size_t size)
 {
-    snprintf(buf, size, "queue pair 0x%x: %s", srm_verbs_qp_num(conn->qp),
-             srm_verbs_qp_error(conn->qp));
+    snprintf(buf, size, "queue pair 0x%x: %s", srm_wire_verbs_qp_num(conn->qp),
+             srm_wire_verbs_qp_error(conn->qp));
     return SRM_LOG_WARN;
 }
 
-static int srm_wire_verbs_retransmits(const srm_wire_conn_t *conn,
-                                      uint32_t *count)
+static int srm_wire_verbs_conn_retransmits(const srm_wire_conn_t *conn,
+                                           uint32_t *count)
 {
     return -1; /* the device retries by itself */
 }
 
-static void srm_wire_verbs_drain(srm_wire_conn_t *conn, double timeout)
+static void srm_wire_verbs_conn_drain(srm_wire_conn_t *conn, double timeout)
 {
     /* Destroying a queue pair drops what it has not sent yet. */
-    srm_verbs_qp_drain(conn->qp, timeout);
+    srm_wire_verbs_qp_drain(conn->qp, timeout);
 }
 
-static int srm_wire_verbs_fail(srm_wire_conn_t *conn, const char **what)
+static int srm_wire_verbs_conn_fail(srm_wire_conn_t *conn, const char **what)
 {
     /* Its flushed work requests fail the link, as a real error would. */
-    srm_verbs_qp_force_error(conn->qp);
+    srm_wire_verbs_qp_force_error(conn->qp);
     *what = "queue pair moved to the error state";
     return 0;
 }
 
-static int srm_wire_verbs_rdma(srm_wire_conn_t *conn, int write, void *local,
-                               uint32_t lkey, uint64_t remote, uint32_t rkey,
-                               uint32_t length, uint64_t id)
+static int srm_wire_verbs_conn_rdma(srm_wire_conn_t *conn, int write,
+                                    void *local, uint32_t lkey, uint64_t remote,
+                                    uint32_t rkey, uint32_t length, uint64_t id)
 {
-    return srm_verbs_qp_rdma(conn->qp, write, local, lkey, remote, rkey,
-                             length, id);
+    return srm_wire_verbs_qp_rdma(conn->qp, write, local, lkey, remote, rkey,
+                                  length, id);
 }
 
-static int srm_wire_verbs_rdma_next(srm_wire_conn_t *conn, uint64_t *id,
-                                    int *ok)
+static int srm_wire_verbs_conn_rdma_next(srm_wire_conn_t *conn, uint64_t *id,
+                                         int *ok)
 {
-    return (conn->qp != NULL) && srm_verbs_qp_rma_next(conn->qp, id, ok);
+    return (conn->qp != NULL) && srm_wire_verbs_qp_rma_next(conn->qp, id, ok);
 }
 
-static int srm_wire_verbs_usable(const srm_wire_conn_t *conn)
+static int srm_wire_verbs_conn_usable(const srm_wire_conn_t *conn)
 {
-    return (conn->qp != NULL) && (srm_verbs_qp_error(conn->qp)[0] == '\0');
+    return (conn->qp != NULL) && (srm_wire_verbs_qp_error(conn->qp)[0] == '\0');
 }
 
-static int srm_wire_verbs_describe(const srm_wire_conn_t *conn, char *buf,
-                                   size_t size)
+static int srm_wire_verbs_conn_describe(const srm_wire_conn_t *conn, char *buf,
+                                        size_t size)
 {
-    const srm_verbs_stats_t *stats;
+    const srm_wire_verbs_stats_t *stats;
 
     if (conn->qp == NULL) {
         return 0;
     }
-    stats = srm_verbs_qp_stats(conn->qp);
+    stats = srm_wire_verbs_qp_stats(conn->qp);
     return snprintf(buf, size,
                     " qp 0x%x>0x%x send_wrs %llu doorbells %llu signaled %llu "
                     "inline %llu in_place %llu recv_wrs %llu\n",
-                    srm_verbs_qp_num(conn->qp),
-                    srm_verbs_qp_remote_num(conn->qp),
+                    srm_wire_verbs_qp_num(conn->qp),
+                    srm_wire_verbs_qp_remote_num(conn->qp),
                     (unsigned long long)stats->send_wrs,
                     (unsigned long long)stats->doorbells,
                     (unsigned long long)stats->signaled,
@@ -242,21 +242,21 @@ const srm_wire_ops_t srm_wire_verbs_ops = {
     .caps        = SRM_WIRE_CAP_RDMA | SRM_WIRE_CAP_COMPLETIONS |
                    SRM_WIRE_CAP_ENDPOINT,
     .hello_wire  = SRM_HELLO_WIRE_VERBS,
-    .make        = srm_wire_verbs_make,
-    .local       = srm_wire_verbs_local,
-    .connect     = srm_wire_verbs_connect,
-    .sendv       = srm_wire_verbs_sendv,
-    .recvv       = srm_wire_verbs_recvv,
-    .pending     = srm_wire_verbs_pending,
-    .poll        = srm_wire_verbs_poll,
-    .why         = srm_wire_verbs_why,
-    .retransmits = srm_wire_verbs_retransmits,
-    .drain       = srm_wire_verbs_drain,
-    .fail        = srm_wire_verbs_fail,
-    .rdma        = srm_wire_verbs_rdma,
-    .rdma_next   = srm_wire_verbs_rdma_next,
-    .usable      = srm_wire_verbs_usable,
-    .describe    = srm_wire_verbs_describe,
+    .make        = srm_wire_verbs_conn_make,
+    .local       = srm_wire_verbs_conn_local,
+    .connect     = srm_wire_verbs_conn_connect,
+    .sendv       = srm_wire_verbs_conn_sendv,
+    .recvv       = srm_wire_verbs_conn_recvv,
+    .pending     = srm_wire_verbs_conn_pending,
+    .poll        = srm_wire_verbs_conn_poll,
+    .why         = srm_wire_verbs_conn_why,
+    .retransmits = srm_wire_verbs_conn_retransmits,
+    .drain       = srm_wire_verbs_conn_drain,
+    .fail        = srm_wire_verbs_conn_fail,
+    .rdma        = srm_wire_verbs_conn_rdma,
+    .rdma_next   = srm_wire_verbs_conn_rdma_next,
+    .usable      = srm_wire_verbs_conn_usable,
+    .describe    = srm_wire_verbs_conn_describe,
 };
 
 void srm_wire_conn_close(srm_wire_conn_t *conn)
@@ -265,6 +265,6 @@ void srm_wire_conn_close(srm_wire_conn_t *conn)
         close(conn->fd);
         conn->fd = -1;
     }
-    srm_verbs_qp_destroy(conn->qp);
+    srm_wire_verbs_qp_destroy(conn->qp);
     conn->qp = NULL;
 }

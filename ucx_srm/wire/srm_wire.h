@@ -38,7 +38,7 @@ typedef enum {
 
 typedef struct srm_wire_conn {
     int            fd; /* the TCP connection */
-    srm_verbs_qp_t *qp; /* verbs: the queue pair, once made */
+    srm_wire_verbs_qp_t *qp; /* verbs: the queue pair, once made */
 } srm_wire_conn_t;
 
 /*
@@ -52,7 +52,8 @@ typedef struct srm_wire_ops {
 
     /* The endpoint, made and left unconnected until the peer is proven;
      * `dev` is the path's device, `owner` what its events name. */
-    int (*make)(srm_wire_conn_t *conn, srm_verbs_dev_t *dev, unsigned owner);
+    int (*make)(srm_wire_conn_t *conn, srm_wire_verbs_dev_t *dev,
+                unsigned owner);
     /* What our HELLO says of the endpoint (zero without one). */
     void (*local)(const srm_wire_conn_t *conn, srm_hello_qp_t *info);
     int (*connect)(srm_wire_conn_t *conn, const srm_hello_qp_t *peer);
@@ -60,7 +61,7 @@ typedef struct srm_wire_ops {
     /* mrs[i], where not NULL, registers iov[i] with the endpoint's device:
      * a wire that can sends those bytes in place (srm_wire_verbs.h). */
     ssize_t (*sendv)(srm_wire_conn_t *conn, const struct iovec *iov,
-                     const srm_verbs_mr_t *const *mrs, int iovcnt);
+                     const srm_wire_verbs_mr_t *const *mrs, int iovcnt);
     /* -1 with errno 0: the peer closed the connection. */
     ssize_t (*recvv)(srm_wire_conn_t *conn, const struct iovec *iov,
                      int iovcnt);
@@ -94,7 +95,7 @@ extern const srm_wire_ops_t srm_wire_tcp_ops;
 extern const srm_wire_ops_t srm_wire_verbs_ops;
 
 /* The wire of a path: verbs when the path has a device. */
-static inline const srm_wire_ops_t *srm_wire_of(const srm_verbs_dev_t *dev)
+static inline const srm_wire_ops_t *srm_wire_of(const srm_wire_verbs_dev_t *dev)
 {
     return (dev != NULL) ? &srm_wire_verbs_ops : &srm_wire_tcp_ops;
 }

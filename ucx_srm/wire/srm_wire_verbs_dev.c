@@ -1,6 +1,6 @@
 /*
  * The verbs wire (srm_wire_verbs.h): a device opened by its spec, its GID
- * for RoCE, its completion and async events, and the XRC choice.
+ * for RoCE, and its completion and async events (XRC: srm_wire_verbs_xrc.c).
  */
 #define _GNU_SOURCE
 #include "srm_wire_verbs_dev.h"
@@ -13,20 +13,19 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/random.h>
 #include <time.h>
 #include <unistd.h>
 
-int srm_verbs_built(void)
+int srm_wire_verbs_built(void)
 {
     return 1;
 }
 
 /* "NAME[:PORT][@NETDEV]" into its parts. */
-static int srm_verbs_parse_spec(const char *spec, char *name, size_t size,
-                                unsigned *port, char *netdev,
-                                size_t netdev_size)
+static int srm_wire_verbs_parse_spec(const char *spec, char *name, size_t size,
+                                     unsigned *port, char *netdev,
+                                     size_t netdev_size)
 {
     const char *colon = strchr(spec, ':'), *at = strchr(spec, '@');
     size_t name_len = colon ? (size_t)(colon - spec) :
@@ -56,7 +55,7 @@ static int srm_verbs_parse_spec(const char *spec, char *name, size_t size,
     return 0;
 }
 
-static int srm_verbs_is_ipv4_gid(const union ibv_gid *gid)
+static int srm_wire_verbs_is_ipv4_gid(const union ibv_gid *gid)
 {
     static const uint8_t prefix[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
                                        0xff, 0xff};
@@ -71,8 +70,8 @@ static int srm_verbs_is_ipv4_gid(const union ibv_gid *gid)
  * device's interface may be in another network namespace, whose index
  * means nothing here).
  */
-static int srm_verbs_find_gid(srm_verbs_dev_t *dev, int gid_table_len,
-                              char *netdev, size_t netdev_size)
+static int srm_wire_verbs_find_gid(srm_wire_verbs_dev_t *dev, int gid_table_len,
+                                   char *netdev, size_t netdev_size)
 {
     struct ibv_gid_entry entry;
     char ifname[IF_NAMESIZE];
@@ -82,7 +81,7 @@ static int srm_verbs_find_gid(srm_verbs_dev_t *dev, int gid_table_len,
         if ((ibv_query_gid_ex(dev->ctx, dev->port, (uint32_t)i, &entry, 0) !=
              0) ||
             (entry.gid_type != IBV_GID_TYPE_ROCE_V2) ||
-            !srm_verbs_is_ipv4_gid(&entry.gid)) {
+            !srm_wire_verbs_is_ipv4_gid(&entry.gid)) {
             continue;
         }
         if (if_indextoname(entry.ndev_ifindex, ifname) == NULL) {
@@ -104,7 +103,7 @@ static int srm_verbs_find_gid(srm_verbs_dev_t *dev, int gid_table_len,
     return (found >= 0) ? 0 : -1;
 }
 
-static int srm_verbs_set_nonblock(int fd)
+static int srm_wire_verbs_set_nonblock(int fd)
 {
     int flags = fcntl(fd, F_GETFL);
 
@@ -112,7 +111,7 @@ static int srm_verbs_set_nonblock(int fd)
                    -1 : 0;
 }
 
-static struct ibv_context *srm_verbs_open_by_name(const char *name)
+static struct ibv_context *srm_wire_verbs_open_by_name(const char *name)
 {
     struct ibv_device **list;
     struct ibv_context *ctx = NULL;
@@ -135,59 +134,18 @@ static struct ibv_context *srm_verbs_open_by_name(const char *name)
     return ctx;
 }
 
-/*
- * XRC or RC (srm_verbs_xrc_choose). With XRC the node's domain is opened
- * now, on a memfd for the clients to open it by (once they do), so that a
- * device that claims XRC but gives no domain is found out at start.
- */
-static int srm_verbs_dev_init_xrc(srm_verbs_dev_t *dev, unsigned mode)
-{
-    struct ibv_device_attr_ex attr;
-    uint64_t caps;
-    int fd;
-
-    caps     = (ibv_query_device_ex(dev->ctx, NULL, &attr) == 0) ?
-               attr.orig_attr.device_cap_flags : 0;
-    dev->xrc = srm_verbs_xrc_choose(mode, srm_verbs_xrc_built(), caps,
-                                    &dev->xrc_why);
-    if (dev->xrc < 0) {
-        srm_error("verbs device %s: UCX_SRM_XRC=yes, but %s", dev->name,
-                  dev->xrc_why);
-        return -1;
-    }
-    if (dev->xrc) {
-        fd = memfd_create("srm-xrc-domain", MFD_CLOEXEC);
-        dev->xrc_domain = (fd >= 0) ? srm_verbs_xrc_domain_open(dev, fd) :
-                                      NULL;
-        if (dev->xrc_domain == NULL) {
-            srm_log((mode == SRM_XRC_YES) ? SRM_LOG_ERROR : SRM_LOG_WARN,
-                    "verbs device %s: cannot open an XRC domain: %m%s",
-                    dev->name, (mode == SRM_XRC_YES) ? "" : "; using RC");
-            if (fd >= 0) {
-                close(fd);
-            }
-            if (mode == SRM_XRC_YES) {
-                return -1;
-            }
-            dev->xrc     = 0;
-            dev->xrc_why = "the XRC domain could not be opened";
-        }
-    }
-    return 0;
-}
-
-int srm_verbs_dev_async_fd(const srm_verbs_dev_t *dev)
+int srm_wire_verbs_dev_async_fd(const srm_wire_verbs_dev_t *dev)
 {
     return dev->ctx->async_fd;
 }
 
-void srm_verbs_dev_async(srm_verbs_dev_t *dev)
+void srm_wire_verbs_dev_async(srm_wire_verbs_dev_t *dev)
 {
     struct ibv_async_event event;
 
     while (ibv_get_async_event(dev->ctx, &event) == 0) {
         if (event.event_type == IBV_EVENT_SRQ_LIMIT_REACHED) {
-            srm_verbs_srq_low(dev);
+            srm_wire_verbs_srq_low(dev);
         } else {
             /* Queue pair errors also show in their completions. */
             srm_debug("verbs device %s: %s", dev->name,
@@ -197,17 +155,18 @@ void srm_verbs_dev_async(srm_verbs_dev_t *dev)
     }
 }
 
-int srm_verbs_dev_open(const char *spec, const srm_verbs_dev_params_t *params,
-                       srm_verbs_dev_t **dev_p, char *netdev,
-                       size_t netdev_size)
+int srm_wire_verbs_dev_open(const char *spec,
+                            const srm_wire_verbs_dev_params_t *params,
+                            srm_wire_verbs_dev_t **dev_p, char *netdev,
+                            size_t netdev_size)
 {
     struct ibv_port_attr port_attr;
     char name[48];
     unsigned port;
-    srm_verbs_dev_t *dev;
+    srm_wire_verbs_dev_t *dev;
 
-    if (srm_verbs_parse_spec(spec, name, sizeof(name), &port, netdev,
-                             netdev_size) != 0) {
+    if (srm_wire_verbs_parse_spec(spec, name, sizeof(name), &port, netdev,
+                                  netdev_size) != 0) {
         srm_error("UCX_SRM_DEVICES: '%s' is not NAME:PORT[@INTERFACE]", spec);
         return -1;
     }
@@ -219,7 +178,7 @@ int srm_verbs_dev_open(const char *spec, const srm_verbs_dev_params_t *params,
     dev->port = (uint8_t)port;
     snprintf(dev->name, sizeof(dev->name), "%s:%u", name, port);
 
-    dev->ctx = srm_verbs_open_by_name(name);
+    dev->ctx = srm_wire_verbs_open_by_name(name);
     if (dev->ctx == NULL) {
         srm_error("verbs device %s: %s", name,
                   (errno == ENODEV) ? "no such device (see ibv_devices)" :
@@ -239,8 +198,8 @@ int srm_verbs_dev_open(const char *spec, const srm_verbs_dev_params_t *params,
     dev->mtu        = (uint8_t)port_attr.active_mtu;
     dev->lid        = port_attr.lid;
     if (dev->link_layer == IBV_LINK_LAYER_ETHERNET) {
-        if (srm_verbs_find_gid(dev, port_attr.gid_tbl_len, netdev,
-                               netdev_size) != 0) {
+        if (srm_wire_verbs_find_gid(dev, port_attr.gid_tbl_len, netdev,
+                                    netdev_size) != 0) {
             srm_error("verbs device %s: no RoCE v2 GID with an IPv4 address%s%s"
                       " (give the interface an IPv4 address)", dev->name,
                       (netdev[0] != '\0') ? " on " : "", netdev);
@@ -266,23 +225,23 @@ int srm_verbs_dev_open(const char *spec, const srm_verbs_dev_params_t *params,
                   "completion channel: %m", dev->name);
         goto err;
     }
-    if ((srm_verbs_set_nonblock(dev->channel->fd) != 0) ||
-        (srm_verbs_set_nonblock(dev->ctx->async_fd) != 0)) {
+    if ((srm_wire_verbs_set_nonblock(dev->channel->fd) != 0) ||
+        (srm_wire_verbs_set_nonblock(dev->ctx->async_fd) != 0)) {
         srm_error("verbs device %s: completion channel or event file: %m",
                   dev->name);
         goto err;
     }
-    if ((params->recv_bufs < SRM_VERBS_MIN_RECV_BUFS) ||
-        (params->send_bufs < SRM_VERBS_MIN_SEND_BUFS)) {
+    if ((params->recv_bufs < SRM_WIRE_VERBS_MIN_RECV_BUFS) ||
+        (params->send_bufs < SRM_WIRE_VERBS_MIN_SEND_BUFS)) {
         srm_error("verbs device %s: UCX_SRM_VERBS_RECV_BUFS (%u) must be at "
                   "least %u and UCX_SRM_VERBS_SEND_BUFS (%u) at least %u",
-                  dev->name, params->recv_bufs, SRM_VERBS_MIN_RECV_BUFS,
-                  params->send_bufs, SRM_VERBS_MIN_SEND_BUFS);
+                  dev->name, params->recv_bufs, SRM_WIRE_VERBS_MIN_RECV_BUFS,
+                  params->send_bufs, SRM_WIRE_VERBS_MIN_SEND_BUFS);
         goto err;
     }
-    if ((srm_verbs_srq_open(dev, params->recv_bufs) != 0) ||
-        (srm_verbs_tx_open(dev, params->send_bufs) != 0) ||
-        (srm_verbs_dev_init_xrc(dev, params->xrc_mode) != 0)) {
+    if ((srm_wire_verbs_srq_open(dev, params->recv_bufs) != 0) ||
+        (srm_wire_verbs_tx_open(dev, params->send_bufs) != 0) ||
+        (srm_wire_verbs_xrc_dev_init(dev, params->xrc_mode) != 0)) {
         goto err;
     }
     srm_info("verbs device %s: %s, mtu %d, gid index %u, handshake on %s, "
@@ -297,18 +256,18 @@ int srm_verbs_dev_open(const char *spec, const srm_verbs_dev_params_t *params,
     return 0;
 
 err:
-    srm_verbs_dev_close(dev);
+    srm_wire_verbs_dev_close(dev);
     return -1;
 }
 
-void srm_verbs_dev_close(srm_verbs_dev_t *dev)
+void srm_wire_verbs_dev_close(srm_wire_verbs_dev_t *dev)
 {
     if (dev == NULL) {
         return;
     }
-    srm_verbs_xrc_domain_close(dev->xrc_domain);
-    srm_verbs_srq_close(dev);
-    srm_verbs_tx_close(dev);
+    srm_wire_verbs_xrc_dev_close(dev);
+    srm_wire_verbs_srq_close(dev);
+    srm_wire_verbs_tx_close(dev);
     if (dev->channel != NULL) {
         ibv_destroy_comp_channel(dev->channel);
     }
@@ -321,23 +280,23 @@ void srm_verbs_dev_close(srm_verbs_dev_t *dev)
     free(dev);
 }
 
-const char *srm_verbs_dev_name(const srm_verbs_dev_t *dev)
+const char *srm_wire_verbs_dev_name(const srm_wire_verbs_dev_t *dev)
 {
     return dev->name;
 }
 
-int srm_verbs_dev_event_fd(const srm_verbs_dev_t *dev)
+int srm_wire_verbs_dev_event_fd(const srm_wire_verbs_dev_t *dev)
 {
     return dev->channel->fd;
 }
 
-int srm_verbs_dev_xrc(const srm_verbs_dev_t *dev, const char **why)
+int srm_wire_verbs_dev_xrc(const srm_wire_verbs_dev_t *dev, const char **why)
 {
     *why = dev->xrc_why;
     return dev->xrc;
 }
 
-uint32_t srm_verbs_new_psn(void)
+uint32_t srm_wire_verbs_new_psn(void)
 {
     uint32_t psn;
 
@@ -347,7 +306,7 @@ uint32_t srm_verbs_new_psn(void)
     return psn & 0xffffff;
 }
 
-srm_verbs_qp_t *srm_verbs_dev_next_event(srm_verbs_dev_t *dev)
+srm_wire_verbs_qp_t *srm_wire_verbs_dev_next_event(srm_wire_verbs_dev_t *dev)
 {
     struct ibv_cq *cq;
     void *context;

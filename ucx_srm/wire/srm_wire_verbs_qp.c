@@ -1,6 +1,6 @@
 /*
  * A verbs queue pair's byte stream: made, connected, and the channel's
- * stream sent and received over SEND/RECV, at most SRM_VERBS_SEND_SLOTS
+ * stream sent and received over SEND/RECV, at most SRM_WIRE_VERBS_SEND_SLOTS
  * sends in flight.
  */
 #define _GNU_SOURCE
@@ -19,7 +19,8 @@
 #include <time.h>
 #include <unistd.h>
 
-void srm_verbs_fail(srm_verbs_qp_t *qp, const char *fmt, const char *what)
+void srm_wire_verbs_fail(srm_wire_verbs_qp_t *qp, const char *fmt,
+                         const char *what)
 {
     if (!qp->failed) {
         qp->failed = 1;
@@ -27,14 +28,14 @@ void srm_verbs_fail(srm_verbs_qp_t *qp, const char *fmt, const char *what)
     }
 }
 
-static int srm_verbs_to_init(srm_verbs_qp_t *qp)
+static int srm_wire_verbs_to_init(srm_wire_verbs_qp_t *qp)
 {
     struct ibv_qp_attr attr = {
         .qp_state        = IBV_QPS_INIT,
         .pkey_index      = 0,
         .port_num        = qp->dev->port,
         /* No remote access before the peer is proven: granted when the
-         * queue pair is connected (srm_verbs_qp_connect). */
+         * queue pair is connected (srm_wire_verbs_qp_connect). */
         .qp_access_flags = 0,
     };
 
@@ -43,18 +44,19 @@ static int srm_verbs_to_init(srm_verbs_qp_t *qp)
                          IBV_QP_ACCESS_FLAGS);
 }
 
-srm_verbs_qp_t *srm_verbs_qp_create(srm_verbs_dev_t *dev, unsigned owner)
+srm_wire_verbs_qp_t *
+srm_wire_verbs_qp_create(srm_wire_verbs_dev_t *dev, unsigned owner)
 {
     struct ibv_qp_init_attr init = {
-        .cap = {.max_send_wr     = SRM_VERBS_SEND_SLOTS +
-                                   SRM_VERBS_RMA_SLOTS,
+        .cap = {.max_send_wr     = SRM_WIRE_VERBS_SEND_SLOTS +
+                                   SRM_WIRE_VERBS_RMA_SLOTS,
                 .max_send_sge    = 1,
-                .max_inline_data = SRM_VERBS_MAX_INLINE},
+                .max_inline_data = SRM_WIRE_VERBS_MAX_INLINE},
         .srq        = dev->srq,
         .qp_type    = IBV_QPT_RC,
         .sq_sig_all = 0,
     };
-    srm_verbs_qp_t *qp;
+    srm_wire_verbs_qp_t *qp;
 
     qp = calloc(1, sizeof(*qp));
     if (qp == NULL) {
@@ -66,7 +68,7 @@ srm_verbs_qp_t *srm_verbs_qp_create(srm_verbs_dev_t *dev, unsigned owner)
     qp->next  = dev->qps;
     dev->qps  = qp;
     qp->cq    = ibv_create_cq(dev->ctx,
-                              (int)srm_verbs_cq_size(dev->srq_stats.slots),
+                              (int)srm_wire_verbs_cq_size(dev->srq_stats.slots),
                               qp, dev->channel, 0);
     if ((qp->cq == NULL) || (ibv_req_notify_cq(qp->cq, 0) != 0)) {
         srm_error("%s: cannot create a completion queue: %m", dev->name);
@@ -84,16 +86,16 @@ srm_verbs_qp_t *srm_verbs_qp_create(srm_verbs_dev_t *dev, unsigned owner)
         goto err;
     }
     qp->max_inline = init.cap.max_inline_data;
-    if (srm_verbs_to_init(qp) != 0) {
+    if (srm_wire_verbs_to_init(qp) != 0) {
         srm_error("%s: queue pair 0x%x to INIT failed: %m", dev->name,
                   qp->qp->qp_num);
         goto err;
     }
-    qp->psn = srm_verbs_new_psn();
+    qp->psn = srm_wire_verbs_new_psn();
     return qp;
 
 err:
-    srm_verbs_qp_destroy(qp);
+    srm_wire_verbs_qp_destroy(qp);
     return NULL;
 }
 
@@ -103,7 +105,7 @@ err:
  * state flushes to its completion queue (on devices that do: rxe loses
  * the one being filled, which is what the reserve is for).
  */
-static void srm_verbs_qp_flush(srm_verbs_qp_t *qp)
+static void srm_wire_verbs_qp_flush(srm_wire_verbs_qp_t *qp)
 {
     struct ibv_qp_attr attr = {.qp_state = IBV_QPS_ERR};
     struct timespec start, now;
@@ -114,47 +116,49 @@ static void srm_verbs_qp_flush(srm_verbs_qp_t *qp)
     }
     clock_gettime(CLOCK_MONOTONIC, &start);
     do {
-        srm_verbs_qp_poll(qp);
+        srm_wire_verbs_qp_poll(qp);
         clock_gettime(CLOCK_MONOTONIC, &now);
         waited_us = (now.tv_sec - start.tv_sec) * 1000000L +
                     (now.tv_nsec - start.tv_nsec) / 1000;
-    } while (waited_us < SRM_VERBS_FLUSH_WAIT_US);
+    } while (waited_us < SRM_WIRE_VERBS_FLUSH_WAIT_US);
 }
 
-void srm_verbs_qp_destroy(srm_verbs_qp_t *qp)
+void srm_wire_verbs_qp_destroy(srm_wire_verbs_qp_t *qp)
 {
-    srm_verbs_qp_t **link;
-    srm_verbs_dev_t *dev;
+    srm_wire_verbs_qp_t **link;
+    srm_wire_verbs_dev_t *dev;
 
     if (qp == NULL) {
         return;
     }
     dev = qp->dev;
     if (qp->qp != NULL) {
-        srm_verbs_qp_flush(qp);
+        srm_wire_verbs_qp_flush(qp);
         ibv_destroy_qp(qp->qp);
     }
     if (qp->cq != NULL) {
         ibv_destroy_cq(qp->cq);
     }
-    srm_verbs_tx_done(qp, qp->send_head); /* the device reads them no more */
+    srm_wire_verbs_tx_done(qp,
+                           qp->send_head); /* the device reads them no more */
     for (link = &dev->qps; *link != qp; link = &(*link)->next) {
     }
     *link = qp->next;
     while (qp->rx_count > 0) {
-        srm_verbs_rx_pop(qp);
+        srm_wire_verbs_rx_pop(qp);
     }
-    srm_verbs_srq_refill(dev);
+    srm_wire_verbs_srq_refill(dev);
     free(qp->spill);
     free(qp);
 }
 
-unsigned srm_verbs_qp_owner(const srm_verbs_qp_t *qp)
+unsigned srm_wire_verbs_qp_owner(const srm_wire_verbs_qp_t *qp)
 {
     return qp->owner;
 }
 
-void srm_verbs_qp_local(const srm_verbs_qp_t *qp, srm_hello_qp_t *info)
+void srm_wire_verbs_qp_local(const srm_wire_verbs_qp_t *qp,
+                             srm_hello_qp_t *info)
 {
     memset(info, 0, sizeof(*info));
     memcpy(info->gid, qp->dev->gid.raw, sizeof(info->gid));
@@ -164,9 +168,9 @@ void srm_verbs_qp_local(const srm_verbs_qp_t *qp, srm_hello_qp_t *info)
     info->mtu = qp->dev->mtu;
 }
 
-int srm_verbs_dev_rtr_attr(const srm_verbs_dev_t *dev,
-                           const srm_hello_qp_t *remote,
-                           struct ibv_qp_attr *attr)
+int srm_wire_verbs_dev_rtr_attr(const srm_wire_verbs_dev_t *dev,
+                                const srm_hello_qp_t *remote,
+                                struct ibv_qp_attr *attr)
 {
     if ((remote->qpn == 0) || (remote->qpn > 0xffffff) ||
         (remote->mtu < IBV_MTU_256) || (remote->mtu > IBV_MTU_4096)) {
@@ -192,12 +196,13 @@ int srm_verbs_dev_rtr_attr(const srm_verbs_dev_t *dev,
     return 0;
 }
 
-int srm_verbs_qp_connect(srm_verbs_qp_t *qp, const srm_hello_qp_t *remote)
+int srm_wire_verbs_qp_connect(srm_wire_verbs_qp_t *qp,
+                              const srm_hello_qp_t *remote)
 {
     struct ibv_qp_attr attr;
     int ret;
 
-    if (srm_verbs_dev_rtr_attr(qp->dev, remote, &attr) != 0) {
+    if (srm_wire_verbs_dev_rtr_attr(qp->dev, remote, &attr) != 0) {
         return -1;
     }
     attr.max_dest_rd_atomic = 1;
@@ -238,9 +243,9 @@ int srm_verbs_qp_connect(srm_verbs_qp_t *qp, const srm_hello_qp_t *remote)
  * Copies the oldest held buffer's unread bytes to the end of the spill and
  * gives the buffer back. -1 (the queue pair failed) past SPILL_MAX.
  */
-static int srm_verbs_spill_oldest(srm_verbs_qp_t *qp)
+static int srm_wire_verbs_spill_oldest(srm_wire_verbs_qp_t *qp)
 {
-    srm_verbs_rx_t *rx = &qp->rx[qp->rx_first];
+    srm_wire_verbs_rx_t *rx = &qp->rx[qp->rx_first];
     size_t bytes       = rx->len - qp->rx_offset;
     size_t need, cap;
     uint8_t *spill;
@@ -252,56 +257,56 @@ static int srm_verbs_spill_oldest(srm_verbs_qp_t *qp)
         qp->spill_off  = 0;
     }
     need = qp->spill_len + bytes;
-    if (need > SRM_VERBS_SPILL_MAX) {
-        srm_verbs_fail(qp, "%s", "the peer sent more than any channel "
-                       "window allows while its input was not read");
+    if (need > SRM_WIRE_VERBS_SPILL_MAX) {
+        srm_wire_verbs_fail(qp, "%s", "the peer sent more than any channel "
+                            "window allows while its input was not read");
         return -1;
     }
     if (need > qp->spill_cap) {
-        cap   = (qp->spill_cap == 0) ? 4 * SRM_VERBS_SLOT_SIZE :
+        cap   = (qp->spill_cap == 0) ? 4 * SRM_WIRE_VERBS_SLOT_SIZE :
                                        2 * qp->spill_cap;
         cap   = (cap < need) ? need : cap;
         spill = realloc(qp->spill, cap);
         if (spill == NULL) {
-            srm_verbs_fail(qp, "%s", "no memory for input not yet read");
+            srm_wire_verbs_fail(qp, "%s", "no memory for input not yet read");
             return -1;
         }
         qp->spill     = spill;
         qp->spill_cap = cap;
     }
     memcpy(qp->spill + qp->spill_len,
-           srm_verbs_recv_slot(qp->dev, rx->slot) + qp->rx_offset, bytes);
+           srm_wire_verbs_recv_slot(qp->dev, rx->slot) + qp->rx_offset, bytes);
     qp->spill_len                    += bytes;
     qp->dev->srq_stats.spilled_bytes += bytes;
-    srm_verbs_rx_pop(qp);
+    srm_wire_verbs_rx_pop(qp);
     return 0;
 }
 
 /* A receive of the shared queue completed on this queue pair. */
-static void srm_verbs_recv_complete(srm_verbs_qp_t *qp,
-                                    const struct ibv_wc *wc)
+static void srm_wire_verbs_recv_complete(srm_wire_verbs_qp_t *qp,
+                                         const struct ibv_wc *wc)
 {
-    uint64_t slot        = wc->wr_id & ~SRM_VERBS_RECV_WR;
-    srm_verbs_dev_t *dev = qp->dev;
-    srm_verbs_rx_t *rx;
+    uint64_t slot        = wc->wr_id & ~SRM_WIRE_VERBS_RECV_WR;
+    srm_wire_verbs_dev_t *dev = qp->dev;
+    srm_wire_verbs_rx_t *rx;
 
     if ((slot >= dev->srq_stats.slots) ||
-        (dev->srq_state[slot] != SRM_VERBS_SLOT_POSTED)) {
-        srm_verbs_fail(qp, "%s", "a receive completed twice");
+        (dev->srq_state[slot] != SRM_WIRE_VERBS_SLOT_POSTED)) {
+        srm_wire_verbs_fail(qp, "%s", "a receive completed twice");
         return;
     }
     dev->srq_stats.posted--;
     if ((wc->status != IBV_WC_SUCCESS) || qp->failed ||
-        ((qp->rx_count == SRM_VERBS_QP_HELD) &&
-         (srm_verbs_spill_oldest(qp) != 0))) {
-        srm_verbs_fail(qp, "work request failed: %s",
-                       ibv_wc_status_str(wc->status));
-        srm_verbs_srq_give(dev, (uint32_t)slot);
+        ((qp->rx_count == SRM_WIRE_VERBS_QP_HELD) &&
+         (srm_wire_verbs_spill_oldest(qp) != 0))) {
+        srm_wire_verbs_fail(qp, "work request failed: %s",
+                            ibv_wc_status_str(wc->status));
+        srm_wire_verbs_srq_give(dev, (uint32_t)slot);
         return;
     }
-    dev->srq_state[slot] = SRM_VERBS_SLOT_HELD;
+    dev->srq_state[slot] = SRM_WIRE_VERBS_SLOT_HELD;
     dev->srq_stats.held++;
-    rx       = &qp->rx[(qp->rx_first + qp->rx_count) % SRM_VERBS_QP_HELD];
+    rx       = &qp->rx[(qp->rx_first + qp->rx_count) % SRM_WIRE_VERBS_QP_HELD];
     rx->slot = (uint32_t)slot;
     rx->len  = wc->byte_len;
     qp->rx_count++;
@@ -310,40 +315,40 @@ static void srm_verbs_recv_complete(srm_verbs_qp_t *qp,
     qp->stats.recv_bytes += wc->byte_len;
 }
 
-int srm_verbs_qp_poll(srm_verbs_qp_t *qp)
+int srm_wire_verbs_qp_poll(srm_wire_verbs_qp_t *qp)
 {
-    struct ibv_wc wc[SRM_VERBS_POLL_BATCH];
+    struct ibv_wc wc[SRM_WIRE_VERBS_POLL_BATCH];
     int i, n;
 
     do {
-        n = ibv_poll_cq(qp->cq, SRM_VERBS_POLL_BATCH, wc);
+        n = ibv_poll_cq(qp->cq, SRM_WIRE_VERBS_POLL_BATCH, wc);
         if (n < 0) {
-            srm_verbs_fail(qp, "%s", "ibv_poll_cq failed");
+            srm_wire_verbs_fail(qp, "%s", "ibv_poll_cq failed");
             break;
         }
         for (i = 0; i < n; ++i) {
             /* By wr_id, before the status: a failed completion has no
              * opcode. */
-            if (wc[i].wr_id & SRM_VERBS_RMA_WR) {
-                srm_verbs_rma_complete(qp, &wc[i]);
-            } else if (wc[i].wr_id & SRM_VERBS_RECV_WR) {
-                srm_verbs_recv_complete(qp, &wc[i]);
+            if (wc[i].wr_id & SRM_WIRE_VERBS_RMA_WR) {
+                srm_wire_verbs_rma_complete(qp, &wc[i]);
+            } else if (wc[i].wr_id & SRM_WIRE_VERBS_RECV_WR) {
+                srm_wire_verbs_recv_complete(qp, &wc[i]);
             } else if (wc[i].status != IBV_WC_SUCCESS) {
-                srm_verbs_fail(qp, "work request failed: %s",
-                               ibv_wc_status_str(wc[i].status));
+                srm_wire_verbs_fail(qp, "work request failed: %s",
+                                    ibv_wc_status_str(wc[i].status));
             } else {
-                srm_verbs_tx_done(qp, wc[i].wr_id + 1);
+                srm_wire_verbs_tx_done(qp, wc[i].wr_id + 1);
             }
         }
-    } while (n == SRM_VERBS_POLL_BATCH);
+    } while (n == SRM_WIRE_VERBS_POLL_BATCH);
     /* Buffers spilled or flushed go back in at once. */
-    srm_verbs_srq_refill(qp->dev);
+    srm_wire_verbs_srq_refill(qp->dev);
     return qp->failed ? -1 : 0;
 }
 
 /* Gathers up to `len` bytes of iov from (*i, *off) on into dst. */
-static void srm_verbs_gather(uint8_t *dst, size_t len, const struct iovec *iov,
-                             int *i, size_t *off)
+static void srm_wire_verbs_gather(uint8_t *dst, size_t len,
+                                  const struct iovec *iov, int *i, size_t *off)
 {
     size_t done = 0, chunk;
 
@@ -364,9 +369,9 @@ static void srm_verbs_gather(uint8_t *dst, size_t len, const struct iovec *iov,
 
 /* Bytes from (i, off) on up to the next iovec the device can read in
  * place: what must be copied, inline or into the pool. */
-static size_t srm_verbs_copied_run(const struct iovec *iov,
-                                   const srm_verbs_mr_t *const *mrs,
-                                   int iovcnt, int i, size_t off)
+static size_t srm_wire_verbs_copied_run(const struct iovec *iov,
+                                        const srm_wire_verbs_mr_t *const *mrs,
+                                        int iovcnt, int i, size_t off)
 {
     size_t run = 0;
 
@@ -377,19 +382,20 @@ static size_t srm_verbs_copied_run(const struct iovec *iov,
     return run;
 }
 
-ssize_t srm_verbs_qp_sendv(srm_verbs_qp_t *qp, const struct iovec *iov,
-                           int iovcnt)
+ssize_t srm_wire_verbs_qp_sendv(srm_wire_verbs_qp_t *qp,
+                                const struct iovec *iov, int iovcnt)
 {
-    return srm_verbs_qp_sendv_mr(qp, iov, NULL, iovcnt);
+    return srm_wire_verbs_qp_sendv_mr(qp, iov, NULL, iovcnt);
 }
 
-ssize_t srm_verbs_qp_sendv_mr(srm_verbs_qp_t *qp, const struct iovec *iov,
-                              const srm_verbs_mr_t *const *mrs, int iovcnt)
+ssize_t
+srm_wire_verbs_qp_sendv_mr(srm_wire_verbs_qp_t *qp, const struct iovec *iov,
+                           const srm_wire_verbs_mr_t *const *mrs, int iovcnt)
 {
-    struct ibv_send_wr wr[SRM_VERBS_SEND_SLOTS], *bad;
-    struct ibv_sge sge[SRM_VERBS_SEND_SLOTS];
-    uint8_t inl[SRM_VERBS_SEND_SLOTS][SRM_VERBS_MAX_INLINE];
-    srm_verbs_dev_t *dev = qp->dev;
+    struct ibv_send_wr wr[SRM_WIRE_VERBS_SEND_SLOTS], *bad;
+    struct ibv_sge sge[SRM_WIRE_VERBS_SEND_SLOTS];
+    uint8_t inl[SRM_WIRE_VERBS_SEND_SLOTS][SRM_WIRE_VERBS_MAX_INLINE];
+    srm_wire_verbs_dev_t *dev = qp->dev;
     size_t iov_off = 0, total = 0, left = 0, len;
     unsigned count = 0, room, taken = 0, in_place = 0;
     const struct ibv_mr *mr;
@@ -397,8 +403,8 @@ ssize_t srm_verbs_qp_sendv_mr(srm_verbs_qp_t *qp, const struct iovec *iov,
     uint8_t *buf;
     int i, ret, short_of_room, pool_out;
 
-    if ((qp->send_head - qp->send_done) >= SRM_VERBS_SEND_SLOTS / 2) {
-        srm_verbs_qp_poll(qp);
+    if ((qp->send_head - qp->send_done) >= SRM_WIRE_VERBS_SEND_SLOTS / 2) {
+        srm_wire_verbs_qp_poll(qp);
     }
     if (qp->failed) {
         errno = EIO;
@@ -408,7 +414,8 @@ ssize_t srm_verbs_qp_sendv_mr(srm_verbs_qp_t *qp, const struct iovec *iov,
         left += iov[i].iov_len;
     }
     i    = 0;
-    room = SRM_VERBS_SEND_SLOTS - (unsigned)(qp->send_head - qp->send_done);
+    room = SRM_WIRE_VERBS_SEND_SLOTS -
+           (unsigned)(qp->send_head - qp->send_done);
     while ((count < room) && (left > 0)) {
         while (iov_off == iov[i].iov_len) {
             ++i;
@@ -416,12 +423,13 @@ ssize_t srm_verbs_qp_sendv_mr(srm_verbs_qp_t *qp, const struct iovec *iov,
         }
         memset(&wr[count], 0, sizeof(wr[count]));
         mr   = (mrs != NULL) ? (const struct ibv_mr*)mrs[i] : NULL;
-        slot = SRM_VERBS_NO_SLOT;
+        slot = SRM_WIRE_VERBS_NO_SLOT;
         if (mr != NULL) {
             /* Registered memory the caller keeps unchanged until the peer
              * has it: the device reads it where it is. */
             len  = iov[i].iov_len - iov_off;
-            len  = (len < SRM_VERBS_SLOT_SIZE) ? len : SRM_VERBS_SLOT_SIZE;
+            len  = (len < SRM_WIRE_VERBS_SLOT_SIZE) ? len :
+                                                      SRM_WIRE_VERBS_SLOT_SIZE;
             buf  = (uint8_t*)iov[i].iov_base + iov_off;
             lkey = mr->lkey;
             if (len <= qp->max_inline) {
@@ -431,22 +439,23 @@ ssize_t srm_verbs_qp_sendv_mr(srm_verbs_qp_t *qp, const struct iovec *iov,
             }
             iov_off += len;
         } else {
-            len = srm_verbs_copied_run(iov, mrs, iovcnt, i, iov_off);
-            len = (len < SRM_VERBS_SLOT_SIZE) ? len : SRM_VERBS_SLOT_SIZE;
+            len = srm_wire_verbs_copied_run(iov, mrs, iovcnt, i, iov_off);
+            len = (len < SRM_WIRE_VERBS_SLOT_SIZE) ? len :
+                                                     SRM_WIRE_VERBS_SLOT_SIZE;
             if (len <= qp->max_inline) {
                 /* Copied at the post: it needs no buffer of the pool. */
                 buf                   = inl[count];
                 wr[count].send_flags |= IBV_SEND_INLINE;
             } else if (taken < dev->tx_stats.free) {
                 slot = dev->tx_free[dev->tx_stats.free - 1 - taken++];
-                buf  = srm_verbs_send_slot(dev, slot);
+                buf  = srm_wire_verbs_send_slot(dev, slot);
             } else {
                 break;
             }
-            srm_verbs_gather(buf, len, iov, &i, &iov_off);
+            srm_wire_verbs_gather(buf, len, iov, &i, &iov_off);
             lkey = dev->tx_mr->lkey;
         }
-        qp->tx_slot[(qp->send_head + count) % SRM_VERBS_SEND_SLOTS] = slot;
+        qp->tx_slot[(qp->send_head + count) % SRM_WIRE_VERBS_SEND_SLOTS] = slot;
         sge[count].addr   = (uintptr_t)buf;
         sge[count].length = (uint32_t)len;
         sge[count].lkey   = lkey;
@@ -469,7 +478,7 @@ ssize_t srm_verbs_qp_sendv_mr(srm_verbs_qp_t *qp, const struct iovec *iov,
     }
     if (count == 0) {
         if (pool_out) {
-            srm_verbs_tx_reclaim(dev);
+            srm_wire_verbs_tx_reclaim(dev);
         }
         return 0;
     }
@@ -477,7 +486,7 @@ ssize_t srm_verbs_qp_sendv_mr(srm_verbs_qp_t *qp, const struct iovec *iov,
      * that ran out of room (else nothing would tell us when room comes
      * back). */
     for (i = 0; i < (int)count; ++i) {
-        if ((((qp->send_head + i + 1) % SRM_VERBS_SIGNAL_EVERY) == 0) ||
+        if ((((qp->send_head + i + 1) % SRM_WIRE_VERBS_SIGNAL_EVERY) == 0) ||
             (short_of_room && (i + 1 == (int)count))) {
             wr[i].send_flags |= IBV_SEND_SIGNALED;
             qp->stats.signaled++;
@@ -487,7 +496,7 @@ ssize_t srm_verbs_qp_sendv_mr(srm_verbs_qp_t *qp, const struct iovec *iov,
     }
     ret = ibv_post_send(qp->qp, wr, &bad);
     if (ret != 0) {
-        srm_verbs_fail(qp, "ibv_post_send failed: %s", strerror(ret));
+        srm_wire_verbs_fail(qp, "ibv_post_send failed: %s", strerror(ret));
         errno = ret;
         return -1;
     }
@@ -498,14 +507,15 @@ ssize_t srm_verbs_qp_sendv_mr(srm_verbs_qp_t *qp, const struct iovec *iov,
     qp->stats.send_bytes   += total;
     qp->stats.doorbells++;
     if (pool_out) {
-        srm_verbs_tx_reclaim(dev); /* this one's last send asks already */
+        srm_wire_verbs_tx_reclaim(dev); /* this one's last send asks already */
     }
     return (ssize_t)total;
 }
 
 /* Copies len bytes from src into iov from (*i, *off) on; how many fit. */
-static size_t srm_verbs_scatter(const struct iovec *iov, int iovcnt, int *i,
-                                size_t *off, const uint8_t *src, size_t len)
+static size_t srm_wire_verbs_scatter(const struct iovec *iov, int iovcnt,
+                                     int *i, size_t *off, const uint8_t *src,
+                                     size_t len)
 {
     size_t done = 0, chunk;
 
@@ -525,75 +535,75 @@ static size_t srm_verbs_scatter(const struct iovec *iov, int iovcnt, int *i,
     return done;
 }
 
-ssize_t srm_verbs_qp_recvv(srm_verbs_qp_t *qp, const struct iovec *iov,
-                           int iovcnt)
+ssize_t srm_wire_verbs_qp_recvv(srm_wire_verbs_qp_t *qp,
+                                const struct iovec *iov, int iovcnt)
 {
-    srm_verbs_dev_t *dev = qp->dev;
+    srm_wire_verbs_dev_t *dev = qp->dev;
     size_t total = 0, off = 0, chunk;
-    srm_verbs_rx_t *rx;
+    srm_wire_verbs_rx_t *rx;
     int i = 0;
 
-    if (srm_verbs_qp_poll(qp) != 0) {
+    if (srm_wire_verbs_qp_poll(qp) != 0) {
         errno = EIO;
         return -1;
     }
     if (qp->spill_len > qp->spill_off) {
         /* The oldest input first: what was copied aside. */
-        chunk          = srm_verbs_scatter(iov, iovcnt, &i, &off,
-                                           qp->spill + qp->spill_off,
-                                           qp->spill_len - qp->spill_off);
+        chunk          = srm_wire_verbs_scatter(iov, iovcnt, &i, &off,
+                                                qp->spill + qp->spill_off,
+                                                qp->spill_len - qp->spill_off);
         total          = chunk;
         qp->spill_off += chunk;
         qp->rx_bytes  -= chunk;
     }
     while ((qp->rx_count > 0) && (i < iovcnt)) {
         rx    = &qp->rx[qp->rx_first];
-        chunk = srm_verbs_scatter(iov, iovcnt, &i, &off,
-                                  srm_verbs_recv_slot(dev, rx->slot) +
+        chunk = srm_wire_verbs_scatter(iov, iovcnt, &i, &off,
+                                       srm_wire_verbs_recv_slot(dev, rx->slot) +
                                           qp->rx_offset,
                                   rx->len - qp->rx_offset);
         total         += chunk;
         qp->rx_offset += chunk;
         qp->rx_bytes  -= chunk;
         if (qp->rx_offset == rx->len) {
-            srm_verbs_rx_pop(qp);
+            srm_wire_verbs_rx_pop(qp);
         }
     }
-    if (srm_verbs_srq_refill(dev) != 0) {
-        srm_verbs_fail(qp, "%s", "the shared receive queue takes no more "
-                       "buffers");
+    if (srm_wire_verbs_srq_refill(dev) != 0) {
+        srm_wire_verbs_fail(qp, "%s", "the shared receive queue takes no more "
+                            "buffers");
         return -1;
     }
     return (ssize_t)total;
 }
 
-ssize_t srm_verbs_qp_recv(srm_verbs_qp_t *qp, void *buf, size_t len)
+ssize_t srm_wire_verbs_qp_recv(srm_wire_verbs_qp_t *qp, void *buf, size_t len)
 {
     struct iovec iov = {.iov_base = buf, .iov_len = len};
 
-    return srm_verbs_qp_recvv(qp, &iov, 1);
+    return srm_wire_verbs_qp_recvv(qp, &iov, 1);
 }
 
-size_t srm_verbs_qp_pending(const srm_verbs_qp_t *qp)
+size_t srm_wire_verbs_qp_pending(const srm_wire_verbs_qp_t *qp)
 {
     return qp->rx_bytes;
 }
 
-int srm_verbs_qp_drain(srm_verbs_qp_t *qp, double timeout)
+int srm_wire_verbs_qp_drain(srm_wire_verbs_qp_t *qp, double timeout)
 {
     struct timespec start, now;
 
     if (qp->failed || (qp->send_head == qp->send_done)) {
         return qp->failed ? -1 : 0;
     }
-    if ((qp->send_head - qp->send_done) < SRM_VERBS_SEND_SLOTS) {
+    if ((qp->send_head - qp->send_done) < SRM_WIRE_VERBS_SEND_SLOTS) {
         /* An empty send that asks for a completion covers the unsignaled
          * ones before it; the peer reads zero bytes. */
-        srm_verbs_post_empty(qp);
+        srm_wire_verbs_post_empty(qp);
     }
     clock_gettime(CLOCK_MONOTONIC, &start);
     do {
-        if (srm_verbs_qp_poll(qp) != 0) {
+        if (srm_wire_verbs_qp_poll(qp) != 0) {
             return -1;
         }
         clock_gettime(CLOCK_MONOTONIC, &now);
@@ -603,7 +613,7 @@ int srm_verbs_qp_drain(srm_verbs_qp_t *qp, double timeout)
     return (qp->send_done == qp->send_head) ? 0 : -1;
 }
 
-void srm_verbs_qp_force_error(srm_verbs_qp_t *qp)
+void srm_wire_verbs_qp_force_error(srm_wire_verbs_qp_t *qp)
 {
     struct ibv_qp_attr attr = {.qp_state = IBV_QPS_ERR};
 
@@ -613,25 +623,26 @@ void srm_verbs_qp_force_error(srm_verbs_qp_t *qp)
     /* Its receives belong to the shared queue, which the error state does
      * not flush: a send flushed at once shows the error on the completion
      * queue, where a real failure would. */
-    srm_verbs_post_empty(qp);
+    srm_wire_verbs_post_empty(qp);
 }
 
-const char *srm_verbs_qp_error(const srm_verbs_qp_t *qp)
+const char *srm_wire_verbs_qp_error(const srm_wire_verbs_qp_t *qp)
 {
     return qp->error;
 }
 
-uint32_t srm_verbs_qp_num(const srm_verbs_qp_t *qp)
+uint32_t srm_wire_verbs_qp_num(const srm_wire_verbs_qp_t *qp)
 {
     return qp->qp->qp_num;
 }
 
-uint32_t srm_verbs_qp_remote_num(const srm_verbs_qp_t *qp)
+uint32_t srm_wire_verbs_qp_remote_num(const srm_wire_verbs_qp_t *qp)
 {
     return qp->remote_qpn;
 }
 
-const srm_verbs_stats_t *srm_verbs_qp_stats(const srm_verbs_qp_t *qp)
+const srm_wire_verbs_stats_t *
+srm_wire_verbs_qp_stats(const srm_wire_verbs_qp_t *qp)
 {
     return &qp->stats;
 }

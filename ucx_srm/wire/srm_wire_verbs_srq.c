@@ -2,7 +2,7 @@
  * The verbs wire's shared receive queue, one per device, whatever the
  * number of queue pairs. A receive completes on the queue pair that took
  * it, which keeps the buffer until its bytes are read (or copied aside:
- * SRM_VERBS_QP_HELD) and then gives it back; given-back buffers are posted
+ * SRM_WIRE_VERBS_QP_HELD) and then gives it back; given-back buffers are posted
  * again in one batch.
  */
 #define _GNU_SOURCE
@@ -23,11 +23,11 @@
 
 /* Posts free buffers until the queue holds srq_target of them, in one
  * ibv_post_srq_recv per batch; -1 with errno if the device refused. */
-int srm_verbs_srq_refill(srm_verbs_dev_t *dev)
+int srm_wire_verbs_srq_refill(srm_wire_verbs_dev_t *dev)
 {
-    struct ibv_recv_wr wr[SRM_VERBS_POST_BATCH], *bad;
-    struct ibv_sge sge[SRM_VERBS_POST_BATCH];
-    srm_verbs_srq_stats_t *stats = &dev->srq_stats;
+    struct ibv_recv_wr wr[SRM_WIRE_VERBS_POST_BATCH], *bad;
+    struct ibv_sge sge[SRM_WIRE_VERBS_POST_BATCH];
+    srm_wire_verbs_srq_stats_t *stats = &dev->srq_stats;
     unsigned count, i;
     uint32_t slot;
     int ret;
@@ -37,15 +37,15 @@ int srm_verbs_srq_refill(srm_verbs_dev_t *dev)
         if (count > dev->srq_num_free) {
             count = dev->srq_num_free;
         }
-        if (count > SRM_VERBS_POST_BATCH) {
-            count = SRM_VERBS_POST_BATCH;
+        if (count > SRM_WIRE_VERBS_POST_BATCH) {
+            count = SRM_WIRE_VERBS_POST_BATCH;
         }
         for (i = 0; i < count; ++i) {
             slot          = dev->srq_free[dev->srq_num_free - 1 - i];
-            sge[i].addr   = (uintptr_t)srm_verbs_recv_slot(dev, slot);
-            sge[i].length = SRM_VERBS_SLOT_SIZE;
+            sge[i].addr   = (uintptr_t)srm_wire_verbs_recv_slot(dev, slot);
+            sge[i].length = SRM_WIRE_VERBS_SLOT_SIZE;
             sge[i].lkey   = dev->srq_mr->lkey;
-            wr[i].wr_id   = SRM_VERBS_RECV_WR | slot;
+            wr[i].wr_id   = SRM_WIRE_VERBS_RECV_WR | slot;
             wr[i].sg_list = &sge[i];
             wr[i].num_sge = 1;
             wr[i].next    = (i + 1 < count) ? &wr[i + 1] : NULL;
@@ -56,7 +56,7 @@ int srm_verbs_srq_refill(srm_verbs_dev_t *dev)
         }
         for (i = 0; i < count; ++i) {
             dev->srq_state[dev->srq_free[--dev->srq_num_free]] =
-                    SRM_VERBS_SLOT_POSTED;
+                    SRM_WIRE_VERBS_SLOT_POSTED;
         }
         stats->posted += count;
         stats->refills++;
@@ -71,25 +71,25 @@ int srm_verbs_srq_refill(srm_verbs_dev_t *dev)
 }
 
 /* A buffer that is free again; posted at the next refill. */
-void srm_verbs_srq_give(srm_verbs_dev_t *dev, uint32_t slot)
+void srm_wire_verbs_srq_give(srm_wire_verbs_dev_t *dev, uint32_t slot)
 {
-    dev->srq_state[slot]               = SRM_VERBS_SLOT_FREE;
+    dev->srq_state[slot]               = SRM_WIRE_VERBS_SLOT_FREE;
     dev->srq_free[dev->srq_num_free++] = slot;
 }
 
 /* The oldest held buffer is read (or copied aside): back to the queue. */
-void srm_verbs_rx_pop(srm_verbs_qp_t *qp)
+void srm_wire_verbs_rx_pop(srm_wire_verbs_qp_t *qp)
 {
-    srm_verbs_srq_give(qp->dev, qp->rx[qp->rx_first].slot);
+    srm_wire_verbs_srq_give(qp->dev, qp->rx[qp->rx_first].slot);
     qp->dev->srq_stats.held--;
-    qp->rx_first  = (qp->rx_first + 1) % SRM_VERBS_QP_HELD;
+    qp->rx_first  = (qp->rx_first + 1) % SRM_WIRE_VERBS_QP_HELD;
     qp->rx_count--;
     qp->rx_offset = 0;
 }
 
 /* Asks the device to say when fewer than srq_stats.low buffers are left
  * in the queue (it says so once per arming). */
-static void srm_verbs_srq_arm(srm_verbs_dev_t *dev)
+static void srm_wire_verbs_srq_arm(srm_wire_verbs_dev_t *dev)
 {
     struct ibv_srq_attr attr = {.srq_limit = dev->srq_stats.low};
 
@@ -103,7 +103,8 @@ static void srm_verbs_srq_arm(srm_verbs_dev_t *dev)
  * What the device allows: the shared queue's buffers and the completion
  * queue of a queue pair, which must hold every receive it could take.
  */
-static int srm_verbs_check_limits(srm_verbs_dev_t *dev, unsigned recv_total)
+static int
+srm_wire_verbs_check_limits(srm_wire_verbs_dev_t *dev, unsigned recv_total)
 {
     struct ibv_device_attr attr;
 
@@ -112,28 +113,28 @@ static int srm_verbs_check_limits(srm_verbs_dev_t *dev, unsigned recv_total)
         return -1;
     }
     if ((attr.max_srq == 0) || ((unsigned)attr.max_srq_wr < recv_total) ||
-        ((unsigned)attr.max_cqe < srm_verbs_cq_size(recv_total))) {
+        ((unsigned)attr.max_cqe < srm_wire_verbs_cq_size(recv_total))) {
         srm_error("verbs device %s: %u receive buffers in a shared queue "
                   "(UCX_SRM_VERBS_RECV_BUFS and its reserve) need a shared "
                   "receive queue of that depth and completion queues of %u; "
                   "the device has %d of at most %d and completion queues of "
                   "at most %d", dev->name, recv_total,
-                  srm_verbs_cq_size(recv_total), attr.max_srq,
+                  srm_wire_verbs_cq_size(recv_total), attr.max_srq,
                   attr.max_srq_wr, attr.max_cqe);
         return -1;
     }
     return 0;
 }
 
-int srm_verbs_srq_open(srm_verbs_dev_t *dev, unsigned recv_bufs)
+int srm_wire_verbs_srq_open(srm_wire_verbs_dev_t *dev, unsigned recv_bufs)
 {
     const unsigned total = recv_bufs + recv_bufs / 4;
     struct ibv_srq_init_attr init = {.attr = {.max_wr  = total,
                                               .max_sge = 1}};
-    size_t size = (size_t)total * SRM_VERBS_SLOT_SIZE;
+    size_t size = (size_t)total * SRM_WIRE_VERBS_SLOT_SIZE;
     unsigned i;
 
-    if (srm_verbs_check_limits(dev, total) != 0) {
+    if (srm_wire_verbs_check_limits(dev, total) != 0) {
         return -1;
     }
     if ((posix_memalign((void**)&dev->srq_buf, 4096, size) != 0) ||
@@ -154,20 +155,20 @@ int srm_verbs_srq_open(srm_verbs_dev_t *dev, unsigned recv_bufs)
     }
     /* Lowest slots on top of the stack: they are posted first. */
     for (i = 0; i < total; ++i) {
-        srm_verbs_srq_give(dev, total - 1 - i);
+        srm_wire_verbs_srq_give(dev, total - 1 - i);
     }
     dev->srq_stats.slots   = total;
     dev->srq_stats.reserve = total - recv_bufs;
     dev->srq_stats.low     = recv_bufs / 8;
     dev->srq_target        = recv_bufs;
-    if (srm_verbs_srq_refill(dev) != 0) {
+    if (srm_wire_verbs_srq_refill(dev) != 0) {
         return -1;
     }
-    srm_verbs_srq_arm(dev);
+    srm_wire_verbs_srq_arm(dev);
     return 0;
 }
 
-void srm_verbs_srq_close(srm_verbs_dev_t *dev)
+void srm_wire_verbs_srq_close(srm_wire_verbs_dev_t *dev)
 {
     if (dev->srq != NULL) {
         ibv_destroy_srq(dev->srq);
@@ -186,9 +187,9 @@ void srm_verbs_srq_close(srm_verbs_dev_t *dev)
  * while filling them. The reserve goes in; were it gone already, the
  * queue is short of buffers for good, which the log says once.
  */
-void srm_verbs_srq_low(srm_verbs_dev_t *dev)
+void srm_wire_verbs_srq_low(srm_wire_verbs_dev_t *dev)
 {
-    srm_verbs_srq_stats_t *stats = &dev->srq_stats;
+    srm_wire_verbs_srq_stats_t *stats = &dev->srq_stats;
 
     stats->low_water++;
     if (dev->srq_target < stats->slots) {
@@ -198,17 +199,18 @@ void srm_verbs_srq_low(srm_verbs_dev_t *dev)
                  stats->low, stats->posted, stats->held,
                  stats->slots - dev->srq_target);
         dev->srq_target = stats->slots;
-        srm_verbs_srq_refill(dev);
+        srm_wire_verbs_srq_refill(dev);
     } else if (stats->low_water == 2) {
         srm_warn("verbs device %s: the shared receive queue runs low again "
                  "with its reserve posted (%u posted, %u held of %u): "
                  "senders wait for receive buffers (RNR)", dev->name,
                  stats->posted, stats->held, stats->slots);
     }
-    srm_verbs_srq_arm(dev);
+    srm_wire_verbs_srq_arm(dev);
 }
 
-const srm_verbs_srq_stats_t *srm_verbs_dev_srq_stats(const srm_verbs_dev_t *dev)
+const srm_wire_verbs_srq_stats_t *
+srm_wire_verbs_dev_srq_stats(const srm_wire_verbs_dev_t *dev)
 {
     return &dev->srq_stats;
 }

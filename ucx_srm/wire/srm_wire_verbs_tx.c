@@ -21,9 +21,9 @@
 #include <time.h>
 #include <unistd.h>
 
-int srm_verbs_tx_open(srm_verbs_dev_t *dev, unsigned send_bufs)
+int srm_wire_verbs_tx_open(srm_wire_verbs_dev_t *dev, unsigned send_bufs)
 {
-    size_t size = (size_t)send_bufs * SRM_VERBS_SLOT_SIZE;
+    size_t size = (size_t)send_bufs * SRM_WIRE_VERBS_SLOT_SIZE;
     uint32_t i;
 
     if ((posix_memalign((void**)&dev->tx_buf, 4096, size) != 0) ||
@@ -46,7 +46,7 @@ int srm_verbs_tx_open(srm_verbs_dev_t *dev, unsigned send_bufs)
     return 0;
 }
 
-void srm_verbs_tx_close(srm_verbs_dev_t *dev)
+void srm_wire_verbs_tx_close(srm_wire_verbs_dev_t *dev)
 {
     if (dev->tx_mr != NULL) {
         ibv_dereg_mr(dev->tx_mr);
@@ -56,14 +56,14 @@ void srm_verbs_tx_close(srm_verbs_dev_t *dev)
 }
 
 /* Sends before send number `upto` are done: their buffers go back. */
-void srm_verbs_tx_done(srm_verbs_qp_t *qp, uint64_t upto)
+void srm_wire_verbs_tx_done(srm_wire_verbs_qp_t *qp, uint64_t upto)
 {
-    srm_verbs_dev_t *dev = qp->dev;
+    srm_wire_verbs_dev_t *dev = qp->dev;
     uint32_t slot;
 
     for (; qp->send_done < upto; qp->send_done++) {
-        slot = qp->tx_slot[qp->send_done % SRM_VERBS_SEND_SLOTS];
-        if (slot != SRM_VERBS_NO_SLOT) {
+        slot = qp->tx_slot[qp->send_done % SRM_WIRE_VERBS_SEND_SLOTS];
+        if (slot != SRM_WIRE_VERBS_NO_SLOT) {
             dev->tx_free[dev->tx_stats.free++] = slot;
         }
     }
@@ -74,7 +74,7 @@ void srm_verbs_tx_done(srm_verbs_qp_t *qp, uint64_t upto)
 }
 
 /* Posts an empty send that asks for a completion; 0 or an errno. */
-int srm_verbs_post_empty(srm_verbs_qp_t *qp)
+int srm_wire_verbs_post_empty(srm_wire_verbs_qp_t *qp)
 {
     struct ibv_send_wr wr = {.wr_id      = qp->send_head,
                              .opcode     = IBV_WR_SEND,
@@ -82,7 +82,8 @@ int srm_verbs_post_empty(srm_verbs_qp_t *qp)
     int ret               = ibv_post_send(qp->qp, &wr, &bad);
 
     if (ret == 0) {
-        qp->tx_slot[qp->send_head % SRM_VERBS_SEND_SLOTS] = SRM_VERBS_NO_SLOT;
+        qp->tx_slot[qp->send_head % SRM_WIRE_VERBS_SEND_SLOTS] =
+                SRM_WIRE_VERBS_NO_SLOT;
         qp->last_signaled = ++qp->send_head;
     }
     return ret;
@@ -93,21 +94,21 @@ int srm_verbs_post_empty(srm_verbs_qp_t *qp)
  * completion gets an empty send that does (the peer reads zero bytes), so
  * that the buffers held by quiet links come back.
  */
-void srm_verbs_tx_reclaim(srm_verbs_dev_t *dev)
+void srm_wire_verbs_tx_reclaim(srm_wire_verbs_dev_t *dev)
 {
-    srm_verbs_qp_t *qp;
+    srm_wire_verbs_qp_t *qp;
 
     for (qp = dev->qps; qp != NULL; qp = qp->next) {
         if (!qp->failed && (qp->remote_qpn != 0) &&
             (qp->last_signaled != qp->send_head) &&
-            ((qp->send_head - qp->send_done) < SRM_VERBS_SEND_SLOTS) &&
-            (srm_verbs_post_empty(qp) == 0)) {
+            ((qp->send_head - qp->send_done) < SRM_WIRE_VERBS_SEND_SLOTS) &&
+            (srm_wire_verbs_post_empty(qp) == 0)) {
             dev->tx_stats.reclaims++;
         }
     }
 }
 
-int srm_verbs_dev_take_room(srm_verbs_dev_t *dev)
+int srm_wire_verbs_dev_take_room(srm_wire_verbs_dev_t *dev)
 {
     int back = dev->tx_room_back;
 
@@ -115,7 +116,8 @@ int srm_verbs_dev_take_room(srm_verbs_dev_t *dev)
     return back;
 }
 
-const srm_verbs_tx_stats_t *srm_verbs_dev_tx_stats(const srm_verbs_dev_t *dev)
+const srm_wire_verbs_tx_stats_t *
+srm_wire_verbs_dev_tx_stats(const srm_wire_verbs_dev_t *dev)
 {
     return &dev->tx_stats;
 }

@@ -1,81 +1,54 @@
 /*
- * XRC on the verbs wire (see srm_wire_verbs_xrc.h): the choice, and the
- * verbs objects, each the shortest correct use of its verb (rdma-core's
- * ibv_xsrq_pingpong shows the same sequence).
+ * XRC on the verbs wire (see srm_wire_verbs_xrc.h), built with configure
+ * --enable-xrc: the device's choice and domain, and the verbs objects, each
+ * the shortest correct use of its verb (rdma-core's ibv_xsrq_pingpong shows
+ * the same sequence).
  */
 #define _GNU_SOURCE
 #include "srm_wire_verbs_xrc.h"
+#include "srm_wire_verbs_dev.h"
 #include "srm_wire_xrc_target.h"
 
-#ifdef HAVE_CONFIG_H
-#  include "config.h"   /* HAVE_VERBS, HAVE_DECL_IBV_QPT_XRC_SEND */
-#endif
+#include <ucx_srm/common/srm_log.h>
 
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
-int srm_verbs_xrc_choose(unsigned mode, int built, uint64_t device_cap_flags,
-                         const char **why)
-{
-    if (mode == SRM_XRC_NO) {
-        *why = "UCX_SRM_XRC=no";
-        return 0;
-    }
-    if (!built) {
-        *why = "this srmd was built without the XRC verbs";
-    } else if (!(device_cap_flags & SRM_VERBS_DEVICE_XRC)) {
-        *why = "device has no XRC";
-    } else {
-        *why = "device has XRC";
-        return 1;
-    }
-    return (mode == SRM_XRC_YES) ? -1 : 0;
-}
+_Static_assert(SRM_WIRE_VERBS_DEVICE_XRC == IBV_DEVICE_XRC,
+               "SRM_WIRE_VERBS_DEVICE_XRC is rdma-core's IBV_DEVICE_XRC");
 
-#if defined(HAVE_VERBS) && HAVE_VERBS && \
-    defined(HAVE_DECL_IBV_QPT_XRC_SEND) && HAVE_DECL_IBV_QPT_XRC_SEND
-
-#include "srm_wire_verbs_dev.h"
-
-_Static_assert(SRM_VERBS_DEVICE_XRC == IBV_DEVICE_XRC,
-               "SRM_VERBS_DEVICE_XRC is rdma-core's IBV_DEVICE_XRC");
-
-struct srm_verbs_xrc_domain {
-    srm_verbs_dev_t *dev;
+struct srm_wire_verbs_xrc_domain {
+    srm_wire_verbs_dev_t *dev;
     struct ibv_xrcd *xrcd;
     int             fd;
 };
 
-struct srm_verbs_xrc_srq {
+struct srm_wire_verbs_xrc_srq {
     struct ibv_cq  *cq;   /* its receive completions */
     struct ibv_srq *srq;
     uint32_t       num;
 };
 
-struct srm_verbs_xrc_qp {
-    srm_verbs_dev_t *dev;
+struct srm_wire_verbs_xrc_qp {
+    srm_wire_verbs_dev_t *dev;
     struct ibv_cq   *cq;  /* INI: its send completions; TGT: none */
     struct ibv_qp   *qp;
     uint32_t        psn;
 };
 
-int srm_verbs_xrc_built(void)
-{
-    return 1;
-}
-
-srm_verbs_xrc_domain_t *srm_verbs_xrc_domain_open(srm_verbs_dev_t *dev,
-                                                  int fd)
+srm_wire_verbs_xrc_domain_t *
+srm_wire_verbs_xrc_domain_open(srm_wire_verbs_dev_t *dev, int fd)
 {
     struct ibv_xrcd_init_attr attr = {
         .comp_mask = IBV_XRCD_INIT_ATTR_FD | IBV_XRCD_INIT_ATTR_OFLAGS,
         .fd        = fd,
         .oflags    = O_CREAT,
     };
-    srm_verbs_xrc_domain_t *domain = calloc(1, sizeof(*domain));
+    srm_wire_verbs_xrc_domain_t *domain = calloc(1, sizeof(*domain));
 
     if (domain == NULL) {
         return NULL;
@@ -90,7 +63,7 @@ srm_verbs_xrc_domain_t *srm_verbs_xrc_domain_open(srm_verbs_dev_t *dev,
     return domain;
 }
 
-void srm_verbs_xrc_domain_close(srm_verbs_xrc_domain_t *domain)
+void srm_wire_verbs_xrc_domain_close(srm_wire_verbs_xrc_domain_t *domain)
 {
     if (domain == NULL) {
         return;
@@ -100,16 +73,17 @@ void srm_verbs_xrc_domain_close(srm_verbs_xrc_domain_t *domain)
     free(domain);
 }
 
-int srm_verbs_xrc_domain_fd(const srm_verbs_xrc_domain_t *domain)
+int srm_wire_verbs_xrc_domain_fd(const srm_wire_verbs_xrc_domain_t *domain)
 {
     return domain->fd;
 }
 
-srm_verbs_xrc_srq_t *srm_verbs_xrc_srq_create(srm_verbs_xrc_domain_t *domain,
-                                              unsigned max_wr)
+srm_wire_verbs_xrc_srq_t *
+srm_wire_verbs_xrc_srq_create(srm_wire_verbs_xrc_domain_t *domain,
+                              unsigned max_wr)
 {
     struct ibv_srq_init_attr_ex attr;
-    srm_verbs_xrc_srq_t *srq = calloc(1, sizeof(*srq));
+    srm_wire_verbs_xrc_srq_t *srq = calloc(1, sizeof(*srq));
     int err;
 
     if (srq == NULL) {
@@ -136,12 +110,12 @@ srm_verbs_xrc_srq_t *srm_verbs_xrc_srq_create(srm_verbs_xrc_domain_t *domain,
 
 err:
     err = errno;
-    srm_verbs_xrc_srq_destroy(srq);
+    srm_wire_verbs_xrc_srq_destroy(srq);
     errno = err;
     return NULL;
 }
 
-void srm_verbs_xrc_srq_destroy(srm_verbs_xrc_srq_t *srq)
+void srm_wire_verbs_xrc_srq_destroy(srm_wire_verbs_xrc_srq_t *srq)
 {
     if (srq == NULL) {
         return;
@@ -155,15 +129,15 @@ void srm_verbs_xrc_srq_destroy(srm_verbs_xrc_srq_t *srq)
     free(srq);
 }
 
-uint32_t srm_verbs_xrc_srq_num(const srm_verbs_xrc_srq_t *srq)
+uint32_t srm_wire_verbs_xrc_srq_num(const srm_wire_verbs_xrc_srq_t *srq)
 {
     return srq->num;
 }
 
 /* Creates the queue pair of init (with a send queue of cq_size, if any)
  * and moves it to INIT. */
-static srm_verbs_xrc_qp_t *srm_verbs_xrc_qp_create(
-        srm_verbs_dev_t *dev, struct ibv_qp_init_attr_ex *init,
+static srm_wire_verbs_xrc_qp_t *srm_wire_verbs_xrc_qp_create(
+        srm_wire_verbs_dev_t *dev, struct ibv_qp_init_attr_ex *init,
         unsigned cq_size)
 {
     struct ibv_qp_attr attr = {
@@ -172,14 +146,14 @@ static srm_verbs_xrc_qp_t *srm_verbs_xrc_qp_create(
         .port_num        = dev->port,
         .qp_access_flags = 0, /* SEND only */
     };
-    srm_verbs_xrc_qp_t *qp = calloc(1, sizeof(*qp));
+    srm_wire_verbs_xrc_qp_t *qp = calloc(1, sizeof(*qp));
     int err;
 
     if (qp == NULL) {
         return NULL;
     }
     qp->dev = dev;
-    qp->psn = srm_verbs_new_psn();
+    qp->psn = srm_wire_verbs_new_psn();
     if (cq_size > 0) {
         qp->cq = ibv_create_cq(dev->ctx, (int)cq_size, qp, NULL, 0);
         if (qp->cq == NULL) {
@@ -202,12 +176,13 @@ static srm_verbs_xrc_qp_t *srm_verbs_xrc_qp_create(
 
 err:
     err = errno;
-    srm_verbs_xrc_qp_destroy(qp);
+    srm_wire_verbs_xrc_qp_destroy(qp);
     errno = err;
     return NULL;
 }
 
-srm_verbs_xrc_qp_t *srm_verbs_xrc_tgt_create(srm_verbs_xrc_domain_t *domain)
+srm_wire_verbs_xrc_qp_t *
+srm_wire_verbs_xrc_tgt_create(srm_wire_verbs_xrc_domain_t *domain)
 {
     struct ibv_qp_init_attr_ex init = {
         .qp_type   = IBV_QPT_XRC_RECV,
@@ -215,11 +190,11 @@ srm_verbs_xrc_qp_t *srm_verbs_xrc_tgt_create(srm_verbs_xrc_domain_t *domain)
         .xrcd      = domain->xrcd,
     };
 
-    return srm_verbs_xrc_qp_create(domain->dev, &init, 0);
+    return srm_wire_verbs_xrc_qp_create(domain->dev, &init, 0);
 }
 
-srm_verbs_xrc_qp_t *srm_verbs_xrc_ini_create(srm_verbs_dev_t *dev,
-                                             unsigned max_send_wr)
+srm_wire_verbs_xrc_qp_t *
+srm_wire_verbs_xrc_ini_create(srm_wire_verbs_dev_t *dev, unsigned max_send_wr)
 {
     struct ibv_qp_init_attr_ex init = {
         .qp_type   = IBV_QPT_XRC_SEND,
@@ -228,10 +203,10 @@ srm_verbs_xrc_qp_t *srm_verbs_xrc_ini_create(srm_verbs_dev_t *dev,
         .pd        = dev->pd,
     };
 
-    return srm_verbs_xrc_qp_create(dev, &init, max_send_wr);
+    return srm_wire_verbs_xrc_qp_create(dev, &init, max_send_wr);
 }
 
-void srm_verbs_xrc_qp_destroy(srm_verbs_xrc_qp_t *qp)
+void srm_wire_verbs_xrc_qp_destroy(srm_wire_verbs_xrc_qp_t *qp)
 {
     if (qp == NULL) {
         return;
@@ -245,8 +220,8 @@ void srm_verbs_xrc_qp_destroy(srm_verbs_xrc_qp_t *qp)
     free(qp);
 }
 
-void srm_verbs_xrc_qp_local(const srm_verbs_xrc_qp_t *qp,
-                            srm_hello_qp_t *info)
+void srm_wire_verbs_xrc_qp_local(const srm_wire_verbs_xrc_qp_t *qp,
+                                 srm_hello_qp_t *info)
 {
     memset(info, 0, sizeof(*info));
     memcpy(info->gid, qp->dev->gid.raw, sizeof(info->gid));
@@ -256,15 +231,15 @@ void srm_verbs_xrc_qp_local(const srm_verbs_xrc_qp_t *qp,
     info->mtu = qp->dev->mtu;
 }
 
-int srm_verbs_xrc_qp_connect(srm_verbs_xrc_qp_t *qp,
-                             const srm_hello_qp_t *remote)
+int srm_wire_verbs_xrc_qp_connect(srm_wire_verbs_xrc_qp_t *qp,
+                                  const srm_hello_qp_t *remote)
 {
     int mask = IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
                IBV_QP_RQ_PSN;
     struct ibv_qp_attr attr;
     int ret;
 
-    if (srm_verbs_dev_rtr_attr(qp->dev, remote, &attr) != 0) {
+    if (srm_wire_verbs_dev_rtr_attr(qp->dev, remote, &attr) != 0) {
         return -1;
     }
     if (qp->qp->qp_type == IBV_QPT_XRC_RECV) {
@@ -294,9 +269,9 @@ int srm_verbs_xrc_qp_connect(srm_verbs_xrc_qp_t *qp,
     return 0;
 }
 
-int srm_verbs_xrc_send(srm_verbs_xrc_qp_t *ini, uint32_t remote_srqn,
-                       const void *buf, uint32_t len, uint32_t lkey,
-                       uint64_t wr_id, int signaled)
+int srm_wire_verbs_xrc_send(srm_wire_verbs_xrc_qp_t *ini, uint32_t remote_srqn,
+                            const void *buf, uint32_t len, uint32_t lkey,
+                            uint64_t wr_id, int signaled)
 {
     struct ibv_sge sge = {.addr = (uintptr_t)buf, .length = len,
                           .lkey = lkey};
@@ -323,57 +298,48 @@ int srm_verbs_xrc_send(srm_verbs_xrc_qp_t *ini, uint32_t remote_srqn,
     return 0;
 }
 
-#else /* no XRC verbs */
+/*
+ * XRC or RC (srm_wire_verbs_xrc_choose). With XRC the node's domain is opened
+ * now, on a memfd for the clients to open it by (once they do), so that a
+ * device that claims XRC but gives no domain is found out at start.
+ */
+int srm_wire_verbs_xrc_dev_init(srm_wire_verbs_dev_t *dev, unsigned mode)
+{
+    struct ibv_device_attr_ex attr;
+    uint64_t caps;
+    int fd;
 
-int srm_verbs_xrc_built(void) { return 0; }
-srm_verbs_xrc_domain_t *srm_verbs_xrc_domain_open(srm_verbs_dev_t *dev,
-                                                  int fd)
-{
-    errno = ENOSYS;
-    return NULL;
-}
-void srm_verbs_xrc_domain_close(srm_verbs_xrc_domain_t *domain) {}
-int srm_verbs_xrc_domain_fd(const srm_verbs_xrc_domain_t *domain)
-{
-    return -1;
-}
-srm_verbs_xrc_srq_t *srm_verbs_xrc_srq_create(srm_verbs_xrc_domain_t *domain,
-                                              unsigned max_wr)
-{
-    errno = ENOSYS;
-    return NULL;
-}
-void srm_verbs_xrc_srq_destroy(srm_verbs_xrc_srq_t *srq) {}
-uint32_t srm_verbs_xrc_srq_num(const srm_verbs_xrc_srq_t *srq) { return 0; }
-srm_verbs_xrc_qp_t *srm_verbs_xrc_tgt_create(srm_verbs_xrc_domain_t *domain)
-{
-    errno = ENOSYS;
-    return NULL;
-}
-srm_verbs_xrc_qp_t *srm_verbs_xrc_ini_create(srm_verbs_dev_t *dev,
-                                             unsigned max_send_wr)
-{
-    errno = ENOSYS;
-    return NULL;
-}
-void srm_verbs_xrc_qp_destroy(srm_verbs_xrc_qp_t *qp) {}
-void srm_verbs_xrc_qp_local(const srm_verbs_xrc_qp_t *qp,
-                            srm_hello_qp_t *info)
-{
-    memset(info, 0, sizeof(*info));
-}
-int srm_verbs_xrc_qp_connect(srm_verbs_xrc_qp_t *qp,
-                             const srm_hello_qp_t *remote)
-{
-    errno = ENOSYS;
-    return -1;
-}
-int srm_verbs_xrc_send(srm_verbs_xrc_qp_t *ini, uint32_t remote_srqn,
-                       const void *buf, uint32_t len, uint32_t lkey,
-                       uint64_t wr_id, int signaled)
-{
-    errno = ENOSYS;
-    return -1;
+    caps     = (ibv_query_device_ex(dev->ctx, NULL, &attr) == 0) ?
+               attr.orig_attr.device_cap_flags : 0;
+    dev->xrc = srm_wire_verbs_xrc_choose(mode, 1, caps, &dev->xrc_why);
+    if (dev->xrc < 0) {
+        srm_error("verbs device %s: UCX_SRM_XRC=yes, but %s", dev->name,
+                  dev->xrc_why);
+        return -1;
+    }
+    if (dev->xrc) {
+        fd = memfd_create("srm-xrc-domain", MFD_CLOEXEC);
+        dev->xrc_domain = (fd >= 0) ? srm_wire_verbs_xrc_domain_open(dev, fd) :
+                                      NULL;
+        if (dev->xrc_domain == NULL) {
+            srm_log((mode == SRM_XRC_YES) ? SRM_LOG_ERROR : SRM_LOG_WARN,
+                    "verbs device %s: cannot open an XRC domain: %m%s",
+                    dev->name, (mode == SRM_XRC_YES) ? "" : "; using RC");
+            if (fd >= 0) {
+                close(fd);
+            }
+            if (mode == SRM_XRC_YES) {
+                return -1;
+            }
+            dev->xrc     = 0;
+            dev->xrc_why = "the XRC domain could not be opened";
+        }
+    }
+    return 0;
 }
 
-#endif
+void srm_wire_verbs_xrc_dev_close(srm_wire_verbs_dev_t *dev)
+{
+    srm_wire_verbs_xrc_domain_close(dev->xrc_domain);
+    dev->xrc_domain = NULL;
+}
