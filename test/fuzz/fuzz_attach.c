@@ -734,7 +734,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
                  (verbose != NULL) ? stderr : fopen("/dev/null", "w"));
     snprintf(agent->socket_name, sizeof(agent->socket_name), "srm-fuzz-%d",
              (int)getpid());
-    if (srm_agent_init(agent) != 0) {
+    if (srm_agent_init(agent) != UCS_OK) {
         fuzz_fail("cannot start the agent");
     }
     for (i = 0; i < FUZZ_CONNS; ++i) {

@@ -2400,7 +2400,7 @@ static void fuzz_start(const uint8_t *data, size_t size)
     agent->config = fuzz_configs[fuzz_config_index(fuzz_mode)];
     snprintf(agent->socket_name, sizeof(agent->socket_name),
              "srm-fuzz-wire-%d", (int)getpid());
-    if (srm_agent_init(agent) != 0) {
+    if (srm_agent_init(agent) != UCS_OK) {
         fuzz_fail("cannot start the agent");
     }
     agent->node_id = FUZZ_AGENT_ID; /* fixed: inputs replay */
@@ -2490,7 +2490,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
             fuzz_fail("cannot read the agent's configuration");
         }
     }
-    if (srm_auth_load(&fuzz_auth, fuzz_secret_path) != 0) {
+    if (srm_auth_load(&fuzz_auth, fuzz_secret_path) != UCS_OK) {
         fuzz_fail("cannot load the secret");
     }
 

@@ -56,7 +56,7 @@ TEST(auth, a_proof_checks_with_the_same_secret_role_and_handshake)
     const srm_auth_context_t ctx = handshake();
     uint8_t mac[SRM_AUTH_MAC_LEN];
 
-    ASSERT_EQ(0, srm_auth_prove(&auth, SRM_AUTH_ROLE_ACCEPTOR, &ctx, mac));
+    ASSERT_EQ(UCS_OK, srm_auth_prove(&auth, SRM_AUTH_ROLE_ACCEPTOR, &ctx, mac));
     EXPECT_TRUE(srm_auth_check(&auth, SRM_AUTH_ROLE_ACCEPTOR, &ctx, mac));
     /* Reflected back as the other role: refused. */
     EXPECT_FALSE(srm_auth_check(&auth, SRM_AUTH_ROLE_INITIATOR, &ctx, mac));
@@ -92,7 +92,7 @@ TEST(auth, every_field_of_the_handshake_changes_the_proof)
              std::swap(c.initiator_qp, c.acceptor_qp); }},
     };
 
-    ASSERT_EQ(0, srm_auth_prove(&auth, SRM_AUTH_ROLE_INITIATOR, &original,
+    ASSERT_EQ(UCS_OK, srm_auth_prove(&auth, SRM_AUTH_ROLE_INITIATOR, &original,
                                 mac));
     for (const auto &change : changes) {
         srm_auth_context_t changed = original;

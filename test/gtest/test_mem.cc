@@ -169,7 +169,7 @@ TEST_F(mem_registry, add_maps_the_same_memory_and_find_checks_bounds)
     void *mine = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
     ASSERT_NE(MAP_FAILED, mine);
 
-    ASSERT_EQ(0, srm_regions_add(&mem, 7, fd, base, len, NULL, &region));
+    ASSERT_EQ(UCS_OK, srm_regions_add(&mem, 7, fd, base, len, NULL, &region));
     close(fd); /* the agent's mapping keeps the memory */
     EXPECT_EQ(1u, mem.count);
     EXPECT_EQ(len, mem.bytes);
@@ -203,20 +203,24 @@ TEST_F(mem_registry, a_reused_slot_does_not_answer_to_the_stale_generation)
     int fd = make_memfd(4096);
     ASSERT_GE(fd, 0);
 
-    ASSERT_EQ(0, srm_regions_add(&mem, 1, fd, 0x1000, 4096, NULL, &region));
+    ASSERT_EQ(UCS_OK,
+              srm_regions_add(&mem, 1, fd, 0x1000, 4096, NULL, &region));
     uint32_t id = region->id, old_gen = region->generation;
-    ASSERT_EQ(0, srm_regions_remove(&mem, 1, id, old_gen));
+    ASSERT_EQ(UCS_OK, srm_regions_remove(&mem, 1, id, old_gen));
     EXPECT_EQ(nullptr, srm_regions_find(&mem, 1, id, old_gen, 0x1000, 1));
-    EXPECT_EQ(-1, srm_regions_remove(&mem, 1, id, old_gen)); /* twice: no */
+    EXPECT_EQ(UCS_ERR_NO_ELEM,
+              srm_regions_remove(&mem, 1, id, old_gen)); /* twice: no */
 
-    ASSERT_EQ(0, srm_regions_add(&mem, 1, fd, 0x1000, 4096, NULL, &region));
+    ASSERT_EQ(UCS_OK,
+              srm_regions_add(&mem, 1, fd, 0x1000, 4096, NULL, &region));
     EXPECT_EQ(id, region->id); /* the same slot ... */
     EXPECT_NE(old_gen, region->generation); /* ... a new generation */
     EXPECT_EQ(nullptr, srm_regions_find(&mem, 1, id, old_gen, 0x1000, 1));
     EXPECT_NE(nullptr, srm_regions_find(&mem, 1, id, region->generation, 0x1000,
                                         1));
     /* Another owner cannot remove it. */
-    EXPECT_EQ(-1, srm_regions_remove(&mem, 2, id, region->generation));
+    EXPECT_EQ(UCS_ERR_NO_ELEM,
+              srm_regions_remove(&mem, 2, id, region->generation));
     EXPECT_EQ(1u, mem.count);
     close(fd);
 }
@@ -230,8 +234,8 @@ TEST_F(mem_registry, an_owner_leaving_removes_its_regions_only)
 
     for (uint32_t i = 0; i < 40; ++i) {
         uint32_t owner = (i % 3 == 0) ? 100 : 200;
-        ASSERT_EQ(0, srm_regions_add(&mem, owner, fd, 0x100000 + i * 8192, 8192,
-                                     NULL, &region));
+        ASSERT_EQ(UCS_OK, srm_regions_add(&mem, owner, fd, 0x100000 + i * 8192,
+                                          8192, NULL, &region));
         if (owner == 200) {
             keep.push_back({region->id, region->generation});
         }
@@ -257,14 +261,16 @@ TEST_F(mem_registry, refuses_unsealed_short_or_empty_memory)
     ASSERT_GE(unsealed, 0);
     ASSERT_GE(sealed, 0);
 
-    EXPECT_EQ(-1, srm_regions_add(&mem, 1, unsealed, 0x1000, 4096, NULL,
-                                  &region));
+    EXPECT_EQ(UCS_ERR_INVALID_PARAM,
+              srm_regions_add(&mem, 1, unsealed, 0x1000, 4096, NULL, &region));
     EXPECT_EQ(EINVAL, errno);
-    EXPECT_EQ(-1, srm_regions_add(&mem, 1, sealed, 0x1000, 8192, NULL,
-                                  &region));
-    EXPECT_EQ(-1, srm_regions_add(&mem, 1, sealed, 0x1000, 0, NULL, &region));
-    EXPECT_EQ(-1, srm_regions_add(&mem, 1, sealed, UINT64_MAX - 100, 4096, NULL,
-                                  &region));
+    EXPECT_EQ(UCS_ERR_INVALID_PARAM,
+              srm_regions_add(&mem, 1, sealed, 0x1000, 8192, NULL, &region));
+    EXPECT_EQ(UCS_ERR_INVALID_PARAM,
+              srm_regions_add(&mem, 1, sealed, 0x1000, 0, NULL, &region));
+    EXPECT_EQ(UCS_ERR_INVALID_PARAM,
+              srm_regions_add(&mem, 1, sealed, UINT64_MAX - 100, 4096, NULL,
+                              &region));
     EXPECT_EQ(0u, mem.count);
     close(unsealed);
     close(sealed);
@@ -276,7 +282,8 @@ TEST_F(mem_registry, a_held_region_outlives_its_removal_until_released)
     int fd = make_memfd(4096);
     ASSERT_GE(fd, 0);
 
-    ASSERT_EQ(0, srm_regions_add(&mem, 1, fd, 0x1000, 4096, NULL, &region));
+    ASSERT_EQ(UCS_OK,
+              srm_regions_add(&mem, 1, fd, 0x1000, 4096, NULL, &region));
     uint32_t id = region->id, gen = region->generation;
     srm_region_t *found = srm_regions_find(&mem, 1, id, gen, 0x1000, 4096);
     ASSERT_NE(nullptr, found);
@@ -290,7 +297,7 @@ TEST_F(mem_registry, a_held_region_outlives_its_removal_until_released)
                                         0x1000, 1));
     EXPECT_EQ(1u, mem.count);
     const srm_region_t *other;
-    ASSERT_EQ(0, srm_regions_add(&mem, 2, fd, 0x9000, 4096, NULL, &other));
+    ASSERT_EQ(UCS_OK, srm_regions_add(&mem, 2, fd, 0x9000, 4096, NULL, &other));
     EXPECT_NE(id, other->id);
     srm_regions_release_hold(&mem, id);
     EXPECT_EQ(2u, mem.count);

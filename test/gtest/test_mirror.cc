@@ -31,18 +31,18 @@ TEST_F(mirror_test, size_is_a_power_of_two_of_whole_pages_at_least_asked)
 {
     const size_t page = (size_t)sysconf(_SC_PAGESIZE);
 
-    ASSERT_EQ(0, srm_mirror_create(&mirror, 1));
+    ASSERT_EQ(UCS_OK, srm_mirror_create(&mirror, 1));
     EXPECT_EQ(page, mirror.size);
     srm_mirror_destroy(&mirror);
 
-    ASSERT_EQ(0, srm_mirror_create(&mirror, 384 * 1024 + 40));
+    ASSERT_EQ(UCS_OK, srm_mirror_create(&mirror, 384 * 1024 + 40));
     EXPECT_EQ(512u * 1024u, mirror.size);
     EXPECT_EQ(0u, mirror.size & (mirror.size - 1));
 }
 
 TEST_F(mirror_test, a_write_past_the_end_is_a_write_at_the_start)
 {
-    ASSERT_EQ(0, srm_mirror_create(&mirror, 64 * 1024));
+    ASSERT_EQ(UCS_OK, srm_mirror_create(&mirror, 64 * 1024));
     memset(mirror.base, 0, mirror.size);
     memset(mirror.base + mirror.size, 0xab, 100);
     for (size_t i = 0; i < 100; ++i) {
@@ -59,7 +59,7 @@ TEST_F(mirror_test, a_stream_going_round_keeps_its_last_size_bytes_whole)
     uint64_t tail = 0;
     unsigned crossed = 0;
 
-    ASSERT_EQ(0, srm_mirror_create(&mirror, 16 * 1024));
+    ASSERT_EQ(UCS_OK, srm_mirror_create(&mirror, 16 * 1024));
     auto fill = [&](uint64_t offset) {
         for (size_t i = 0; i < frame; ++i) {
             bytes[i] = (uint8_t)(offset / frame * 31 + i);
@@ -94,7 +94,8 @@ TEST_F(mirror_test, a_stream_going_round_keeps_its_last_size_bytes_whole)
 TEST_F(mirror_test, an_impossible_size_is_refused)
 {
     errno = 0;
-    EXPECT_EQ(-1, srm_mirror_create(&mirror, (size_t)1 << 40));
+    EXPECT_EQ(UCS_ERR_EXCEEDS_LIMIT,
+              srm_mirror_create(&mirror, (size_t)1 << 40));
     EXPECT_EQ(EINVAL, errno);
     EXPECT_EQ(nullptr, mirror.base);
     EXPECT_EQ(0u, mirror.size);

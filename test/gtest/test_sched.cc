@@ -103,8 +103,8 @@ TEST_F(sched_test, small_sender_is_not_starved_by_a_bulk_sender)
 {
     sender bulk(1 << 20, 64 * 1024 - 64); /* 64 KB frames */
     sender small(1 << 16, 8);
-    ASSERT_EQ(0, srm_sched_add(&sched_, &bulk.queue));
-    ASSERT_EQ(0, srm_sched_add(&sched_, &small.queue));
+    ASSERT_EQ(UCS_OK, srm_sched_add(&sched_, &bulk.queue));
+    ASSERT_EQ(UCS_OK, srm_sched_add(&sched_, &small.queue));
 
     for (int r = 0; r < 64; ++r) {
         bulk.fill();
@@ -125,9 +125,9 @@ TEST_F(sched_test, saturated_senders_share_bytes_evenly)
     sender a(1 << 20, 100);
     sender b(1 << 20, 8000);
     sender c(1 << 20, 30000);
-    ASSERT_EQ(0, srm_sched_add(&sched_, &a.queue));
-    ASSERT_EQ(0, srm_sched_add(&sched_, &b.queue));
-    ASSERT_EQ(0, srm_sched_add(&sched_, &c.queue));
+    ASSERT_EQ(UCS_OK, srm_sched_add(&sched_, &a.queue));
+    ASSERT_EQ(UCS_OK, srm_sched_add(&sched_, &b.queue));
+    ASSERT_EQ(UCS_OK, srm_sched_add(&sched_, &c.queue));
 
     for (int r = 0; r < 400; ++r) {
         a.fill();
@@ -145,7 +145,7 @@ TEST_F(sched_test, saturated_senders_share_bytes_evenly)
 TEST_F(sched_test, frame_larger_than_quantum_is_reported_as_pending_work)
 {
     sender big(1 << 20, 64 * 1024 - 64);
-    ASSERT_EQ(0, srm_sched_add(&sched_, &big.queue));
+    ASSERT_EQ(UCS_OK, srm_sched_add(&sched_, &big.queue));
     big.push(1);
 
     unsigned rounds = 0;
@@ -164,7 +164,7 @@ TEST_F(sched_test, frame_larger_than_quantum_is_reported_as_pending_work)
 TEST_F(sched_test, blocked_queue_keeps_its_frame_and_order)
 {
     sender a(1 << 16, 100);
-    ASSERT_EQ(0, srm_sched_add(&sched_, &a.queue));
+    ASSERT_EQ(UCS_OK, srm_sched_add(&sched_, &a.queue));
     a.fill();
     uint32_t queued   = a.next_seq;
     sink_.block_after = 3;
@@ -182,8 +182,8 @@ TEST_F(sched_test, blocked_queue_keeps_its_frame_and_order)
 TEST_F(sched_test, corrupt_ring_is_reported_and_others_keep_going)
 {
     sender good(1 << 16, 100), bad(1 << 16, 100);
-    ASSERT_EQ(0, srm_sched_add(&sched_, &good.queue));
-    ASSERT_EQ(0, srm_sched_add(&sched_, &bad.queue));
+    ASSERT_EQ(UCS_OK, srm_sched_add(&sched_, &good.queue));
+    ASSERT_EQ(UCS_OK, srm_sched_add(&sched_, &bad.queue));
     good.fill();
     bad.fill();
     bad.data[0] = 0; /* breaks the first frame's magic */
@@ -207,7 +207,7 @@ TEST_F(sched_test, removing_queues_keeps_round_robin_order)
     std::vector<sender*> senders;
     for (int i = 0; i < 5; ++i) {
         senders.push_back(new sender(1 << 16, 8000));
-        ASSERT_EQ(0, srm_sched_add(&sched_, &senders.back()->queue));
+        ASSERT_EQ(UCS_OK, srm_sched_add(&sched_, &senders.back()->queue));
     }
     srm_sched_remove(&sched_, &senders[2]->queue);
     srm_sched_remove(&sched_, &senders[0]->queue);
@@ -234,7 +234,7 @@ srm_sched_result_t keep_frame(void *arg, srm_sched_queue_t *queue,
                               const srm_frame_hdr_t *, const void *)
 {
     uint32_t id;
-    if (srm_sched_keep(queue, &id) != 0) {
+    if (srm_sched_keep(queue, &id) != UCS_OK) {
         return SRM_SCHED_BLOCKED;
     }
     static_cast<keeper*>(arg)->ids.push_back(id);
@@ -251,7 +251,7 @@ TEST_F(sched_test, kept_frames_hold_the_ring_until_the_oldest_is_freed)
     sender s(1 << 16, frame);
     keeper k;
     srm_sched_queue_t *failed;
-    ASSERT_EQ(0, srm_sched_add(&sched_, &s.queue));
+    ASSERT_EQ(UCS_OK, srm_sched_add(&sched_, &s.queue));
 
     s.push(10);
     while (srm_sched_round(&sched_, keep_frame, &k, &failed) > 0) {
@@ -287,7 +287,7 @@ TEST_F(sched_test, a_queue_keeps_at_most_its_limit_and_then_waits)
     sender s(1 << 20, 100);
     keeper k;
     srm_sched_queue_t *failed;
-    ASSERT_EQ(0, srm_sched_add(&sched_, &s.queue));
+    ASSERT_EQ(UCS_OK, srm_sched_add(&sched_, &s.queue));
 
     s.push(SRM_SCHED_KEPT_MAX + 5);
     while (srm_sched_round(&sched_, keep_frame, &k, &failed) > 0) {

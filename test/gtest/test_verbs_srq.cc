@@ -440,7 +440,7 @@ TEST_F(verbs_srq, a_registered_stream_is_sent_in_place)
     double deadline;
 
     connected_pair(&a, &b);
-    ASSERT_EQ(0, srm_mirror_create(&stream, 64 * 1024));
+    ASSERT_EQ(UCS_OK, srm_mirror_create(&stream, 64 * 1024));
     mr.reset(srm_wire_verbs_mr_reg_send(m_dev.get(), stream.base,
                                         2 * stream.size));
     ASSERT_TRUE(mr) << "registering the stream buffer failed";

@@ -37,10 +37,10 @@ double srm_agent_now(void)
 
 /*
  * Our name is bound already: by one of our own agents (or the site's, run by
- * root), which our clients will use, and we leave with errno EADDRINUSE; or
- * by someone our clients will refuse, which is an error worth naming.
+ * root), which our clients will use, and we leave (UCS_ERR_ALREADY_EXISTS);
+ * or by someone our clients will refuse, which is an error worth naming.
  */
-static int srm_agent_name_taken(const srm_agent_t *agent)
+static ucs_status_t srm_agent_name_taken(const srm_agent_t *agent)
 {
     uid_t uid;
     int fd;
@@ -49,35 +49,32 @@ static int srm_agent_name_taken(const srm_agent_t *agent)
     if (fd < 0) {
         srm_error("@%s is bound by a process that does not accept "
                   "connections (%m); cannot serve it", agent->socket_name);
-        errno = EACCES;
-        return -1;
+        return UCS_ERR_REJECTED;
     }
     if (srm_sock_peer_uid(fd, &uid) != 0) {
         srm_error("@%s is taken and SO_PEERCRED failed: %m",
                   agent->socket_name);
         close(fd);
-        errno = EACCES;
-        return -1;
+        return UCS_ERR_REJECTED;
     }
     close(fd);
     if (srm_sock_agent_uid_trusted(uid) != 0) {
         srm_error("@%s is held by uid %u, not by uid %u or root: our clients "
                   "will refuse it; is another user posing as our agent?",
                   agent->socket_name, (unsigned)uid, (unsigned)getuid());
-        errno = EACCES;
-        return -1;
+        return UCS_ERR_REJECTED;
     }
     srm_info("an agent of uid %u already serves @%s in this network "
              "namespace", (unsigned)uid, agent->socket_name);
-    errno = EADDRINUSE;
-    return -1;
+    return UCS_ERR_ALREADY_EXISTS;
 }
 
-int srm_agent_init(srm_agent_t *agent)
+ucs_status_t srm_agent_init(srm_agent_t *agent)
 {
     struct epoll_event ev = {.events   = EPOLLIN,
                              .data.u64 = SRM_EPOLL_DATA(SRM_EPOLL_LISTEN, 0)};
     struct sockaddr_un addr;
+    ucs_status_t status;
     socklen_t addrlen;
 
     agent->uid        = getuid();
@@ -96,19 +93,19 @@ int srm_agent_init(srm_agent_t *agent)
     if (getrandom(&agent->node_id, sizeof(agent->node_id), 0) !=
         sizeof(agent->node_id)) {
         srm_error("getrandom failed: %m");
-        return -1;
+        return UCS_ERR_IO_ERROR;
     }
 
     if (srm_sock_addr(agent->socket_name, &addr, &addrlen) != 0) {
         srm_error("invalid socket name '%s'", agent->socket_name);
-        return -1;
+        return UCS_ERR_IO_ERROR;
     }
     agent->listen_fd = socket(AF_UNIX,
                               SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK,
                               0);
     if (agent->listen_fd < 0) {
         srm_error("socket() failed: %m");
-        return -1;
+        return UCS_ERR_IO_ERROR;
     }
     if (bind(agent->listen_fd, (struct sockaddr*)&addr, addrlen) != 0) {
         if (errno == EADDRINUSE) {
@@ -116,11 +113,11 @@ int srm_agent_init(srm_agent_t *agent)
         } else {
             srm_error("bind(@%s) failed: %m", agent->socket_name);
         }
-        return -1;
+        return UCS_ERR_IO_ERROR;
     }
     if (listen(agent->listen_fd, 128) != 0) {
         srm_error("listen(@%s) failed: %m", agent->socket_name);
-        return -1;
+        return UCS_ERR_IO_ERROR;
     }
 
     agent->epoll_fd = epoll_create1(EPOLL_CLOEXEC);
@@ -128,10 +125,11 @@ int srm_agent_init(srm_agent_t *agent)
         (epoll_ctl(agent->epoll_fd, EPOLL_CTL_ADD, agent->listen_fd, &ev) !=
          0)) {
         srm_error("epoll setup failed: %m");
-        return -1;
+        return UCS_ERR_IO_ERROR;
     }
-    if (srm_link_init(agent) != 0) {
-        return -1;
+    status = srm_link_init(agent);
+    if (status != UCS_OK) {
+        return status;
     }
     if (agent->config.ring_send_min == UCS_MEMUNITS_AUTO) {
         agent->config.ring_send_min = (agent->verbs[0] != NULL) ?
@@ -155,7 +153,7 @@ int srm_agent_init(srm_agent_t *agent)
         srm_info("md-allocated memory: at most %zu MB per user",
                  agent->config.mem_limit >> 20);
     }
-    return 0;
+    return UCS_OK;
 }
 
 void srm_agent_cleanup(srm_agent_t *agent)
@@ -437,7 +435,7 @@ unsigned srm_agent_step(srm_agent_t *agent, int timeout_ms)
     return count + srm_agent_poll_events(agent, timeout_ms);
 }
 
-int srm_agent_run(srm_agent_t *agent)
+void srm_agent_run(srm_agent_t *agent)
 {
     double now, last_work, load_time = 0;
     unsigned loops = 0, work;
@@ -472,5 +470,4 @@ int srm_agent_run(srm_agent_t *agent)
             agent->stats.wakeups++;
         }
     }
-    return 0;
 }

@@ -212,9 +212,9 @@ typedef struct srm_agent {
 } srm_agent_t;
 
 /* srm_agent.c */
-int srm_agent_init(srm_agent_t *agent);
+ucs_status_t srm_agent_init(srm_agent_t *agent);
 void srm_agent_cleanup(srm_agent_t *agent);
-int srm_agent_run(srm_agent_t *agent);
+void srm_agent_run(srm_agent_t *agent);
 /*
  * One pass of the loop without the spin/sleep policy (tests, the fuzzer):
  * progress, then the events ready within timeout_ms. 0 means idle.
@@ -254,13 +254,16 @@ void srm_deliver_mark_notify(srm_agent_t *agent, srm_client_t *client);
 void srm_deliver_mark_tx_room(srm_agent_t *agent, srm_client_t *client);
 
 /*
- * srm_deliver.c: 1 delivered, 0 no room (retry later), -1 dropped and
- * counted as no such port, -2 as a wrong key. from is the node a frame came
+ * srm_deliver.c: UCS_OK delivered (or its port broke its ring and was
+ * failed), UCS_ERR_NO_RESOURCE no room (retry later); dropped and counted:
+ * UCS_ERR_NO_ELEM no such port, UCS_ERR_REJECTED a wrong key. from is the
+ * node a frame came
  * from, or NULL for this node's own clients: a remote sender that fills the
  * port's backlog is told to PAUSE instead of blocking the whole channel.
  */
-int srm_deliver_to_port(srm_agent_t *agent, srm_node_t *from,
-                        const srm_frame_hdr_t *hdr, const void *payload);
+ucs_status_t srm_deliver_to_port(srm_agent_t *agent, srm_node_t *from,
+                                 const srm_frame_hdr_t *hdr,
+                                 const void *payload);
 /*
  * srm_deliver.c, for srm_place.c: holds the ring's reservation for a frame
  * whose payload is yet to be written there, and returns its record (the
@@ -274,7 +277,7 @@ void srm_deliver_commit(srm_agent_t *agent, srm_client_t *dst,
                         const srm_frame_hdr_t *hdr);
 
 /* srm_channel.c: the numbered, acknowledged frame stream of a channel */
-int srm_channel_init(srm_agent_t *agent, srm_channel_t *chan);
+void srm_channel_init(srm_agent_t *agent, srm_channel_t *chan);
 size_t srm_channel_small_max(const srm_agent_t *agent);
 size_t srm_channel_depth(const srm_agent_t *agent); /* most unacknowledged */
 void srm_channel_cleanup(srm_agent_t *agent, srm_channel_t *chan);
@@ -293,17 +296,18 @@ void srm_channel_send_port_gone(srm_agent_t *agent, srm_node_t *node,
 /* PORT_REFUSED to node: its port `port` is dropped here for key misses. */
 void srm_channel_send_port_refused(srm_agent_t *agent, srm_node_t *node,
                                    uint32_t port);
-/* An RMA_REMOTE or RMA_REMOTE_DONE to node: 0, or -1 (invalid node, or
- * out of memory). */
-int srm_channel_send_rma(srm_agent_t *agent, srm_node_t *node,
-                         srm_frame_type_t type, uint32_t port,
-                         const void *payload, uint32_t length);
+/* An RMA_REMOTE or RMA_REMOTE_DONE to node: UCS_ERR_UNREACHABLE for an
+ * invalid node, UCS_ERR_NO_MEMORY. */
+ucs_status_t srm_channel_send_rma(srm_agent_t *agent, srm_node_t *node,
+                                  srm_frame_type_t type, uint32_t port,
+                                  const void *payload, uint32_t length);
 int srm_channel_flush(srm_agent_t *agent, srm_node_t *node, int kind);
-int srm_channel_write_link(srm_agent_t *agent, srm_link_t *link, int ack);
+void srm_channel_write_link(srm_agent_t *agent, srm_link_t *link, int ack);
 int srm_channel_at_boundary(const srm_link_t *link);
 int srm_channel_ack_owed(const srm_channel_t *chan);
-int srm_channel_receive(srm_agent_t *agent, srm_link_t *link,
-                        const srm_frame_hdr_t *hdr, const void *payload);
+ucs_status_t srm_channel_receive(srm_agent_t *agent, srm_link_t *link,
+                                 const srm_frame_hdr_t *hdr,
+                                 const void *payload);
 /* Whether an AM is the next frame of its channel and of its source port,
  * so that it would be delivered as soon as it is whole. */
 int srm_channel_is_next(srm_node_t *node, int kind,
@@ -312,11 +316,14 @@ int srm_channel_is_next(srm_node_t *node, int kind,
 void srm_channel_placed(srm_agent_t *agent, srm_link_t *link,
                         const srm_frame_hdr_t *hdr);
 /* Books a frame a client read from the small channel's socket itself
- * (srm_lane_shared.h): an AM, which must be the next one, or an ACK. 0, or -1
- * if it was neither. */
-int srm_channel_taken(srm_agent_t *agent, srm_node_t *node,
-                      const srm_frame_hdr_t *hdr);
-int srm_channel_on_ack(srm_agent_t *agent, srm_link_t *link, uint32_t ack);
+ * (srm_lane_shared.h): an AM, which must be the next one, or an ACK.
+ * UCS_ERR_INVALID_PARAM if it was neither, UCS_ERR_OUT_OF_RANGE an ack of
+ * frames never sent. */
+ucs_status_t srm_channel_taken(srm_agent_t *agent, srm_node_t *node,
+                               const srm_frame_hdr_t *hdr);
+/* UCS_ERR_OUT_OF_RANGE: ack acknowledges frames never sent. */
+ucs_status_t srm_channel_on_ack(srm_agent_t *agent, srm_link_t *link,
+                                uint32_t ack);
 void srm_channel_link_ready(srm_agent_t *agent, srm_link_t *link);
 void srm_channel_link_lost(srm_agent_t *agent, srm_link_t *link);
 void srm_channel_drop_all(srm_agent_t *agent, srm_channel_t *chan);
@@ -328,11 +335,11 @@ typedef struct srm_absorb_result {
                              their port's order (srm_lane_check_writer) */
 } srm_absorb_result_t;
 /* Takes frames clients wrote to the small channel's active link
- * themselves into its stream, checked as they are copied: 0, or -1 out of
- * memory (nothing taken). */
-int srm_channel_absorb(srm_agent_t *agent, srm_node_t *node,
-                       const uint8_t *frames, size_t len, size_t unwritten,
-                       srm_absorb_result_t *result);
+ * themselves into its stream, checked as they are copied; UCS_ERR_NO_MEMORY
+ * (nothing taken). */
+ucs_status_t srm_channel_absorb(srm_agent_t *agent, srm_node_t *node,
+                                const uint8_t *frames, size_t len,
+                                size_t unwritten, srm_absorb_result_t *result);
 size_t srm_channel_queued(const srm_channel_t *chan);
 /* Counts a frame of the channel kind delivered to a port of this node. */
 void srm_channel_count_rx(srm_agent_t *agent, srm_node_t *node, int kind,
@@ -343,9 +350,10 @@ void srm_channel_count_rx(srm_agent_t *agent, srm_node_t *node, int kind,
  * too many ports (srm_order_full). */
 srm_order_t *srm_order_get(srm_node_t *node, uint32_t src_port);
 int srm_order_full(const srm_node_t *node);
-/* Keeps a frame that came ahead of its turn: 1, or 0 if no room now. */
-int srm_order_hold(srm_node_t *node, srm_order_t *order, int kind,
-                   const srm_frame_hdr_t *hdr, const void *payload);
+/* Keeps a frame that came ahead of its turn: UCS_OK, or UCS_ERR_NO_RESOURCE
+ * if no room now. */
+ucs_status_t srm_order_hold(srm_node_t *node, srm_order_t *order, int kind,
+                            const srm_frame_hdr_t *hdr, const void *payload);
 /* The port's next frame was delivered: those held behind it follow. The
  * entry may go (a gone port's last frame): order is not to be used after. */
 void srm_order_advance(srm_agent_t *agent, srm_node_t *node,
@@ -353,11 +361,12 @@ void srm_order_advance(srm_agent_t *agent, srm_node_t *node,
                        const srm_frame_hdr_t *hdr);
 /* Whether the node's src_port was refused. */
 int srm_order_refused(srm_node_t *node, uint32_t src_port);
-/* Delivers a frame of the port whose turn it is: 1 consumed (delivered,
- * or dropped: no such port, a wrong key, a refused source), 0 no room. */
-int srm_order_deliver(srm_agent_t *agent, srm_node_t *node,
-                      srm_order_t *order, const srm_frame_hdr_t *hdr,
-                      const void *payload);
+/* Delivers a frame of the port whose turn it is: UCS_OK consumed
+ * (delivered, or dropped: no such port, a wrong key, a refused source),
+ * UCS_ERR_NO_RESOURCE no room. */
+ucs_status_t srm_order_deliver(srm_agent_t *agent, srm_node_t *node,
+                               srm_order_t *order, const srm_frame_hdr_t *hdr,
+                               const void *payload);
 /* Delivers the held frames whose turn came (ports had room again). */
 unsigned srm_order_release_all(srm_agent_t *agent, srm_node_t *node);
 /* PORT_GONE: the port sent `final` frames in all; its entry goes with the
@@ -371,7 +380,7 @@ void srm_agent_accept_failed(srm_agent_t *agent, const char *which);
 
 /* srm_link.c: connections to other agents and their handshake */
 const char *srm_link_state_name(srm_link_state_t state);
-int srm_link_init(srm_agent_t *agent);
+ucs_status_t srm_link_init(srm_agent_t *agent);
 /* Closes every link, then (srm_link_close_devices) the verbs devices: only
  * once nothing registered with them is left (the channels' streams). */
 void srm_link_cleanup(srm_agent_t *agent);
@@ -461,10 +470,11 @@ srm_sched_result_t srm_rma_request(srm_agent_t *agent, srm_client_t *src,
                                    const void *payload);
 /* Collects RDMA completions and answers the clients; work done. */
 unsigned srm_rma_progress(srm_agent_t *agent);
-/* RMA_REMOTE that came on link `from`: 1 taken (posted, or answered at
- * once), 0 no room now (a free operation or send slot). */
-int srm_rma_serve(srm_agent_t *agent, srm_link_t *from,
-                  const srm_frame_hdr_t *hdr, const void *payload);
+/* RMA_REMOTE that came on link `from`: UCS_OK taken (posted, or answered
+ * at once), UCS_ERR_NO_RESOURCE no room now (a free operation or send
+ * slot). */
+ucs_status_t srm_rma_serve(srm_agent_t *agent, srm_link_t *from,
+                           const srm_frame_hdr_t *hdr, const void *payload);
 /* RMA_REMOTE_DONE from node. */
 void srm_rma_remote_done(srm_agent_t *agent, srm_node_t *node,
                          const void *payload);
@@ -485,12 +495,12 @@ static inline void srm_agent_timer_by(srm_agent_t *agent, double due)
 
 /* srm_lane.c: clients that write the small channel's socket themselves */
 void srm_lane_enter(srm_agent_t *agent, srm_node_t *node);
-/* A frame a client wrote directly to the node: 0 if its source port is a
- * writer of the lane and its seq the next the agent counted for it, else
- * -1; a writer out of its port's order is failed (and counted as the peer
- * saw it). */
-int srm_lane_check_writer(srm_agent_t *agent, srm_node_t *node,
-                          const srm_frame_hdr_t *hdr);
+/* A frame a client wrote directly to the node: UCS_OK if its source port
+ * is a writer of the lane and its seq the next the agent counted for it,
+ * else UCS_ERR_INVALID_PARAM; a writer out of its port's order is failed
+ * (and counted as the peer saw it). */
+ucs_status_t srm_lane_check_writer(srm_agent_t *agent, srm_node_t *node,
+                                   const srm_frame_hdr_t *hdr);
 void srm_lane_leave(srm_agent_t *agent, srm_node_t *node);
 /* Books what clients wrote and read directly, as of now. */
 void srm_lane_catch_up(srm_agent_t *agent, srm_node_t *node);

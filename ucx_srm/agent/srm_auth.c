@@ -19,7 +19,7 @@ static const char *srm_auth_labels[] = {
     [SRM_AUTH_ROLE_INITIATOR] = "srm-channel-initiator-v2",
 };
 
-int srm_auth_load(srm_auth_t *auth, const char *path)
+ucs_status_t srm_auth_load(srm_auth_t *auth, const char *path)
 {
     struct stat st;
     ssize_t got;
@@ -27,30 +27,30 @@ int srm_auth_load(srm_auth_t *auth, const char *path)
 
     auth->len = 0;
     if ((path == NULL) || (path[0] == '\0')) {
-        return 0;
+        return UCS_OK;
     }
     fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0) {
         srm_error("UCX_SRM_SECRET_FILE=%s: cannot open: %m", path);
-        return -1;
+        return UCS_ERR_INVALID_PARAM;
     }
     if (fstat(fd, &st) != 0) {
         srm_error("UCX_SRM_SECRET_FILE=%s: cannot stat: %m", path);
         close(fd);
-        return -1;
+        return UCS_ERR_INVALID_PARAM;
     }
     if (!S_ISREG(st.st_mode) || (st.st_mode & (S_IRWXG | S_IRWXO))) {
         srm_error("UCX_SRM_SECRET_FILE=%s: must be a regular file that only "
                   "its owner may read (mode %03o; try chmod 600)", path,
                   (unsigned)(st.st_mode & 0777));
         close(fd);
-        return -1;
+        return UCS_ERR_INVALID_PARAM;
     }
     got = read(fd, auth->secret, sizeof(auth->secret));
     close(fd);
     if (got < 0) {
         srm_error("UCX_SRM_SECRET_FILE=%s: cannot read: %m", path);
-        return -1;
+        return UCS_ERR_INVALID_PARAM;
     }
     while ((got > 0) && ((auth->secret[got - 1] == '\n') ||
                          (auth->secret[got - 1] == '\r'))) {
@@ -59,22 +59,22 @@ int srm_auth_load(srm_auth_t *auth, const char *path)
     if ((got < SRM_AUTH_SECRET_MIN) || (st.st_size > SRM_AUTH_SECRET_MAX)) {
         srm_error("UCX_SRM_SECRET_FILE=%s: the secret must have %d to %d "
                   "bytes", path, SRM_AUTH_SECRET_MIN, SRM_AUTH_SECRET_MAX);
-        return -1;
+        return UCS_ERR_INVALID_PARAM;
     }
     auth->len = (size_t)got;
     srm_info("channels to other agents need the cluster secret of %s", path);
-    return 0;
+    return UCS_OK;
 }
 
-int srm_auth_nonce(uint8_t nonce[SRM_AUTH_NONCE_LEN])
+ucs_status_t srm_auth_nonce(uint8_t nonce[SRM_AUTH_NONCE_LEN])
 {
     return (getrandom(nonce, SRM_AUTH_NONCE_LEN, 0) == SRM_AUTH_NONCE_LEN) ?
-                   0 : -1;
+                   UCS_OK : UCS_ERR_IO_ERROR;
 }
 
-int srm_auth_prove(const srm_auth_t *auth, srm_auth_role_t role,
-                    const srm_auth_context_t *ctx,
-                    uint8_t mac[SRM_AUTH_MAC_LEN])
+ucs_status_t srm_auth_prove(const srm_auth_t *auth, srm_auth_role_t role,
+                             const srm_auth_context_t *ctx,
+                             uint8_t mac[SRM_AUTH_MAC_LEN])
 {
     const char *label = srm_auth_labels[role];
     uint8_t msg[64 + 2 * sizeof(uint64_t) + 2 * SRM_AUTH_NONCE_LEN + 2 +
@@ -102,9 +102,9 @@ int srm_auth_prove(const srm_auth_t *auth, srm_auth_role_t role,
     if (HMAC(EVP_sha256(), auth->secret, (int)auth->len, msg, len, mac,
              &mac_len) == NULL) {
         memset(mac, 0, SRM_AUTH_MAC_LEN);
-        return -1;
+        return UCS_ERR_IO_ERROR;
     }
-    return 0;
+    return UCS_OK;
 }
 
 int srm_auth_check(const srm_auth_t *auth, srm_auth_role_t role,
@@ -113,6 +113,6 @@ int srm_auth_check(const srm_auth_t *auth, srm_auth_role_t role,
 {
     uint8_t expected[SRM_AUTH_MAC_LEN];
 
-    return (srm_auth_prove(auth, role, ctx, expected) == 0) &&
+    return (srm_auth_prove(auth, role, ctx, expected) == UCS_OK) &&
            (CRYPTO_memcmp(expected, mac, SRM_AUTH_MAC_LEN) == 0);
 }

@@ -13,6 +13,8 @@
 
 #include <ucx_srm/common/srm_frame.h>
 
+#include <ucs/type/status.h>
+
 #include <stddef.h>
 #include <stdint.h>
 
@@ -46,14 +48,15 @@ typedef struct srm_auth_context {
  * that others may read or write, or whose length is out of range, with
  * the reason in the log. "" leaves auth->len 0.
  */
-int srm_auth_load(srm_auth_t *auth, const char *path);
+ucs_status_t srm_auth_load(srm_auth_t *auth, const char *path);
 
-int srm_auth_nonce(uint8_t nonce[SRM_AUTH_NONCE_LEN]);
+/* UCS_ERR_IO_ERROR if the system had no random bytes (errno says why). */
+ucs_status_t srm_auth_nonce(uint8_t nonce[SRM_AUTH_NONCE_LEN]);
 
-/* 0, or -1 if the HMAC could not be computed (mac zeroed). */
-int srm_auth_prove(const srm_auth_t *auth, srm_auth_role_t role,
-                    const srm_auth_context_t *ctx,
-                    uint8_t mac[SRM_AUTH_MAC_LEN]);
+/* UCS_ERR_IO_ERROR if the HMAC could not be computed (mac zeroed). */
+ucs_status_t srm_auth_prove(const srm_auth_t *auth, srm_auth_role_t role,
+                             const srm_auth_context_t *ctx,
+                             uint8_t mac[SRM_AUTH_MAC_LEN]);
 
 /* 1 if mac is the proof of role, compared in constant time. */
 int srm_auth_check(const srm_auth_t *auth, srm_auth_role_t role,

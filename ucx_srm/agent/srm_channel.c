@@ -56,11 +56,10 @@ size_t srm_channel_peek(const srm_channel_t *chan, uint64_t offset,
 
 /* The queue is allocated on first use: a node that only calls us, or a
  * peer that merely says HELLO, costs no buffer. */
-int srm_channel_init(srm_agent_t *agent, srm_channel_t *chan)
+void srm_channel_init(srm_agent_t *agent, srm_channel_t *chan)
 {
     memset(chan, 0, sizeof(*chan));
     srm_rtt_init(&chan->rtt);
-    return 0;
 }
 
 /* Only once no queue pair can read from them: the links are gone. */

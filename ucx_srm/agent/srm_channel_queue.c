@@ -54,8 +54,8 @@ static void srm_channel_out_reg(srm_agent_t *agent, const srm_mirror_t *out,
  * only when control frames, which ignore the depth limit, fill
  * SRM_CHANNEL_CTL_SLACK).
  */
-static int srm_channel_out_grow(srm_agent_t *agent, srm_channel_t *chan,
-                                size_t needed)
+static ucs_status_t
+srm_channel_out_grow(srm_agent_t *agent, srm_channel_t *chan, size_t needed)
 {
     size_t min = srm_channel_depth(agent) + sizeof(srm_frame_hdr_t) +
                  SRM_FRAME_MAX_PAYLOAD + SRM_CHANNEL_CTL_SLACK;
@@ -68,11 +68,11 @@ static int srm_channel_out_grow(srm_agent_t *agent, srm_channel_t *chan,
         registered |= (chan->out_mr[path] != NULL);
     }
     if (registered && ((outgrown = malloc(sizeof(*outgrown))) == NULL)) {
-        return -1;
+        return UCS_ERR_NO_MEMORY;
     }
-    if (srm_mirror_create(&out, (needed > min) ? needed : min) != 0) {
+    if (srm_mirror_create(&out, (needed > min) ? needed : min) != UCS_OK) {
         free(outgrown);
-        return -1;
+        return UCS_ERR_NO_MEMORY;
     }
     srm_channel_out_reg(agent, &out, mr);
     if (chan->tail > chan->head) {
@@ -89,7 +89,7 @@ static int srm_channel_out_grow(srm_agent_t *agent, srm_channel_t *chan,
     }
     chan->out = out;
     memcpy(chan->out_mr, mr, sizeof(mr));
-    return 0;
+    return UCS_OK;
 }
 
 /*
@@ -104,7 +104,7 @@ static uint8_t *srm_channel_append(srm_agent_t *agent, srm_node_t *node,
     uint8_t *buf;
 
     if ((needed > chan->out.size) &&
-        (srm_channel_out_grow(agent, chan, needed) != 0)) {
+        (srm_channel_out_grow(agent, chan, needed) != UCS_OK)) {
         return NULL;
     }
     buf         = srm_mirror_at(&chan->out, chan->tail);
@@ -115,45 +115,46 @@ static uint8_t *srm_channel_append(srm_agent_t *agent, srm_node_t *node,
 
 /* Numbers a frame and queues it; without payload (NULL) its bytes keep
  * their place in the stream unwritten (a hole). */
-static int srm_channel_put(srm_agent_t *agent, srm_node_t *node,
-                           srm_channel_t *chan, srm_frame_hdr_t *hdr,
-                           const void *payload)
+static ucs_status_t srm_channel_put(srm_agent_t *agent, srm_node_t *node,
+                                    srm_channel_t *chan, srm_frame_hdr_t *hdr,
+                                    const void *payload)
 {
     uint8_t *out = srm_channel_append(agent, node, chan,
                                       sizeof(*hdr) + hdr->length);
 
     if (out == NULL) {
-        return -1;
+        return UCS_ERR_NO_MEMORY;
     }
     hdr->chan_seq = chan->next_seq++;
     memcpy(out, hdr, sizeof(*hdr));
     if ((payload != NULL) && (hdr->length > 0)) {
         memcpy(out + sizeof(*hdr), payload, hdr->length);
     }
-    return 0;
+    return UCS_OK;
 }
 
 /*
  * As srm_channel_put, but the payload stays in the sender's TX ring, kept
- * there until acknowledged (srm_holes.h). 1 if so, 0 if the frame is to be
- * copied after all (the queue keeps all it can), -1 out of memory.
+ * there until acknowledged (srm_holes.h). UCS_ERR_NO_RESOURCE if the frame
+ * is to be copied after all (the queue keeps all it can).
  */
-static int srm_channel_put_hole(srm_agent_t *agent, srm_node_t *node,
-                                srm_channel_t *chan, srm_sched_queue_t *queue,
-                                srm_frame_hdr_t *hdr, const void *payload)
+static ucs_status_t
+srm_channel_put_hole(srm_agent_t *agent, srm_node_t *node, srm_channel_t *chan,
+                     srm_sched_queue_t *queue, srm_frame_hdr_t *hdr,
+                     const void *payload)
 {
     srm_client_t *src = queue->owner;
     srm_hole_t hole;
 
-    if (srm_holes_reserve(&chan->holes) != 0) {
-        return -1;
-    } else if (srm_sched_keep(queue, &hole.kept) != 0) {
-        return 0;
+    if (srm_holes_reserve(&chan->holes) != UCS_OK) {
+        return UCS_ERR_NO_MEMORY;
+    } else if (srm_sched_keep(queue, &hole.kept) != UCS_OK) {
+        return UCS_ERR_NO_RESOURCE;
     }
-    if (srm_channel_put(agent, node, chan, hdr, NULL) != 0) {
+    if (srm_channel_put(agent, node, chan, hdr, NULL) != UCS_OK) {
         /* The scheduler will not pass the frame: it must not stay kept. */
         srm_sched_free_kept(queue, hole.kept);
-        return -1;
+        return UCS_ERR_NO_MEMORY;
     }
     hole.offset  = chan->tail - hdr->length;
     hole.length  = hdr->length;
@@ -163,7 +164,7 @@ static int srm_channel_put_hole(srm_agent_t *agent, srm_node_t *node,
     hole.ring    = (unsigned)(queue - src->tx);
     srm_holes_push(&chan->holes, &hole);
     chan->ring_frames++;
-    return 1;
+    return UCS_OK;
 }
 
 static int srm_node_port_paused(const srm_node_t *node, uint32_t port)
@@ -232,7 +233,8 @@ srm_sched_result_t srm_channel_enqueue(srm_agent_t *agent,
     srm_channel_t *chan;
     uint32_t *next_seq;
     srm_node_t *node;
-    int kind, ret = 0;
+    ucs_status_t status;
+    int kind;
 
     node = srm_node_resolve(agent, src, hdr->dst_node);
     if (node == NULL) {
@@ -265,12 +267,13 @@ srm_sched_result_t srm_channel_enqueue(srm_agent_t *agent,
     srm_lane_enter(agent, node);
     frame     = *hdr;
     frame.seq = *next_seq;
-    if (srm_channel_from_ring(agent, queue, hdr)) {
-        ret = srm_channel_put_hole(agent, node, chan, queue, &frame, payload);
+    status = srm_channel_from_ring(agent, queue, hdr) ?
+             srm_channel_put_hole(agent, node, chan, queue, &frame, payload) :
+             UCS_ERR_NO_RESOURCE;
+    if (status == UCS_ERR_NO_RESOURCE) { /* not kept in the ring: copied */
+        status = srm_channel_put(agent, node, chan, &frame, payload);
     }
-    if ((ret < 0) ||
-        ((ret == 0) &&
-         (srm_channel_put(agent, node, chan, &frame, payload) != 0))) {
+    if (status != UCS_OK) {
         srm_lane_leave(agent, node);
         return SRM_SCHED_BLOCKED;
     }
@@ -304,37 +307,38 @@ static const char *srm_channel_control_name(const srm_frame_hdr_t *frame)
 
 /*
  * Queues a numbered control frame (payload: its bytes, or NULL for none) on
- * the small channel to a node: 0, or -1 if the node is invalid or memory
- * ran out.
+ * the small channel to a node: UCS_ERR_UNREACHABLE if the node is invalid,
+ * UCS_ERR_NO_MEMORY.
  */
-static int srm_channel_put_control(srm_agent_t *agent, srm_node_t *node,
-                                   srm_frame_hdr_t *frame, const void *payload,
-                                   uint32_t port)
+static ucs_status_t srm_channel_put_control(srm_agent_t *agent,
+                                            srm_node_t *node,
+                                            srm_frame_hdr_t *frame,
+                                            const void *payload, uint32_t port)
 {
-    int ret;
+    ucs_status_t status;
 
     if (node->state == SRM_NODE_INVALID) {
-        return -1; /* nobody to tell; its queue must stay empty */
+        return UCS_ERR_UNREACHABLE; /* nobody to tell; its queue stays empty */
     }
     /* Control frames ignore the depth limit: they are what lifts it, or
      * (RMA) bounded by the operations in flight. */
     srm_lane_enter(agent, node);
-    ret = srm_channel_put(agent, node, &node->chan[SRM_CHANNEL_SMALL], frame,
-                          payload);
+    status = srm_channel_put(agent, node, &node->chan[SRM_CHANNEL_SMALL],
+                             frame, payload);
     srm_lane_leave(agent, node);
-    if (ret != 0) {
+    if (status != UCS_OK) {
         srm_error("out of memory: %s for port %u to node %u not sent",
                   srm_channel_control_name(frame), port, node->index);
-        return -1;
+        return status;
     }
     srm_debug("sent %s for port %u to node %u",
               srm_channel_control_name(frame), port, node->index);
-    return 0;
+    return UCS_OK;
 }
 
-int srm_channel_send_rma(srm_agent_t *agent, srm_node_t *node,
-                         srm_frame_type_t type, uint32_t port,
-                         const void *payload, uint32_t length)
+ucs_status_t srm_channel_send_rma(srm_agent_t *agent, srm_node_t *node,
+                                  srm_frame_type_t type, uint32_t port,
+                                  const void *payload, uint32_t length)
 {
     srm_frame_hdr_t frame;
 
@@ -399,9 +403,9 @@ static void srm_channel_blank_frame(uint8_t *at, const srm_frame_hdr_t *hdr,
     memmove(at + sizeof(blank), at + size, left - size);
 }
 
-int srm_channel_absorb(srm_agent_t *agent, srm_node_t *node,
-                       const uint8_t *frames, size_t len, size_t unwritten,
-                       srm_absorb_result_t *result)
+ucs_status_t srm_channel_absorb(srm_agent_t *agent, srm_node_t *node,
+                                const uint8_t *frames, size_t len,
+                                size_t unwritten, srm_absorb_result_t *result)
 {
     srm_channel_t *chan = &node->chan[SRM_CHANNEL_SMALL];
     int written         = (chan->sent == chan->tail);
@@ -415,7 +419,7 @@ int srm_channel_absorb(srm_agent_t *agent, srm_node_t *node,
      * stream; what is checked and kept is that copy. */
     out = srm_channel_append(agent, node, chan, len);
     if (out == NULL) {
-        return -1;
+        return UCS_ERR_NO_MEMORY;
     }
     memcpy(out, frames, len);
     for (offset = 0; offset < len; offset += sizeof(hdr) + hdr.length) {
@@ -448,7 +452,7 @@ int srm_channel_absorb(srm_agent_t *agent, srm_node_t *node,
         }
         chan->next_seq++;
         if ((hdr.type != SRM_FRAME_AM) ||
-            (srm_lane_check_writer(agent, node, &hdr) != 0)) {
+            (srm_lane_check_writer(agent, node, &hdr) != UCS_OK)) {
             /* Not resent as it is: it keeps its number, as a PORT_GONE
              * that names nobody, and its payload leaves the stream. */
             srm_channel_blank_frame(out + offset, &hdr, len - offset);
@@ -467,5 +471,5 @@ int srm_channel_absorb(srm_agent_t *agent, srm_node_t *node,
     if (written) {
         srm_channel_advance(agent, chan, len - unwritten, -1.0);
     }
-    return 0;
+    return UCS_OK;
 }

@@ -48,10 +48,11 @@ void srm_channel_count_rx(srm_agent_t *agent, srm_node_t *node, int kind,
     agent->stats.bytes += hdr->length;
 }
 
-/* An AM in channel order: 1 consumed, 0 no room (retry later). */
-static int srm_channel_deliver(srm_agent_t *agent, srm_link_t *link,
-                               const srm_frame_hdr_t *hdr,
-                               const void *payload)
+/* An AM in channel order: UCS_OK consumed, UCS_ERR_NO_RESOURCE no room
+ * (retry later). */
+static ucs_status_t srm_channel_deliver(srm_agent_t *agent, srm_link_t *link,
+                                        const srm_frame_hdr_t *hdr,
+                                        const void *payload)
 {
     srm_node_t *node   = link->node;
     srm_order_t *order = srm_order_get(node, hdr->src_port);
@@ -59,24 +60,24 @@ static int srm_channel_deliver(srm_agent_t *agent, srm_link_t *link,
 
     if (order == NULL) {
         if (!srm_order_full(node)) {
-            return 0; /* out of memory: later */
+            return UCS_ERR_NO_RESOURCE; /* out of memory: later */
         }
         node->bad_frames++;
-        return 1;
+        return UCS_OK;
     }
     ahead = (int32_t)(hdr->seq - order->expected);
     if (ahead < 0) {
         node->bad_frames++; /* the sender numbered twice: never deliver twice */
-        return 1;
+        return UCS_OK;
     } else if (ahead > 0) {
         return srm_order_hold(node, order, link->kind, hdr, payload);
     }
 
-    if (!srm_order_deliver(agent, node, order, hdr, payload)) {
-        return 0;
+    if (srm_order_deliver(agent, node, order, hdr, payload) != UCS_OK) {
+        return UCS_ERR_NO_RESOURCE;
     }
     srm_order_advance(agent, node, order, link->kind, hdr);
-    return 1;
+    return UCS_OK;
 }
 
 /* An ack goes out by `due`; the timer tick may be much later. */
@@ -106,12 +107,13 @@ static void srm_channel_consumed(srm_agent_t *agent, srm_node_t *node,
 
 /*
  * A numbered frame (AM, PAUSE, RESUME, PORT_GONE, PORT_REFUSED, RMA_REMOTE,
- * RMA_REMOTE_DONE) from a ready link: 1
- * consumed, 0 no room (retry later), -1 a gap in the numbering (the link
- * lies).
+ * RMA_REMOTE_DONE) from a ready link: UCS_OK consumed, UCS_ERR_NO_RESOURCE
+ * no room (retry later), UCS_ERR_OUT_OF_RANGE a gap in the numbering (the
+ * link lies).
  */
-int srm_channel_receive(srm_agent_t *agent, srm_link_t *link,
-                        const srm_frame_hdr_t *hdr, const void *payload)
+ucs_status_t srm_channel_receive(srm_agent_t *agent, srm_link_t *link,
+                                 const srm_frame_hdr_t *hdr,
+                                 const void *payload)
 {
     srm_node_t *node    = link->node;
     srm_channel_t *chan = &node->chan[link->kind];
@@ -122,14 +124,14 @@ int srm_channel_receive(srm_agent_t *agent, srm_link_t *link,
         if (agent->config.failover && (chan->ack_due == 0)) {
             srm_channel_owe_ack(agent, chan, srm_agent_now()); /* it resends */
         }
-        return 1;
+        return UCS_OK;
     } else if (ahead > 0) {
-        return -1;
+        return UCS_ERR_OUT_OF_RANGE;
     }
 
     if (hdr->type == SRM_FRAME_AM) {
-        if (!srm_channel_deliver(agent, link, hdr, payload)) {
-            return 0;
+        if (srm_channel_deliver(agent, link, hdr, payload) != UCS_OK) {
+            return UCS_ERR_NO_RESOURCE;
         }
     } else if (hdr->type == SRM_FRAME_PORT_GONE) {
         srm_order_port_gone(node, hdr->src_port, hdr->seq);
@@ -139,8 +141,8 @@ int srm_channel_receive(srm_agent_t *agent, srm_link_t *link,
     } else if (hdr->type == SRM_FRAME_PORT_REFUSED) {
         srm_channel_on_port_refused(agent, node, hdr->dst_port);
     } else if (hdr->type == SRM_FRAME_RMA_REMOTE) {
-        if (!srm_rma_serve(agent, link, hdr, payload)) {
-            return 0;
+        if (srm_rma_serve(agent, link, hdr, payload) != UCS_OK) {
+            return UCS_ERR_NO_RESOURCE;
         }
     } else if (hdr->type == SRM_FRAME_RMA_REMOTE_DONE) {
         srm_rma_remote_done(agent, node, payload);
@@ -152,7 +154,7 @@ int srm_channel_receive(srm_agent_t *agent, srm_link_t *link,
         node->dirty = 1; /* RESUME: blocked senders may go */
     }
     srm_channel_consumed(agent, node, chan, hdr);
-    return 1;
+    return UCS_OK;
 }
 
 int srm_channel_is_next(srm_node_t *node, int kind, const srm_frame_hdr_t *hdr)
@@ -166,8 +168,8 @@ int srm_channel_is_next(srm_node_t *node, int kind, const srm_frame_hdr_t *hdr)
     return (order != NULL) && (hdr->seq == order->expected);
 }
 
-int srm_channel_taken(srm_agent_t *agent, srm_node_t *node,
-                      const srm_frame_hdr_t *hdr)
+ucs_status_t srm_channel_taken(srm_agent_t *agent, srm_node_t *node,
+                               const srm_frame_hdr_t *hdr)
 {
     srm_channel_t *chan = &node->chan[SRM_CHANNEL_SMALL];
     srm_order_t *order;
@@ -175,11 +177,11 @@ int srm_channel_taken(srm_agent_t *agent, srm_node_t *node,
 
     if (hdr->type == SRM_FRAME_ACK) {
         /* Without its link the next one resends what was not acked. */
-        return (node->lane_link == NULL) ? 0 :
-               srm_channel_on_ack(agent, node->lane_link, hdr->seq);
+        return (node->lane_link == NULL) ?
+               UCS_OK : srm_channel_on_ack(agent, node->lane_link, hdr->seq);
     } else if ((hdr->type != SRM_FRAME_AM) ||
                !srm_channel_is_next(node, SRM_CHANNEL_SMALL, hdr)) {
-        return -1;
+        return UCS_ERR_INVALID_PARAM;
     }
     order = srm_order_get(node, hdr->src_port);
     dst   = srm_client_lookup(agent, hdr->dst_port);
@@ -190,7 +192,7 @@ int srm_channel_taken(srm_agent_t *agent, srm_node_t *node,
     chan->taken_frames++;
     srm_order_advance(agent, node, order, SRM_CHANNEL_SMALL, hdr);
     srm_channel_consumed(agent, node, chan, hdr);
-    return 0;
+    return UCS_OK;
 }
 
 void srm_channel_placed(srm_agent_t *agent, srm_link_t *link,

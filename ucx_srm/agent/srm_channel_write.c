@@ -80,8 +80,8 @@ void srm_channel_advance(srm_agent_t *agent, srm_channel_t *chan,
 /*
  * Writes to link: an owed ack first (only at a frame boundary of the data
  * stream, and only with `ack` or data to ride along), then, on the active
- * link, the unsent frames. Returns 1 if bytes went out, -1 if the link
- * died (closed here).
+ * link, the unsent frames. Whether bytes went out (not if the link died:
+ * it is closed here).
  */
 static int srm_channel_write(srm_agent_t *agent, srm_node_t *node, int kind,
                              srm_link_t *link, int ack)
@@ -141,7 +141,7 @@ static int srm_channel_write(srm_agent_t *agent, srm_node_t *node, int kind,
         sent     = srm_link_sendv_mr(link, iov, mrs, iovcnt);
         if (sent < 0) {
             srm_link_close(agent, link, SRM_LOG_WARN, "send failed: %m");
-            return -1;
+            return 0;
         }
         ctl_sent        = ((size_t)sent < link->ctl_left) ? (size_t)sent :
                                                              link->ctl_left;
@@ -203,7 +203,7 @@ static int srm_channel_flush_locked(srm_agent_t *agent, srm_node_t *node,
     if ((link == NULL) || (link->state != SRM_LINK_READY)) {
         return 0;
     }
-    return srm_channel_write(agent, node, kind, link, ack) > 0;
+    return srm_channel_write(agent, node, kind, link, ack);
 }
 
 /* The small channel's sending state is shared with its lane's writers. */
@@ -232,44 +232,44 @@ int srm_channel_flush(srm_agent_t *agent, srm_node_t *node, int kind)
 }
 
 /* More bytes for a ready link; with `ack`, an ack even if none is owed
- * (the heartbeat). 1 if bytes went out, -1 if the link died. */
-int srm_channel_write_link(srm_agent_t *agent, srm_link_t *link, int ack)
+ * (the heartbeat). */
+void srm_channel_write_link(srm_agent_t *agent, srm_link_t *link, int ack)
 {
     srm_node_t *node = link->node;
     int kind         = link->kind;
-    int ret;
 
     srm_channel_enter(agent, node, kind);
-    ret = srm_channel_write(agent, node, kind, link, ack);
+    srm_channel_write(agent, node, kind, link, ack);
     srm_channel_leave(agent, node, kind);
-    return ret;
 }
 
-static int srm_channel_take_ack(srm_agent_t *agent, srm_channel_t *chan,
-                                srm_node_t *node, uint32_t ack)
+static ucs_status_t srm_channel_take_ack(srm_agent_t *agent,
+                                         srm_channel_t *chan, srm_node_t *node,
+                                         uint32_t ack)
 {
     if (!srm_seq_before(chan->acked_seq, ack)) {
-        return 0; /* old news, or a heartbeat */
+        return UCS_OK; /* old news, or a heartbeat */
     }
     if (srm_seq_before(chan->sent_seq_hi, ack)) {
-        return -1; /* acknowledges frames never sent */
+        return UCS_ERR_OUT_OF_RANGE; /* acknowledges frames never sent */
     }
     chan->acked_seq = ack;
     srm_rtt_acked(&chan->rtt, ack, srm_agent_now());
     srm_channel_release(agent, chan);
     node->dirty = 1; /* space for blocked senders */
-    return 0;
+    return UCS_OK;
 }
 
-int srm_channel_on_ack(srm_agent_t *agent, srm_link_t *link, uint32_t ack)
+ucs_status_t
+srm_channel_on_ack(srm_agent_t *agent, srm_link_t *link, uint32_t ack)
 {
     srm_node_t *node = link->node;
     int kind         = link->kind;
-    int ret;
+    ucs_status_t status;
 
     /* Frames written directly are acknowledged too: absorbed first. */
     srm_channel_enter(agent, node, kind);
-    ret = srm_channel_take_ack(agent, &node->chan[kind], node, ack);
+    status = srm_channel_take_ack(agent, &node->chan[kind], node, ack);
     srm_channel_leave(agent, node, kind);
-    return ret;
+    return status;
 }

@@ -61,7 +61,8 @@ srm_client_t *srm_client_lookup(srm_agent_t *agent, uint32_t port)
     return client;
 }
 
-static int srm_client_alloc_slot(srm_agent_t *agent, srm_client_t *client)
+static ucs_status_t
+srm_client_alloc_slot(srm_agent_t *agent, srm_client_t *client)
 {
     srm_client_t **slots;
     unsigned i, num;
@@ -72,13 +73,13 @@ static int srm_client_alloc_slot(srm_agent_t *agent, srm_client_t *client)
         }
     }
     if (agent->num_slots >= SRM_MAX_CLIENTS) {
-        return -1;
+        return UCS_ERR_EXCEEDS_LIMIT;
     }
     num   = (agent->num_slots == 0) ? 64 : (agent->num_slots * 2);
     num   = (num > SRM_MAX_CLIENTS) ? SRM_MAX_CLIENTS : num;
     slots = realloc(agent->slots, num * sizeof(*slots));
     if (slots == NULL) {
-        return -1;
+        return UCS_ERR_NO_MEMORY;
     }
     memset(slots + agent->num_slots, 0,
            (num - agent->num_slots) * sizeof(*slots));
@@ -92,15 +93,16 @@ found:
     client->port      = ((agent->generation + 1) << SRM_PORT_SLOT_BITS) |
                         (i + 1);
     agent->slots[i]   = client;
-    return 0;
+    return UCS_OK;
 }
 
-static int srm_client_epoll_add(srm_agent_t *agent, int fd, uint32_t kind,
-                                uint32_t slot)
+static ucs_status_t
+srm_client_epoll_add(srm_agent_t *agent, int fd, uint32_t kind, uint32_t slot)
 {
     struct epoll_event ev = {.events = EPOLLIN,
                              .data.u64 = SRM_EPOLL_DATA(kind, slot)};
-    return epoll_ctl(agent->epoll_fd, EPOLL_CTL_ADD, fd, &ev);
+    return (epoll_ctl(agent->epoll_fd, EPOLL_CTL_ADD, fd, &ev) == 0) ?
+                   UCS_OK : UCS_ERR_IO_ERROR;
 }
 
 /* Until ATTACH names it: the peer's command name (what srmctl and other
@@ -153,7 +155,7 @@ void srm_client_accept(srm_agent_t *agent)
     }
 
     client = calloc(1, sizeof(*client));
-    if ((client == NULL) || (srm_client_alloc_slot(agent, client) != 0)) {
+    if ((client == NULL) || (srm_client_alloc_slot(agent, client) != UCS_OK)) {
         srm_error("no room for a new client (pid %d); connection refused",
                   (int)cred.pid);
         free(client);
@@ -170,7 +172,8 @@ void srm_client_accept(srm_agent_t *agent)
     srm_client_default_name(client);
 
     if (srm_client_epoll_add(agent, fd, SRM_EPOLL_SOCKET,
-                             (client->port & SRM_PORT_SLOT_MASK) - 1) != 0) {
+                             (client->port & SRM_PORT_SLOT_MASK) - 1) !=
+        UCS_OK) {
         srm_client_drop(agent, client, "epoll_ctl failed");
     }
 }
@@ -211,8 +214,8 @@ static void srm_client_attach_reply(srm_agent_t *agent, srm_client_t *client,
     }
 }
 
-static int srm_client_attach(srm_agent_t *agent, srm_client_t *client,
-                             const srm_attach_req_t *req)
+static ucs_status_t srm_client_attach(srm_agent_t *agent, srm_client_t *client,
+                                      const srm_attach_req_t *req)
 {
     char shm_name[32];
     uint32_t i, slot = (client->port & SRM_PORT_SLOT_MASK) - 1;
@@ -228,14 +231,14 @@ static int srm_client_attach(srm_agent_t *agent, srm_client_t *client,
         srm_client_attach_reply(agent, client, EINVAL,
                                 "ring count or sizes out of range (rings must "
                                 "be powers of two of at least 1 MiB)");
-        return -1;
+        return UCS_ERR_INVALID_PARAM;
     }
 
     if (getrandom(&client->key, sizeof(client->key), 0) !=
         sizeof(client->key)) {
         srm_client_attach_reply(agent, client, EIO,
                                 "no randomness for a port key");
-        return -1;
+        return UCS_ERR_IO_ERROR;
     }
 
     snprintf(shm_name, sizeof(shm_name), "srm-port-%u", client->port);
@@ -248,13 +251,13 @@ static int srm_client_attach(srm_agent_t *agent, srm_client_t *client,
                   client->port);
         srm_client_attach_reply(agent, client, ENOMEM,
                                 "agent out of resources");
-        return -1;
+        return UCS_ERR_NO_MEMORY;
     }
 
     client->mem = srm_ring_mem_new(client->shm, &client->layout);
     if (client->mem == NULL) {
         srm_client_attach_reply(agent, client, ENOMEM, "agent out of memory");
-        return -1;
+        return UCS_ERR_NO_MEMORY;
     }
     base        = client->shm;
     client->ctl = client->shm;
@@ -266,22 +269,22 @@ static int srm_client_attach(srm_agent_t *agent, srm_client_t *client,
                                base + client->layout.tx_offset[i],
                                client->layout.tx_ring_size);
         client->tx[i].owner = client;
-        if (srm_sched_add(&agent->sched, &client->tx[i]) != 0) {
+        if (srm_sched_add(&agent->sched, &client->tx[i]) != UCS_OK) {
             while (i-- > 0) {
                 srm_sched_remove(&agent->sched, &client->tx[i]);
             }
             srm_client_attach_reply(agent, client, ENOMEM,
                                     "agent out of memory");
-            return -1;
+            return UCS_ERR_NO_MEMORY;
         }
     }
     client->state = SRM_CLIENT_ATTACHED;
     agent->num_clients++;
 
     if (srm_client_epoll_add(agent, client->doorbell_fd,
-                             SRM_EPOLL_DOORBELL, slot) != 0) {
+                             SRM_EPOLL_DOORBELL, slot) != UCS_OK) {
         srm_client_attach_reply(agent, client, EIO, "agent epoll failure");
-        return -1;
+        return UCS_ERR_IO_ERROR;
     }
 
     srm_client_attach_reply(agent, client, 0, NULL);
@@ -295,7 +298,7 @@ static int srm_client_attach(srm_agent_t *agent, srm_client_t *client,
              (unsigned)client->uid, client->layout.num_tx_rings,
              (unsigned long)(client->layout.tx_ring_size >> 10),
              (unsigned long)(client->layout.rx_ring_size >> 10));
-    return 0;
+    return UCS_OK;
 }
 
 static void srm_client_reply_text(srm_client_t *client,
@@ -403,7 +406,7 @@ static void srm_client_mem_reg(srm_agent_t *agent, srm_client_t *client,
         rep.status = ENOMEM;
         agent->regions.rejected++;
     } else if (srm_regions_add(&agent->regions, client->port, fd, req->address,
-                               req->length, agent->verbs, &region) != 0) {
+                               req->length, agent->verbs, &region) != UCS_OK) {
         rep.status = errno;
         snprintf(rep.error, sizeof(rep.error),
                  "cannot register %llu bytes: %m",
@@ -438,7 +441,7 @@ static void srm_client_mem_dereg(srm_agent_t *agent, srm_client_t *client,
     memset(&rep, 0, sizeof(rep));
     srm_msg_hdr_init(&rep.hdr, SRM_MSG_MEM_DEREG_REP);
     if (srm_regions_remove(&agent->regions, client->port, req->region_id,
-                           req->generation) != 0) {
+                           req->generation) != UCS_OK) {
         rep.status = errno;
     }
     if (srm_sock_send(client->sock_fd, &rep, sizeof(rep), NULL, 0) < 0) {
@@ -568,7 +571,7 @@ void srm_client_handle_socket(srm_agent_t *agent, srm_client_t *client)
         srm_client_drop(agent, client, "control message after attach");
     } else if (srm_msg_hdr_check(&msg.hdr, (size_t)len, SRM_MSG_ATTACH_REQ,
                                  sizeof(msg.attach)) == 0) {
-        if (srm_client_attach(agent, client, &msg.attach) != 0) {
+        if (srm_client_attach(agent, client, &msg.attach) != UCS_OK) {
             srm_client_drop(agent, client, "attach failed");
         }
     } else if (srm_msg_hdr_check(&msg.hdr, (size_t)len, SRM_MSG_STATUS_REQ,

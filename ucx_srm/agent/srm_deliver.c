@@ -34,24 +34,25 @@ void srm_deliver_mark_tx_room(srm_agent_t *agent, srm_client_t *client)
     }
 }
 
-/* Room for hdr's record in dst's RX ring: 1 (*slot_p is where), 0 none now,
- * -1 if the client broke its ring. */
-static int srm_deliver_ring_reserve(srm_agent_t *agent, srm_client_t *dst,
-                                    const srm_frame_hdr_t *hdr,
-                                    srm_frame_hdr_t **slot_p)
+/* Room for hdr's record in dst's RX ring: UCS_OK (*slot_p is where),
+ * UCS_ERR_NO_RESOURCE none now, UCS_ERR_CONNECTION_RESET if the client broke
+ * its ring (and was failed). */
+static ucs_status_t
+srm_deliver_ring_reserve(srm_agent_t *agent, srm_client_t *dst,
+                         const srm_frame_hdr_t *hdr, srm_frame_hdr_t **slot_p)
 {
     if (dst->placing != NULL) {
-        return 0; /* the ring's one reservation is a placement's */
+        return UCS_ERR_NO_RESOURCE; /* its one reservation: a placement's */
     }
     switch (srm_ring_reserve(&dst->rx, srm_frame_record_size(hdr->length),
                              slot_p)) {
     case SRM_RING_OK:
-        return 1;
+        return UCS_OK;
     case SRM_RING_FULL:
-        return 0;
+        return UCS_ERR_NO_RESOURCE;
     default:
         srm_client_fail(agent, dst, "corrupt RX ring index");
-        return -1;
+        return UCS_ERR_CONNECTION_RESET;
     }
 }
 
@@ -64,24 +65,25 @@ static void srm_deliver_ring_commit(srm_agent_t *agent, srm_client_t *dst,
     srm_deliver_mark_notify(agent, dst);
 }
 
-/* 1 if written, 0 if the ring is full, -1 if the client broke its ring. */
-static int srm_deliver_to_ring(srm_agent_t *agent, srm_client_t *dst,
-                               const srm_frame_hdr_t *hdr, const void *payload)
+/* UCS_OK written; as srm_deliver_ring_reserve otherwise. */
+static ucs_status_t srm_deliver_to_ring(srm_agent_t *agent, srm_client_t *dst,
+                                        const srm_frame_hdr_t *hdr,
+                                        const void *payload)
 {
     srm_frame_hdr_t *slot;
-    int ret;
+    ucs_status_t status;
 
-    ret = srm_deliver_ring_reserve(agent, dst, hdr, &slot);
-    if (ret <= 0) {
-        if ((ret == 0) && (dst->placing == NULL)) {
+    status = srm_deliver_ring_reserve(agent, dst, hdr, &slot);
+    if (status != UCS_OK) {
+        if ((status == UCS_ERR_NO_RESOURCE) && (dst->placing == NULL)) {
             srm_shm_flag_raise(&dst->ctl->rx_space_wanted);
         }
-        return ret;
+        return status;
     }
     memcpy(slot, hdr, sizeof(*hdr));
     memcpy(srm_frame_payload(slot), payload, hdr->length);
     srm_deliver_ring_commit(agent, dst, hdr);
-    return 1;
+    return UCS_OK;
 }
 
 /*
@@ -155,11 +157,12 @@ static int srm_deliver_to_backlog(srm_agent_t *agent, srm_client_t *dst,
     return 1;
 }
 
-int srm_deliver_to_port(srm_agent_t *agent, srm_node_t *from,
-                        const srm_frame_hdr_t *hdr, const void *payload)
+ucs_status_t srm_deliver_to_port(srm_agent_t *agent, srm_node_t *from,
+                                 const srm_frame_hdr_t *hdr,
+                                 const void *payload)
 {
     srm_client_t *dst = srm_client_lookup(agent, hdr->dst_port);
-    int written;
+    ucs_status_t status;
 
     if ((dst == NULL) || (dst->key != hdr->dst_key)) {
         /* A port that left, or a forged key: counted, never delivered. */
@@ -167,28 +170,28 @@ int srm_deliver_to_port(srm_agent_t *agent, srm_node_t *from,
         srm_debug("dropped frame from port %u to port %u (%s)",
                   hdr->src_port, hdr->dst_port,
                   (dst == NULL) ? "no such port" : "key mismatch");
-        return (dst == NULL) ? -1 : -2;
+        return (dst == NULL) ? UCS_ERR_NO_ELEM : UCS_ERR_REJECTED;
     }
 
     /* Written, or the destination broke its ring and is being dropped. */
     if (dst->backlog_head == NULL) {
-        written = srm_deliver_to_ring(agent, dst, hdr, payload);
-        if ((written > 0) && (dst->num_paused_nodes > 0)) {
+        status = srm_deliver_to_ring(agent, dst, hdr, payload);
+        if ((status == UCS_OK) && (dst->num_paused_nodes > 0)) {
             /* Paused by a frame too large for the backlog, which waited
              * instead: no backlog drains to resume them. */
             srm_deliver_resume(agent, dst);
         }
-        if (written != 0) {
-            return 1;
+        if (status != UCS_ERR_NO_RESOURCE) {
+            return UCS_OK;
         }
     }
     if (!srm_deliver_to_backlog(agent, dst, from, hdr, payload)) {
         if (dst->placing == NULL) {
             srm_shm_flag_raise(&dst->ctl->rx_space_wanted);
         }
-        return 0;
+        return UCS_ERR_NO_RESOURCE;
     }
-    return 1;
+    return UCS_OK;
 }
 
 srm_frame_hdr_t *srm_deliver_reserve(srm_agent_t *agent, srm_client_t *dst,
@@ -197,7 +200,7 @@ srm_frame_hdr_t *srm_deliver_reserve(srm_agent_t *agent, srm_client_t *dst,
     srm_frame_hdr_t *slot;
 
     if ((dst->backlog_head != NULL) ||
-        (srm_deliver_ring_reserve(agent, dst, hdr, &slot) <= 0)) {
+        (srm_deliver_ring_reserve(agent, dst, hdr, &slot) != UCS_OK)) {
         return NULL;
     }
     memcpy(slot, hdr, sizeof(*hdr));
@@ -221,7 +224,7 @@ srm_sched_result_t srm_deliver_frame(void *arg, srm_sched_queue_t *queue,
     srm_client_t *src  = queue->owner;
     srm_sched_result_t result;
     srm_frame_hdr_t frame;
-    int delivered;
+    ucs_status_t status;
 
     if (hdr->type == SRM_FRAME_RMA) {
         return srm_rma_request(agent, src, hdr, payload);
@@ -239,13 +242,13 @@ srm_sched_result_t srm_deliver_frame(void *arg, srm_sched_queue_t *queue,
             return result;
         }
     } else {
-        delivered = srm_deliver_to_port(agent, NULL, &frame, payload);
-        if (delivered == 0) {
+        status = srm_deliver_to_port(agent, NULL, &frame, payload);
+        if (status == UCS_ERR_NO_RESOURCE) {
             src->stats.blocked++;
             return SRM_SCHED_BLOCKED;
-        } else if (delivered < 0) {
+        } else if (status != UCS_OK) {
             src->stats.bad_dest++;
-            if ((delivered == -2) &&
+            if ((status == UCS_ERR_REJECTED) &&
                 (++src->stats.bad_port_keys == SRM_DELIVER_BAD_KEYS_MAX)) {
                 /* Keys are 32 random bits: a sender that keeps missing
                  * them is searching. A port that left is no miss. */
@@ -272,11 +275,10 @@ static unsigned srm_deliver_backlog(srm_agent_t *agent, srm_client_t *dst)
 {
     srm_backlog_frame_t *frame;
     unsigned count = 0;
-    int ret;
 
     while ((frame = dst->backlog_head) != NULL) {
-        ret = srm_deliver_to_ring(agent, dst, &frame->hdr, frame->payload);
-        if (ret <= 0) {
+        if (srm_deliver_to_ring(agent, dst, &frame->hdr, frame->payload) !=
+            UCS_OK) {
             break; /* full, or the client was dropped with its backlog */
         }
         dst->backlog_head   = frame->next;

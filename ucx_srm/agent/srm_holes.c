@@ -81,18 +81,18 @@ static srm_hole_t *srm_holes_at(const srm_holes_t *holes, unsigned i)
     return &holes->slots[(holes->first + i) & (holes->cap - 1)];
 }
 
-int srm_holes_reserve(srm_holes_t *holes)
+ucs_status_t srm_holes_reserve(srm_holes_t *holes)
 {
     srm_hole_t *slots;
     unsigned cap, i;
 
     if (holes->count < holes->cap) {
-        return 0;
+        return UCS_OK;
     }
     cap   = (holes->cap == 0) ? 64 : (2 * holes->cap);
     slots = malloc(cap * sizeof(*slots));
     if (slots == NULL) {
-        return -1;
+        return UCS_ERR_NO_MEMORY;
     }
     for (i = 0; i < holes->count; ++i) {
         slots[i] = *srm_holes_at(holes, i);
@@ -101,7 +101,7 @@ int srm_holes_reserve(srm_holes_t *holes)
     holes->slots = slots;
     holes->first = 0;
     holes->cap   = cap;
-    return 0;
+    return UCS_OK;
 }
 
 void srm_holes_push(srm_holes_t *holes, const srm_hole_t *hole)

@@ -64,8 +64,8 @@ void srm_ring_mem_put(srm_ring_mem_t *mem);
 /* Bytes of TX rings registered with devices, and how many rings. */
 size_t srm_ring_mem_registered(const srm_ring_mem_t *mem, unsigned *rings);
 
-/* Room for one more hole: 0, or -1 when out of memory. */
-int srm_holes_reserve(srm_holes_t *holes);
+/* Room for one more hole, or UCS_ERR_NO_MEMORY. */
+ucs_status_t srm_holes_reserve(srm_holes_t *holes);
 
 /* Appends a hole (after srm_holes_reserve) and takes a reference on its
  * mem. */

@@ -48,8 +48,8 @@ static uint32_t srm_lane_entry_of(const srm_client_t *client,
  * the lane was recorded by another: nobody can be blamed. One for a
  * holder that is not next in the channel's order is its reader's fault.
  */
-static int srm_lane_book_rx(srm_agent_t *agent, srm_node_t *node,
-                            const srm_frame_hdr_t *hdr)
+static ucs_status_t srm_lane_book_rx(srm_agent_t *agent, srm_node_t *node,
+                                     const srm_frame_hdr_t *hdr)
 {
     srm_client_t *reader;
 
@@ -57,15 +57,15 @@ static int srm_lane_book_rx(srm_agent_t *agent, srm_node_t *node,
         reader = srm_client_lookup_attached(agent, hdr->dst_port);
         if ((reader == NULL) || (srm_lane_entry_of(reader, node) == 0) ||
             (hdr->length > srm_channel_small_max(agent))) {
-            return -1;
+            return UCS_ERR_INVALID_PARAM;
         }
-        if (srm_channel_taken(agent, node, hdr) != 0) {
+        if (srm_channel_taken(agent, node, hdr) != UCS_OK) {
             srm_client_fail(agent, reader, "it recorded a frame it read "
                                            "directly that was not the "
                                            "next in the channel's order");
-            return -1;
+            return UCS_ERR_INVALID_PARAM;
         }
-        return 0;
+        return UCS_OK;
     }
     return srm_channel_taken(agent, node, hdr);
 }
@@ -89,7 +89,7 @@ static uint32_t srm_lane_absorb_rx(srm_agent_t *agent, srm_node_t *node,
     }
     memcpy(copy, node->lane->rx_log, taken * sizeof(copy[0]));
     for (i = 0; i < taken; ++i) {
-        bad += (srm_lane_book_rx(agent, node, &copy[i]) != 0);
+        bad += (srm_lane_book_rx(agent, node, &copy[i]) != UCS_OK);
     }
     if ((taken > bad) && (link != NULL)) {
         link->last_rx = srm_agent_now(); /* its peer is alive */
@@ -117,29 +117,30 @@ static void srm_lane_shut_link(srm_agent_t *agent, srm_node_t *node,
     shutdown(link->conn.fd, SHUT_RDWR);
 }
 
-int srm_lane_check_writer(srm_agent_t *agent, srm_node_t *node,
-                          const srm_frame_hdr_t *hdr)
+ucs_status_t srm_lane_check_writer(srm_agent_t *agent, srm_node_t *node,
+                                   const srm_frame_hdr_t *hdr)
 {
     /* A writer that exited right after its write still wrote it. */
     srm_client_t *client = srm_client_lookup_attached(agent, hdr->src_port);
     uint32_t idx;
 
     if (client == NULL) {
-        return -1; /* gone since, or never ours */
+        return UCS_ERR_INVALID_PARAM; /* gone since, or never ours */
     }
     idx = srm_lane_entry_of(client, node);
     if (idx == 0) {
-        return -1; /* a port without the lane could not write it */
+        /* a port without the lane could not write it */
+        return UCS_ERR_INVALID_PARAM;
     }
     if (hdr->seq != client->node_seq[idx]) {
         /* The count stays: the peer took no frame of this number, and
          * PORT_GONE will say where the port's frames ended. */
         srm_client_fail(agent, client, "it wrote a frame to another node "
                                        "directly out of its port's order");
-        return -1;
+        return UCS_ERR_INVALID_PARAM;
     }
     client->node_seq[idx]++;
-    return 0;
+    return UCS_OK;
 }
 
 /* The AMs in the first len bytes of the log, read header by header. */
@@ -177,7 +178,7 @@ static const char *srm_lane_take_log(srm_agent_t *agent, srm_node_t *node,
         return NULL;
     }
     if ((len > 0) && (srm_channel_absorb(agent, node, lane->log, len,
-                                         unwritten, &result) != 0)) {
+                                         unwritten, &result) != UCS_OK)) {
         return "no memory to keep the frames written to it directly";
     }
     if (result.lost_bytes > 0) {

@@ -140,7 +140,7 @@ static srm_link_t *srm_link_new(srm_agent_t *agent, int fd, int initiator)
     link = calloc(1, sizeof(*link));
     if ((link == NULL) ||
         ((link->in_buf = malloc(SRM_LINK_IN_BUF)) == NULL) ||
-        (srm_auth_nonce(link->nonce) != 0)) {
+        (srm_auth_nonce(link->nonce) != UCS_OK)) {
         if (link != NULL) {
             free(link->in_buf);
         }
@@ -309,7 +309,7 @@ void srm_link_connect(srm_agent_t *agent, srm_node_t *node, int kind,
     verbs              = srm_link_path_verbs(agent, path);
     link->wire         = srm_wire_of(verbs);
     if ((link->wire->make != NULL) &&
-        (link->wire->make(&link->conn, verbs, link->index) != 0)) {
+        (link->wire->make(&link->conn, verbs, link->index) != UCS_OK)) {
         srm_link_close(agent, link, SRM_LOG_WARN, "no %s endpoint",
                        link->wire->name);
     }
@@ -403,7 +403,7 @@ static void srm_link_connected(srm_agent_t *agent, srm_link_t *link)
     link->want_write = 0;
     link->state      = SRM_LINK_HELLO_SENT;
     srm_link_set_events(agent, link);
-    if (srm_link_send_hello(agent, link, SRM_FRAME_HELLO) != 0) {
+    if (srm_link_send_hello(agent, link, SRM_FRAME_HELLO) != UCS_OK) {
         srm_link_close(agent, link, SRM_LOG_WARN, "cannot send HELLO: %m");
     }
 }
@@ -457,7 +457,7 @@ void srm_link_verbs_event(srm_agent_t *agent, unsigned path)
         if ((link == NULL) || (link->conn.qp != qp)) {
             continue;
         }
-        if (link->wire->poll(&link->conn) != 0) {
+        if (link->wire->poll(&link->conn) != UCS_OK) {
             srm_link_close(agent, link,
                            link->wire->why(&link->conn, errno, why,
                                            sizeof(why)),
@@ -467,7 +467,8 @@ void srm_link_verbs_event(srm_agent_t *agent, unsigned path)
         if (link->state != SRM_LINK_READY) {
             continue; /* what came early waits for srm_link_ready */
         }
-        if ((srm_link_read_endpoint(agent, link) == 0) && link->want_write) {
+        if ((srm_link_read_endpoint(agent, link) == UCS_OK) &&
+            link->want_write) {
             srm_channel_write_link(agent, link, 0);
         }
     }
@@ -512,7 +513,7 @@ static int srm_link_replace_if_lossy(srm_agent_t *agent, srm_link_t *link,
         return 0;
     }
     link->retrans_tx_seen = chan->tx_bytes;
-    if ((link->wire->retransmits(&link->conn, &total) != 0) ||
+    if ((link->wire->retransmits(&link->conn, &total) != UCS_OK) ||
         !srm_retrans_judge(&link->retrans, total, now,
                            agent->config.retrans_limit,
                            (chan->replaced > 0) ? chan->replaced_at : -1.0)) {
@@ -621,7 +622,7 @@ void srm_link_say_bye(srm_agent_t *agent)
         node = link->node;
         srm_lane_enter(agent, node); /* no client writes in between */
         if ((link->ctl_left == 0) && srm_channel_at_boundary(link) &&
-            (srm_link_send_raw(link, &bye, sizeof(bye)) == 0)) {
+            (srm_link_send_raw(link, &bye, sizeof(bye)) == UCS_OK)) {
             link->wire->drain(&link->conn, 0.1);
         }
         srm_lane_leave(agent, node);
@@ -676,8 +677,8 @@ unsigned srm_link_inject_fault(srm_agent_t *agent, uint32_t node_index,
     return count;
 }
 
-static int srm_link_listen(srm_agent_t *agent, unsigned path,
-                           const char *device)
+static ucs_status_t srm_link_listen(srm_agent_t *agent, unsigned path,
+                                    const char *device)
 {
     struct epoll_event ev = {.events   = EPOLLIN,
                              .data.u64 = SRM_EPOLL_DATA(SRM_EPOLL_WIRE, path)};
@@ -703,7 +704,7 @@ static int srm_link_listen(srm_agent_t *agent, unsigned path,
         if ((srm_wire_verbs_dev_open(device, &params,
                                      &agent->verbs[path], netdev,
                                      sizeof(netdev)) != 0)) {
-            return -1;
+            return UCS_ERR_IO_ERROR;
         }
         if ((epoll_ctl(agent->epoll_fd, EPOLL_CTL_ADD,
                        srm_wire_verbs_dev_event_fd(agent->verbs[path]),
@@ -713,7 +714,7 @@ static int srm_link_listen(srm_agent_t *agent, unsigned path,
                        &async_ev) != 0)) {
             srm_error("epoll on the completions or events of %s failed: %m",
                       device);
-            return -1;
+            return UCS_ERR_IO_ERROR;
         }
         device = netdev;
     }
@@ -722,11 +723,11 @@ static int srm_link_listen(srm_agent_t *agent, unsigned path,
         if (strcmp(device, "auto") == 0) {
             srm_info("no network interface with IPv4: this agent serves "
                      "its own node only");
-            return 1;
+            return UCS_ERR_UNREACHABLE; /* not an error: no other nodes */
         }
         srm_error("UCX_SRM_DEVICES: '%s' is not an interface that is up and "
                   "has an IPv4 address", device);
-        return -1;
+        return UCS_ERR_IO_ERROR;
     }
     /* The second path tries the first one's port, so that one port
      * number names the agent; any port will do if it is taken. */
@@ -742,7 +743,7 @@ static int srm_link_listen(srm_agent_t *agent, unsigned path,
         if (fd >= 0) {
             close(fd);
         }
-        return -1;
+        return UCS_ERR_IO_ERROR;
     }
     agent->wire_fd[path]   = fd;
     agent->wire[path].ipv4 = ipv4;
@@ -755,24 +756,24 @@ static int srm_link_listen(srm_agent_t *agent, unsigned path,
     srm_info("path %u: channels to other nodes on %s (%s)", path,
              srm_wire_tcp_str(ipv4, bound_port, addr, sizeof(addr)),
              agent->wire_device[path]);
-    return 0;
+    return UCS_OK;
 }
 
-int srm_link_init(srm_agent_t *agent)
+ucs_status_t srm_link_init(srm_agent_t *agent)
 {
     char devices[128], *device, *save = NULL;
+    ucs_status_t status;
     unsigned path;
-    int ret;
 
     for (path = 0; path < SRM_WIRE_PATHS; ++path) {
         agent->wire_fd[path] = -1;
     }
-    if (srm_auth_load(&agent->auth, agent->config.secret_file) != 0) {
-        return -1;
+    if (srm_auth_load(&agent->auth, agent->config.secret_file) != UCS_OK) {
+        return UCS_ERR_INVALID_PARAM;
     }
     if (strcmp(agent->config.devices, "none") == 0) {
         srm_info("UCX_SRM_DEVICES=none: no channels to other nodes");
-        return 0;
+        return UCS_OK;
     }
     snprintf(devices, sizeof(devices), "%s", agent->config.devices);
     for (device = strtok_r(devices, ",", &save), path = 0; device != NULL;
@@ -780,11 +781,13 @@ int srm_link_init(srm_agent_t *agent)
         if (path >= SRM_WIRE_PATHS) {
             srm_error("UCX_SRM_DEVICES=%s: at most %d interfaces",
                       agent->config.devices, SRM_WIRE_PATHS);
-            return -1;
+            return UCS_ERR_INVALID_PARAM;
         }
-        ret = srm_link_listen(agent, path, device);
-        if (ret != 0) {
-            return (ret > 0) ? 0 : -1;
+        status = srm_link_listen(agent, path, device);
+        if (status == UCS_ERR_UNREACHABLE) {
+            return UCS_OK;
+        } else if (status != UCS_OK) {
+            return status;
         }
         agent->num_devices = path + 1;
     }
@@ -792,7 +795,7 @@ int srm_link_init(srm_agent_t *agent)
         srm_info("UCX_SRM_FAILOVER=n: no acks, no standby connections; a "
                  "lost connection fails its node");
     }
-    return 0;
+    return UCS_OK;
 }
 
 void srm_link_cleanup(srm_agent_t *agent)

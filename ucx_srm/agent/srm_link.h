@@ -19,19 +19,22 @@ static inline int srm_link_on_completions(const srm_link_t *link)
 }
 
 /* Handshake frames are small: a fresh socket always has room for them.
- * 0, or -1 with errno. */
-int srm_link_send_raw(srm_link_t *link, const void *msg, size_t size);
+ * UCS_ERR_IO_ERROR (errno says why) if the send failed. */
+ucs_status_t srm_link_send_raw(srm_link_t *link, const void *msg, size_t size);
 
 /* The initiator's first frame, once its connection is up. */
-int srm_link_send_hello(srm_agent_t *agent, srm_link_t *link,
-                        srm_frame_type_t type);
+ucs_status_t srm_link_send_hello(srm_agent_t *agent, srm_link_t *link,
+                                 srm_frame_type_t type);
 
-/* A handshake frame: 0 handled, -1 link closed. */
-int srm_link_on_handshake(srm_agent_t *agent, srm_link_t *link,
-                          const srm_frame_hdr_t *hdr, const void *payload);
+/* A handshake frame: UCS_OK handled, UCS_ERR_CONNECTION_RESET the link was
+ * closed. */
+ucs_status_t srm_link_on_handshake(srm_agent_t *agent, srm_link_t *link,
+                                   const srm_frame_hdr_t *hdr,
+                                   const void *payload);
 
 /* What the endpoint of a link on completions received, parsed as the
- * socket's input would be; -1 if the link died. */
-int srm_link_read_endpoint(srm_agent_t *agent, srm_link_t *link);
+ * socket's input would be; UCS_ERR_CONNECTION_RESET if the link was
+ * closed. */
+ucs_status_t srm_link_read_endpoint(srm_agent_t *agent, srm_link_t *link);
 
 #endif

@@ -10,7 +10,7 @@
 
 #include <string.h>
 
-static int srm_link_ready(srm_agent_t *agent, srm_link_t *link);
+static ucs_status_t srm_link_ready(srm_agent_t *agent, srm_link_t *link);
 
 /* Our queue pair as HELLO carries it; all zero on the tcp wire. */
 static void srm_link_local_qp(const srm_link_t *link, srm_hello_qp_t *qp)
@@ -38,19 +38,19 @@ static void srm_link_auth_context(const srm_agent_t *agent,
            &link->peer_qp, sizeof(link->peer_qp));
 }
 
-int srm_link_send_raw(srm_link_t *link, const void *msg, size_t size)
+ucs_status_t srm_link_send_raw(srm_link_t *link, const void *msg, size_t size)
 {
     struct iovec iov = {.iov_base = (void*)msg, .iov_len = size};
 
     if (srm_link_sendv(link, &iov, 1) != (ssize_t)size) {
-        return -1;
+        return UCS_ERR_IO_ERROR;
     }
     link->last_tx = srm_agent_now();
-    return 0;
+    return UCS_OK;
 }
 
-int srm_link_send_hello(srm_agent_t *agent, srm_link_t *link,
-                        srm_frame_type_t type)
+ucs_status_t srm_link_send_hello(srm_agent_t *agent, srm_link_t *link,
+                                 srm_frame_type_t type)
 {
     srm_auth_context_t ctx;
     struct {
@@ -82,7 +82,7 @@ int srm_link_send_hello(srm_agent_t *agent, srm_link_t *link,
 }
 
 /* Acceptor, authenticated: the link takes its place in the channel. */
-static int srm_link_install(srm_agent_t *agent, srm_link_t *link)
+static ucs_status_t srm_link_install(srm_agent_t *agent, srm_link_t *link)
 {
     srm_channel_t *chan;
     srm_node_t *node;
@@ -93,7 +93,7 @@ static int srm_link_install(srm_agent_t *agent, srm_link_t *link)
         node = srm_node_create(agent, link->peer_id, link->peer_wire);
         if (node == NULL) {
             srm_link_close(agent, link, SRM_LOG_ERROR, "out of memory");
-            return -1;
+            return UCS_ERR_CONNECTION_RESET;
         }
     }
     if ((node->state == SRM_NODE_INVALID) &&
@@ -101,7 +101,7 @@ static int srm_link_install(srm_agent_t *agent, srm_link_t *link)
         srm_link_close(agent, link, SRM_LOG_INFO,
                        "node 0x%016llx was declared failed",
                        (unsigned long long)link->peer_id);
-        return -1;
+        return UCS_ERR_CONNECTION_RESET;
     }
     chan = &node->chan[link->kind];
     old  = chan->links[link->path];
@@ -109,7 +109,7 @@ static int srm_link_install(srm_agent_t *agent, srm_link_t *link)
         if ((old->state == SRM_LINK_READY) || (link->peer_id > agent->node_id)) {
             /* Ours is up (or won the tie-break) meanwhile. */
             srm_link_close(agent, link, SRM_LOG_DEBUG, "lost the tie-break");
-            return -1;
+            return UCS_ERR_CONNECTION_RESET;
         }
         srm_link_close(agent, old, SRM_LOG_DEBUG,
                        "replaced by the peer's connection");
@@ -121,8 +121,8 @@ static int srm_link_install(srm_agent_t *agent, srm_link_t *link)
 
 /* Both ends of a path must use the same wire; 0 if they do, and the
  * link is on it. */
-static int srm_link_check_wire(srm_agent_t *agent, srm_link_t *link,
-                               uint8_t peer_wire)
+static ucs_status_t srm_link_check_wire(srm_agent_t *agent, srm_link_t *link,
+                                        uint8_t peer_wire)
 {
     static const char *names[] = {"tcp", "verbs"};
     const srm_wire_ops_t *wire = srm_wire_of(srm_link_path_verbs(agent,
@@ -131,7 +131,7 @@ static int srm_link_check_wire(srm_agent_t *agent, srm_link_t *link,
 
     if (peer_wire == ours) {
         link->wire = wire;
-        return 0;
+        return UCS_OK;
     }
     srm_link_close(agent, link, SRM_LOG_WARN,
                    "refused: path %d of the peer is on the %s wire, ours on "
@@ -140,41 +140,43 @@ static int srm_link_check_wire(srm_agent_t *agent, srm_link_t *link,
                    (peer_wire <= SRM_HELLO_WIRE_VERBS) ? names[peer_wire] :
                                                          "unknown",
                    names[ours]);
-    return -1;
+    return UCS_ERR_CONNECTION_RESET;
 }
 
 /* A wire with an endpoint (a verbs queue pair): ours, made if need be;
  * it neither sends nor receives until srm_link_connect_endpoint. */
-static int srm_link_make_endpoint(srm_agent_t *agent, srm_link_t *link)
+static ucs_status_t srm_link_make_endpoint(srm_agent_t *agent, srm_link_t *link)
 {
     if (link->wire->make(&link->conn, srm_link_path_verbs(agent, link->path),
-                         link->index) != 0) {
+                         link->index) != UCS_OK) {
         srm_link_close(agent, link, SRM_LOG_WARN, "no %s endpoint",
                        link->wire->name);
-        return -1;
+        return UCS_ERR_CONNECTION_RESET;
     }
-    return 0;
+    return UCS_OK;
 }
 
 /* Our endpoint, connected to the peer's: only once the peer proved the
  * cluster secret (it may then write to our regions). */
-static int srm_link_connect_endpoint(srm_agent_t *agent, srm_link_t *link,
-                                     const srm_hello_qp_t *peer)
+static ucs_status_t srm_link_connect_endpoint(srm_agent_t *agent,
+                                              srm_link_t *link,
+                                              const srm_hello_qp_t *peer)
 {
-    if (srm_link_make_endpoint(agent, link) != 0) {
-        return -1;
+    if (srm_link_make_endpoint(agent, link) != UCS_OK) {
+        return UCS_ERR_CONNECTION_RESET;
     }
-    if (link->wire->connect(&link->conn, peer) != 0) {
+    if (link->wire->connect(&link->conn, peer) != UCS_OK) {
         srm_link_close(agent, link, SRM_LOG_WARN,
                        "cannot connect its %s endpoint to the peer's 0x%x: %m",
                        link->wire->name, peer->qpn);
-        return -1;
+        return UCS_ERR_CONNECTION_RESET;
     }
-    return 0;
+    return UCS_OK;
 }
 
-/* Called while the handshake is parsed; -1 if the link died meanwhile. */
-static int srm_link_ready(srm_agent_t *agent, srm_link_t *link)
+/* Called while the handshake is parsed; UCS_ERR_CONNECTION_RESET if the
+ * link was closed meanwhile. */
+static ucs_status_t srm_link_ready(srm_agent_t *agent, srm_link_t *link)
 {
     unsigned index = link->index;
 
@@ -185,17 +187,17 @@ static int srm_link_ready(srm_agent_t *agent, srm_link_t *link)
     srm_link_set_events(agent, link);
     srm_channel_link_ready(agent, link);
     if (agent->links[index] != link) {
-        return -1;
+        return UCS_ERR_CONNECTION_RESET;
     }
     /* The peer's endpoint may have sent before this side was ready:
      * read once the handshake's input is parsed. */
     link->endpoint_unread = srm_wire_can(link->wire,
                                          SRM_WIRE_CAP_COMPLETIONS);
-    return 0;
+    return UCS_OK;
 }
 
-static int srm_link_on_hello(srm_agent_t *agent, srm_link_t *link,
-                             const srm_hello_t *hello)
+static ucs_status_t srm_link_on_hello(srm_agent_t *agent, srm_link_t *link,
+                                      const srm_hello_t *hello)
 {
     srm_node_t *node;
     srm_link_t *old;
@@ -205,7 +207,7 @@ static int srm_link_on_hello(srm_agent_t *agent, srm_link_t *link,
         (hello->path >= SRM_WIRE_PATHS) || (hello->node_id == 0) ||
         (hello->node_id == agent->node_id)) {
         srm_link_close(agent, link, SRM_LOG_WARN, "bad HELLO");
-        return -1;
+        return UCS_ERR_CONNECTION_RESET;
     }
     link->peer_id = hello->node_id;
     link->kind    = hello->kind;
@@ -221,11 +223,11 @@ static int srm_link_on_hello(srm_agent_t *agent, srm_link_t *link,
                        "refused: %s a cluster secret, this agent %s",
                        hello->secret ? "the peer uses" : "the peer has no",
                        (agent->auth.len > 0) ? "requires one" : "has none");
-        return -1;
+        return UCS_ERR_CONNECTION_RESET;
     }
 
-    if (srm_link_check_wire(agent, link, hello->wire) != 0) {
-        return -1;
+    if (srm_link_check_wire(agent, link, hello->wire) != UCS_OK) {
+        return UCS_ERR_CONNECTION_RESET;
     }
 
     node         = srm_node_find(agent, hello->node_id);
@@ -235,52 +237,53 @@ static int srm_link_on_hello(srm_agent_t *agent, srm_link_t *link,
                                        hello->node_id < agent->node_id);
     /* Its number goes in our answer; it is connected at AUTH. */
     if (link->accepted && srm_wire_can(link->wire, SRM_WIRE_CAP_ENDPOINT) &&
-        (srm_link_make_endpoint(agent, link) != 0)) {
-        return -1;
+        (srm_link_make_endpoint(agent, link) != UCS_OK)) {
+        return UCS_ERR_CONNECTION_RESET;
     }
-    if (srm_link_send_hello(agent, link, SRM_FRAME_HELLO_ACK) != 0) {
+    if (srm_link_send_hello(agent, link, SRM_FRAME_HELLO_ACK) != UCS_OK) {
         srm_link_close(agent, link, SRM_LOG_WARN, "cannot answer HELLO: %m");
-        return -1;
+        return UCS_ERR_CONNECTION_RESET;
     }
     if (!link->accepted) {
         srm_link_close(agent, link, SRM_LOG_DEBUG,
                        "our connection to that node stays");
-        return -1;
+        return UCS_ERR_CONNECTION_RESET;
     }
     if ((agent->auth.len > 0) ||
         srm_wire_can(link->wire, SRM_WIRE_CAP_ENDPOINT)) {
         /* An endpoint also waits for AUTH: it says the initiator's
          * endpoint is ready to receive. */
         link->state = SRM_LINK_AUTH_WAIT;
-        return 0;
+        return UCS_OK;
     }
     return srm_link_install(agent, link);
 }
 
 /* Acceptor, the peer proven: our endpoint is connected, and the
  * initiator told (an AUTH back, without proof) that it may send. */
-static int srm_link_endpoint_proven(srm_agent_t *agent, srm_link_t *link)
+static ucs_status_t
+srm_link_endpoint_proven(srm_agent_t *agent, srm_link_t *link)
 {
     struct {
         srm_frame_hdr_t  hdr;
         srm_auth_proof_t proof;
     } msg;
 
-    if (srm_link_connect_endpoint(agent, link, &link->peer_qp) != 0) {
-        return -1;
+    if (srm_link_connect_endpoint(agent, link, &link->peer_qp) != UCS_OK) {
+        return UCS_ERR_CONNECTION_RESET;
     }
     srm_frame_hdr_init(&msg.hdr, SRM_FRAME_AUTH, sizeof(msg.proof));
     memset(&msg.proof, 0, sizeof(msg.proof));
-    if (srm_link_send_raw(link, &msg, sizeof(msg)) != 0) {
+    if (srm_link_send_raw(link, &msg, sizeof(msg)) != UCS_OK) {
         srm_link_close(agent, link, SRM_LOG_WARN,
                        "cannot say the queue pair is ready: %m");
-        return -1;
+        return UCS_ERR_CONNECTION_RESET;
     }
-    return 0;
+    return UCS_OK;
 }
 
-static int srm_link_on_hello_ack(srm_agent_t *agent, srm_link_t *link,
-                                 const srm_hello_t *ack)
+static ucs_status_t srm_link_on_hello_ack(srm_agent_t *agent, srm_link_t *link,
+                                          const srm_hello_t *ack)
 {
     srm_auth_context_t ctx;
     struct {
@@ -295,7 +298,7 @@ static int srm_link_on_hello_ack(srm_agent_t *agent, srm_link_t *link,
                        "HELLO_ACK from an unexpected node 0x%016llx (a new "
                        "agent at that address?)",
                        (unsigned long long)ack->node_id);
-        return -1;
+        return UCS_ERR_CONNECTION_RESET;
     }
     link->peer_id = ack->node_id;
     memcpy(link->peer_nonce, ack->nonce, SRM_AUTH_NONCE_LEN);
@@ -311,23 +314,23 @@ static int srm_link_on_hello_ack(srm_agent_t *agent, srm_link_t *link,
                                          "its HELLO_ACK was changed on the "
                                          "way)" :
                                          "has no cluster secret");
-            return -1;
+            return UCS_ERR_CONNECTION_RESET;
         }
     } else if (ack->secret) {
         srm_link_close(agent, link, SRM_LOG_WARN,
                        "refused: the peer uses a cluster secret, this agent "
                        "has none");
-        return -1;
+        return UCS_ERR_CONNECTION_RESET;
     }
     if (!ack->accepted) {
         srm_link_close(agent, link, SRM_LOG_DEBUG,
                        "the peer's connection won the tie-break");
-        return -1;
+        return UCS_ERR_CONNECTION_RESET;
     }
-    if ((srm_link_check_wire(agent, link, ack->wire) != 0) ||
+    if ((srm_link_check_wire(agent, link, ack->wire) != UCS_OK) ||
         (srm_wire_can(link->wire, SRM_WIRE_CAP_ENDPOINT) &&
-         (srm_link_connect_endpoint(agent, link, &ack->qp) != 0))) {
-        return -1;
+         (srm_link_connect_endpoint(agent, link, &ack->qp) != UCS_OK))) {
+        return UCS_ERR_CONNECTION_RESET;
     }
     if ((agent->auth.len > 0) ||
         srm_wire_can(link->wire, SRM_WIRE_CAP_ENDPOINT)) {
@@ -337,20 +340,20 @@ static int srm_link_on_hello_ack(srm_agent_t *agent, srm_link_t *link,
             srm_auth_prove(&agent->auth, SRM_AUTH_ROLE_INITIATOR, &ctx,
                            msg.proof.mac);
         }
-        if (srm_link_send_raw(link, &msg, sizeof(msg)) != 0) {
+        if (srm_link_send_raw(link, &msg, sizeof(msg)) != UCS_OK) {
             srm_link_close(agent, link, SRM_LOG_WARN, "cannot send AUTH: %m");
-            return -1;
+            return UCS_ERR_CONNECTION_RESET;
         }
     }
     if (srm_wire_can(link->wire, SRM_WIRE_CAP_ENDPOINT)) {
         link->state = SRM_LINK_QP_WAIT; /* until the peer's is connected */
-        return 0;
+        return UCS_OK;
     }
     return srm_link_ready(agent, link);
 }
 
-static int srm_link_on_auth(srm_agent_t *agent, srm_link_t *link,
-                            const srm_auth_proof_t *proof)
+static ucs_status_t srm_link_on_auth(srm_agent_t *agent, srm_link_t *link,
+                                     const srm_auth_proof_t *proof)
 {
     srm_auth_context_t ctx;
 
@@ -361,17 +364,18 @@ static int srm_link_on_auth(srm_agent_t *agent, srm_link_t *link,
         srm_link_close(agent, link, SRM_LOG_WARN,
                        "refused: the peer proved another cluster secret (or "
                        "the handshake was changed on the way)");
-        return -1;
+        return UCS_ERR_CONNECTION_RESET;
     }
     if (srm_wire_can(link->wire, SRM_WIRE_CAP_ENDPOINT) &&
-        (srm_link_endpoint_proven(agent, link) != 0)) {
-        return -1;
+        (srm_link_endpoint_proven(agent, link) != UCS_OK)) {
+        return UCS_ERR_CONNECTION_RESET;
     }
     return srm_link_install(agent, link);
 }
 
-int srm_link_on_handshake(srm_agent_t *agent, srm_link_t *link,
-                          const srm_frame_hdr_t *hdr, const void *payload)
+ucs_status_t srm_link_on_handshake(srm_agent_t *agent, srm_link_t *link,
+                                   const srm_frame_hdr_t *hdr,
+                                   const void *payload)
 {
     if ((hdr->type == SRM_FRAME_HELLO) &&
         (link->state == SRM_LINK_HELLO_WAIT) &&
@@ -394,5 +398,5 @@ int srm_link_on_handshake(srm_agent_t *agent, srm_link_t *link,
     srm_link_close(agent, link, SRM_LOG_WARN,
                    "frame type %u (length %u) not expected in state %s",
                    hdr->type, hdr->length, srm_link_state_name(link->state));
-    return -1;
+    return UCS_ERR_CONNECTION_RESET;
 }

@@ -28,11 +28,13 @@ static uint32_t srm_link_payload_length(uint8_t type, uint32_t length)
     }
 }
 
-/* One frame of a ready link: 1 consumed, 0 no room yet, -1 link closed. */
-static int srm_link_on_frame(srm_agent_t *agent, srm_link_t *link,
-                             const srm_frame_hdr_t *hdr, const void *payload)
+/* One frame of a ready link: UCS_OK consumed, UCS_ERR_NO_RESOURCE no room
+ * yet, UCS_ERR_CONNECTION_RESET the link was closed. */
+static ucs_status_t srm_link_on_frame(srm_agent_t *agent, srm_link_t *link,
+                                      const srm_frame_hdr_t *hdr,
+                                      const void *payload)
 {
-    int ret;
+    ucs_status_t status;
 
     switch (hdr->type) {
     case SRM_FRAME_AM:
@@ -45,27 +47,28 @@ static int srm_link_on_frame(srm_agent_t *agent, srm_link_t *link,
         if (hdr->length != srm_link_payload_length(hdr->type, hdr->length)) {
             break;
         }
-        ret = srm_channel_receive(agent, link, hdr, payload);
-        if (ret < 0) {
+        status = srm_channel_receive(agent, link, hdr, payload);
+        if (status == UCS_ERR_OUT_OF_RANGE) {
             srm_link_close(agent, link, SRM_LOG_WARN,
                            "frame %u arrived before frame %u of the channel",
                            hdr->chan_seq,
                            link->node->chan[link->kind].rx_expected);
+            return UCS_ERR_CONNECTION_RESET;
         }
-        return ret;
+        return status;
     case SRM_FRAME_ACK:
         if (hdr->length != 0) {
             break;
         }
-        if (srm_channel_on_ack(agent, link, hdr->seq) != 0) {
+        if (srm_channel_on_ack(agent, link, hdr->seq) != UCS_OK) {
             srm_link_close(agent, link, SRM_LOG_WARN,
                            "ack %u for frames never sent", hdr->seq);
-            return -1;
+            return UCS_ERR_CONNECTION_RESET;
         }
-        return 1;
+        return UCS_OK;
     case SRM_FRAME_BYE:
         srm_node_invalidate(agent, link->node, 0, "its agent left");
-        return -1;
+        return UCS_ERR_CONNECTION_RESET;
     default:
         break;
     }
@@ -74,17 +77,18 @@ static int srm_link_on_frame(srm_agent_t *agent, srm_link_t *link,
     srm_link_close(agent, link, SRM_LOG_WARN,
                    "frame type %u (length %u) not expected on a ready link",
                    hdr->type, hdr->length);
-    return -1;
+    return UCS_ERR_CONNECTION_RESET;
 }
 
-/* Handles the complete frames in the input buffer; -1 if the link died. */
-static int srm_link_parse(srm_agent_t *agent, srm_link_t *link)
+/* Handles the complete frames in the input buffer; UCS_ERR_CONNECTION_RESET
+ * if the link was closed. */
+static ucs_status_t srm_link_parse(srm_agent_t *agent, srm_link_t *link)
 {
     size_t offset = 0, size;
     srm_frame_status_t status;
     srm_frame_hdr_t hdr;
     const uint8_t *payload;
-    int ret;
+    ucs_status_t frame_status;
 
     link->in_blocked = 0;
     for (;;) {
@@ -99,7 +103,7 @@ static int srm_link_parse(srm_agent_t *agent, srm_link_t *link)
                            "malformed frame: %s (type %u, version %u)",
                            srm_frame_status_str(status), hdr.type,
                            hdr.version);
-            return -1;
+            return UCS_ERR_CONNECTION_RESET;
         }
         if (size == 0) {
             /* The rest of the frame is still on its way: maybe straight
@@ -114,15 +118,16 @@ static int srm_link_parse(srm_agent_t *agent, srm_link_t *link)
         }
         payload = link->in_buf + offset + sizeof(hdr);
         if (link->state == SRM_LINK_READY) {
-            ret = srm_link_on_frame(agent, link, &hdr, payload);
-            if (ret < 0) {
-                return -1;
-            } else if (ret == 0) {
+            frame_status = srm_link_on_frame(agent, link, &hdr, payload);
+            if (frame_status == UCS_ERR_NO_RESOURCE) {
                 link->in_blocked = 1;
                 break;
+            } else if (frame_status != UCS_OK) {
+                return frame_status;
             }
-        } else if (srm_link_on_handshake(agent, link, &hdr, payload) != 0) {
-            return -1;
+        } else if (srm_link_on_handshake(agent, link, &hdr, payload) !=
+                   UCS_OK) {
+            return UCS_ERR_CONNECTION_RESET;
         }
         offset += size;
     }
@@ -134,10 +139,10 @@ static int srm_link_parse(srm_agent_t *agent, srm_link_t *link)
         link->endpoint_unread = 0;
         return srm_link_read_endpoint(agent, link);
     }
-    return 0;
+    return UCS_OK;
 }
 
-int srm_link_read_endpoint(srm_agent_t *agent, srm_link_t *link)
+ucs_status_t srm_link_read_endpoint(srm_agent_t *agent, srm_link_t *link)
 {
     struct iovec iov[2];
     char why[128];
@@ -156,11 +161,11 @@ int srm_link_read_endpoint(srm_agent_t *agent, srm_link_t *link)
                            link->wire->why(&link->conn, errno, why,
                                            sizeof(why)),
                            "%s", why);
-            return -1;
+            return UCS_ERR_CONNECTION_RESET;
         }
         if ((got == 0) && ((link->wire->pending(&link->conn) == 0) ||
                            (link->in_len == SRM_LINK_IN_BUF))) {
-            return 0;
+            return UCS_OK;
         }
         if (link->muted) {
             srm_place_cancel(link);
@@ -168,11 +173,11 @@ int srm_link_read_endpoint(srm_agent_t *agent, srm_link_t *link)
         }
         link->last_rx  = srm_agent_now();
         link->in_len  += srm_place_fill(agent, link, (size_t)got);
-        if (srm_link_parse(agent, link) != 0) {
-            return -1;
+        if (srm_link_parse(agent, link) != UCS_OK) {
+            return UCS_ERR_CONNECTION_RESET;
         }
     }
-    return 0;
+    return UCS_OK;
 }
 
 /* On completions, the link's socket carries nothing after the handshake
@@ -260,7 +265,7 @@ unsigned srm_link_progress(srm_agent_t *agent)
     unsigned count = 0, i;
     srm_node_t *node;
     srm_link_t *link;
-    int ret;
+    ucs_status_t status;
 
     for (i = 0; i < agent->num_links; ++i) {
         link = agent->links[i];
@@ -272,11 +277,12 @@ unsigned srm_link_progress(srm_agent_t *agent)
             srm_lane_enter(agent, node);
         }
         /* Entering may close it. */
-        ret = (agent->links[i] == link) ? srm_link_parse(agent, link) : -1;
+        status = (agent->links[i] == link) ? srm_link_parse(agent, link) :
+                                             UCS_ERR_CONNECTION_RESET;
         if (node != NULL) {
             srm_lane_leave(agent, node);
         }
-        if ((ret == 0) && !link->in_blocked) {
+        if ((status == UCS_OK) && !link->in_blocked) {
             ++count;
             if (srm_link_on_completions(link)) {
                 srm_link_read_endpoint(agent, link); /* no event will come */

@@ -17,7 +17,7 @@ static size_t srm_mirror_round(size_t min_size)
     return size;
 }
 
-int srm_mirror_create(srm_mirror_t *mirror, size_t min_size)
+ucs_status_t srm_mirror_create(srm_mirror_t *mirror, size_t min_size)
 {
     size_t size;
     uint8_t *base;
@@ -28,12 +28,12 @@ int srm_mirror_create(srm_mirror_t *mirror, size_t min_size)
     mirror->size = 0;
     if (min_size > SRM_MIRROR_MAX_SIZE) {
         errno = EINVAL;
-        return -1;
+        return UCS_ERR_EXCEEDS_LIMIT;
     }
     size = srm_mirror_round(min_size);
     fd   = memfd_create("srm-stream", MFD_CLOEXEC);
     if (fd < 0) {
-        return -1;
+        return UCS_ERR_NO_MEMORY;
     }
     /* Address space for both halves first, so that nothing else can be
      * mapped between them. */
@@ -55,11 +55,11 @@ int srm_mirror_create(srm_mirror_t *mirror, size_t min_size)
     close(fd); /* the mappings keep the memory */
     if (base == MAP_FAILED) {
         errno = saved;
-        return -1;
+        return UCS_ERR_NO_MEMORY;
     }
     mirror->base = base;
     mirror->size = size;
-    return 0;
+    return UCS_OK;
 }
 
 void srm_mirror_destroy(srm_mirror_t *mirror)

@@ -10,6 +10,8 @@
 #ifndef SRM_MIRROR_H
 #define SRM_MIRROR_H
 
+#include <ucs/type/status.h>
+
 #include <stddef.h>
 #include <stdint.h>
 
@@ -19,8 +21,9 @@ typedef struct srm_mirror {
 } srm_mirror_t;
 
 /* A mirror of at least min_size bytes (rounded up to a power of two and to
- * the page size). 0, or -1 with errno. */
-int srm_mirror_create(srm_mirror_t *mirror, size_t min_size);
+ * the page size). UCS_ERR_EXCEEDS_LIMIT over SRM_MIRROR_MAX_SIZE,
+ * UCS_ERR_NO_MEMORY when the system refuses (errno says why). */
+ucs_status_t srm_mirror_create(srm_mirror_t *mirror, size_t min_size);
 
 /* Unmaps it (nothing if it has none) and leaves it empty. */
 void srm_mirror_destroy(srm_mirror_t *mirror);

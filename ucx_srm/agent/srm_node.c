@@ -88,11 +88,7 @@ srm_node_t *srm_node_create(srm_agent_t *agent, uint64_t node_id,
     memcpy(node->wire, wire, sizeof(node->wire));
     node->index   = agent->num_nodes;
     for (kind = 0; kind < SRM_CHANNEL_KINDS; ++kind) {
-        if (srm_channel_init(agent, &node->chan[kind]) != 0) {
-            srm_channel_cleanup(agent, &node->chan[0]);
-            free(node);
-            return NULL;
-        }
+        srm_channel_init(agent, &node->chan[kind]);
     }
     srm_node_set_state(node, SRM_NODE_INIT, srm_agent_now());
     node->down_since = node->state_since;

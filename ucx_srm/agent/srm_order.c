@@ -129,22 +129,24 @@ int srm_order_refused(srm_node_t *node, uint32_t src_port)
     return (order != NULL) && order->refused;
 }
 
-int srm_order_deliver(srm_agent_t *agent, srm_node_t *node,
-                      srm_order_t *order, const srm_frame_hdr_t *hdr,
-                      const void *payload)
+ucs_status_t srm_order_deliver(srm_agent_t *agent, srm_node_t *node,
+                               srm_order_t *order, const srm_frame_hdr_t *hdr,
+                               const void *payload)
 {
-    int delivered;
+    ucs_status_t status;
 
     if (order->refused) {
         node->miskeyed++; /* counted with the misses that refused it */
-        return 1;
+        return UCS_OK;
     }
-    delivered = srm_deliver_to_port(agent, node, hdr, payload);
-    if (delivered != -2) {
-        return delivered != 0;
+    status = srm_deliver_to_port(agent, node, hdr, payload);
+    if (status == UCS_ERR_NO_RESOURCE) {
+        return status;
+    } else if (status != UCS_ERR_REJECTED) {
+        return UCS_OK; /* delivered, or dropped: no such port */
     }
     srm_order_miss(agent, node, order);
-    return 1;
+    return UCS_OK;
 }
 
 /* Delivers the held frames that are now next in order. */
@@ -160,8 +162,8 @@ static unsigned srm_order_release(srm_agent_t *agent, srm_node_t *node,
              * let it stand in front of the frames after it. */
             node->bad_frames++;
         } else if ((held->hdr.seq != order->expected) ||
-                   !srm_order_deliver(agent, node, order, &held->hdr,
-                                      held->payload)) {
+                   (srm_order_deliver(agent, node, order, &held->hdr,
+                                      held->payload) != UCS_OK)) {
             break;
         } else {
             order->expected++;
@@ -188,17 +190,17 @@ unsigned srm_order_release_all(srm_agent_t *agent, srm_node_t *node)
     return count;
 }
 
-int srm_order_hold(srm_node_t *node, srm_order_t *order, int kind,
-                   const srm_frame_hdr_t *hdr, const void *payload)
+ucs_status_t srm_order_hold(srm_node_t *node, srm_order_t *order, int kind,
+                            const srm_frame_hdr_t *hdr, const void *payload)
 {
     srm_held_frame_t *held, **pos;
 
     if ((node->held_bytes + hdr->length) > SRM_ORDER_HELD_LIMIT) {
-        return 0;
+        return UCS_ERR_NO_RESOURCE;
     }
     held = malloc(sizeof(*held) + hdr->length);
     if (held == NULL) {
-        return 0;
+        return UCS_ERR_NO_RESOURCE;
     }
     held->hdr  = *hdr;
     held->kind = kind;
@@ -211,7 +213,7 @@ int srm_order_hold(srm_node_t *node, srm_order_t *order, int kind,
     *pos              = held;
     node->held_bytes += hdr->length;
     node->reordered++;
-    return 1;
+    return UCS_OK;
 }
 
 void srm_order_advance(srm_agent_t *agent, srm_node_t *node,

@@ -79,10 +79,10 @@ static srm_region_t *srm_regions_free_slot(srm_regions_t *mem)
     return &mem->regions[i];
 }
 
-int srm_regions_add(srm_regions_t *mem, uint32_t owner, int fd,
-                    uint64_t client_addr, uint64_t length,
-                    srm_wire_verbs_dev_t *const devs[SRM_WIRE_PATHS],
-                    const srm_region_t **region_p)
+ucs_status_t srm_regions_add(srm_regions_t *mem, uint32_t owner, int fd,
+                             uint64_t client_addr, uint64_t length,
+                             srm_wire_verbs_dev_t *const devs[SRM_WIRE_PATHS],
+                             const srm_region_t **region_p)
 {
     srm_region_t *region;
     unsigned i;
@@ -93,12 +93,12 @@ int srm_regions_add(srm_regions_t *mem, uint32_t owner, int fd,
         (client_addr + length < client_addr) ||
         (srm_fd_check_sealed(fd, length) != 0)) {
         errno = EINVAL;
-        return -1;
+        return UCS_ERR_INVALID_PARAM;
     }
 
     addr = mmap(NULL, length, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
     if (addr == MAP_FAILED) {
-        return -1;
+        return UCS_ERR_NO_MEMORY;
     }
     region = srm_regions_free_slot(mem);
     if ((region == NULL) ||
@@ -107,7 +107,7 @@ int srm_regions_add(srm_regions_t *mem, uint32_t owner, int fd,
         saved = errno;
         munmap(addr, length);
         errno = saved;
-        return -1;
+        return UCS_ERR_NO_RESOURCE;
     }
     mem->generation = (mem->generation + 1 == 0) ? 1 : mem->generation + 1;
     region->generation  = mem->generation;
@@ -131,11 +131,11 @@ int srm_regions_add(srm_regions_t *mem, uint32_t owner, int fd,
                      srm_wire_verbs_dev_name(devs[i]));
             srm_regions_release(mem, region);
             errno = saved;
-            return -1;
+            return UCS_ERR_IO_ERROR;
         }
     }
     *region_p = region;
-    return 0;
+    return UCS_OK;
 }
 
 /* Removed: released now, or by the last RDMA operation that holds it. */
@@ -184,18 +184,18 @@ static srm_region_t *srm_regions_slot(srm_regions_t *mem, uint32_t owner,
     return region;
 }
 
-int srm_regions_remove(srm_regions_t *mem, uint32_t owner, uint32_t id,
-                       uint32_t generation)
+ucs_status_t srm_regions_remove(srm_regions_t *mem, uint32_t owner, uint32_t id,
+                                uint32_t generation)
 {
     srm_region_t *region = srm_regions_slot(mem, owner, id, generation);
 
     if (region == NULL) {
         mem->rejected++;
         errno = ENOENT;
-        return -1;
+        return UCS_ERR_NO_ELEM;
     }
     srm_regions_retire(mem, region);
-    return 0;
+    return UCS_OK;
 }
 
 uint64_t srm_regions_owner_bytes(const srm_regions_t *mem, uint32_t owner)

@@ -16,6 +16,8 @@
 #include <ucx_srm/common/srm_address.h>
 #include <ucx_srm/wire/srm_wire_verbs.h>
 
+#include <ucs/type/status.h>
+
 #include <stddef.h>
 #include <stdint.h>
 
@@ -54,18 +56,21 @@ void srm_regions_cleanup(srm_regions_t *mem);
 /*
  * Maps length bytes of fd (a memfd sealed against shrinking), which its
  * owner has at client_addr, and registers the mapping in every device of
- * devs that is not NULL. 0 and *region_p, or -1 with errno: EINVAL (range,
- * size, seals), ENOSPC (registry full), ENOMEM, or the registration's error.
+ * devs that is not NULL: UCS_OK and *region_p. Otherwise errno also says
+ * why, for the client's reply: UCS_ERR_INVALID_PARAM (EINVAL: range, size,
+ * seals), UCS_ERR_NO_MEMORY (the mapping), UCS_ERR_NO_RESOURCE (ENOSPC:
+ * registry full), UCS_ERR_IO_ERROR (the registration's error).
  */
-int srm_regions_add(srm_regions_t *mem, uint32_t owner, int fd,
-                    uint64_t client_addr, uint64_t length,
-                    srm_wire_verbs_dev_t *const devs[SRM_WIRE_PATHS],
-                    const srm_region_t **region_p);
+ucs_status_t srm_regions_add(srm_regions_t *mem, uint32_t owner, int fd,
+                             uint64_t client_addr, uint64_t length,
+                             srm_wire_verbs_dev_t *const devs[SRM_WIRE_PATHS],
+                             const srm_region_t **region_p);
 
 /* Deregisters and unmaps owner's region id/generation (once no RDMA holds
- * it); -1 (ENOENT) if there is no such live region of that owner. */
-int srm_regions_remove(srm_regions_t *mem, uint32_t owner, uint32_t id,
-                       uint32_t generation);
+ * it); UCS_ERR_NO_ELEM (errno ENOENT) if there is no such live region of
+ * that owner. */
+ucs_status_t srm_regions_remove(srm_regions_t *mem, uint32_t owner, uint32_t id,
+                                uint32_t generation);
 
 /* Removes every region of owner (its connection is gone); how many. */
 unsigned srm_regions_remove_owner(srm_regions_t *mem, uint32_t owner);

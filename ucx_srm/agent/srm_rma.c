@@ -139,7 +139,7 @@ static int srm_rma_forward(srm_agent_t *agent, srm_client_t *src,
     fwd.length      = req->length;
     fwd.peer_addr   = (uintptr_t)srm_region_agent_addr(local, req->local_addr);
     if (srm_channel_send_rma(agent, node, SRM_FRAME_RMA_REMOTE, src->port,
-                             &fwd, sizeof(fwd)) != 0) {
+                             &fwd, sizeof(fwd)) != UCS_OK) {
         return ENOMEM;
     }
     op->served = 0;
@@ -313,7 +313,8 @@ srm_sched_result_t srm_rma_request(srm_agent_t *agent, srm_client_t *src,
     }
     /* No room for the answer: the request stays in the ring and runs
      * again later, which a copy between registered regions allows. */
-    if (srm_deliver_to_port(agent, NULL, &done_hdr, &done) == 0) {
+    if (srm_deliver_to_port(agent, NULL, &done_hdr, &done) ==
+        UCS_ERR_NO_RESOURCE) {
         src->stats.blocked++;
         return SRM_SCHED_BLOCKED;
     }
@@ -338,7 +339,7 @@ static int srm_rma_answer_node(srm_agent_t *agent, srm_rma_inflight_t *op)
     done.status = op->status;
     if ((op->node->state != SRM_NODE_INVALID) &&
         (srm_channel_send_rma(agent, op->node, SRM_FRAME_RMA_REMOTE_DONE, 0,
-                              &done, sizeof(done)) != 0)) {
+                              &done, sizeof(done)) != UCS_OK)) {
         return 0;
     }
     agent->stats.rma_served++;
@@ -361,7 +362,8 @@ static int srm_rma_answer_client(srm_agent_t *agent, srm_rma_inflight_t *op)
         memset(&done, 0, sizeof(done));
         done.cookie = op->cookie;
         done.status = op->status;
-        if (srm_deliver_to_port(agent, NULL, &hdr, &done) == 0) {
+        if (srm_deliver_to_port(agent, NULL, &hdr, &done) ==
+            UCS_ERR_NO_RESOURCE) {
             return 0;
         }
     }
@@ -415,7 +417,7 @@ static int srm_rma_serve_post(srm_agent_t *agent, srm_link_t *from,
     srm_region_t *region;
     unsigned index, dev;
     uint32_t rkey;
-    int ret;
+    ucs_status_t status;
 
     if (((req->op != SRM_RMA_PUT) && (req->op != SRM_RMA_GET)) ||
         (req->length > UINT32_MAX)) {
@@ -455,14 +457,14 @@ static int srm_rma_serve_post(srm_agent_t *agent, srm_link_t *from,
     }
     op->gen++;
     /* A PUT brings the requester's bytes here: a READ of them. */
-    ret = link->wire->rdma(&link->conn, req->op == SRM_RMA_GET,
+    status = link->wire->rdma(&link->conn, req->op == SRM_RMA_GET,
                            srm_region_agent_addr(region, req->remote_addr),
                            srm_wire_verbs_mr_lkey(region->mr[dev]),
                            req->peer_addr, rkey, (uint32_t)req->length,
                            srm_rma_op_id(agent, op));
-    if (ret == 0) {
+    if (status == UCS_ERR_NO_RESOURCE) {
         return SRM_RMA_BLOCKED;
-    } else if (ret < 0) {
+    } else if (status != UCS_OK) {
         return EIO; /* the link notices its queue pair failed */
     }
     op->served = 1;
@@ -471,34 +473,34 @@ static int srm_rma_serve_post(srm_agent_t *agent, srm_link_t *from,
     return srm_rma_op_posted(agent, op, node, link, region, req->length);
 }
 
-int srm_rma_serve(srm_agent_t *agent, srm_link_t *from,
-                  const srm_frame_hdr_t *hdr, const void *payload)
+ucs_status_t srm_rma_serve(srm_agent_t *agent, srm_link_t *from,
+                           const srm_frame_hdr_t *hdr, const void *payload)
 {
     srm_node_t *node = from->node;
     srm_rma_remote_done_t done;
     srm_rma_remote_t req;
-    int status;
+    int error; /* the errno the requester is answered with */
 
     memcpy(&req, payload, sizeof(req));
-    status = srm_rma_serve_post(agent, from, hdr, &req);
-    if (status == SRM_RMA_BLOCKED) {
-        return 0;
-    } else if (status == SRM_RMA_POSTED) {
-        return 1;
+    error = srm_rma_serve_post(agent, from, hdr, &req);
+    if (error == SRM_RMA_BLOCKED) {
+        return UCS_ERR_NO_RESOURCE;
+    } else if (error == SRM_RMA_POSTED) {
+        return UCS_OK;
     }
     srm_debug("node %u port %u: RMA on region %u.%u refused: %s",
               node->index, hdr->src_port, req.region_id, req.generation,
-              strerror(status));
+              strerror(error));
     memset(&done, 0, sizeof(done));
     done.id     = req.id;
-    done.status = status;
+    done.status = error;
     if (srm_channel_send_rma(agent, node, SRM_FRAME_RMA_REMOTE_DONE, 0, &done,
-                             sizeof(done)) != 0) {
-        return 0; /* out of memory: the request is read again later */
+                             sizeof(done)) != UCS_OK) {
+        return UCS_ERR_NO_RESOURCE; /* out of memory: read again later */
     }
-    node->miskeyed += (status == EACCES);
+    node->miskeyed += (error == EACCES);
     agent->stats.rma_served++;
-    return 1;
+    return UCS_OK;
 }
 
 void srm_rma_remote_done(srm_agent_t *agent, srm_node_t *node,
@@ -574,7 +576,7 @@ unsigned srm_rma_progress(srm_agent_t *agent)
         if ((link == NULL) || !srm_wire_can(link->wire, SRM_WIRE_CAP_RDMA)) {
             continue;
         }
-        if (link->wire->poll(&link->conn) != 0) {
+        if (link->wire->poll(&link->conn) != UCS_OK) {
             /* Close it before its failures are answered: a client that
              * tries again at once must find the standby, not this one. */
             srm_link_close(agent, link,

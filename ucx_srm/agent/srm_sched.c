@@ -3,19 +3,19 @@
 #include <stdlib.h>
 #include <string.h>
 
-int srm_sched_keep(srm_sched_queue_t *queue, uint32_t *id)
+ucs_status_t srm_sched_keep(srm_sched_queue_t *queue, uint32_t *id)
 {
     unsigned slot;
 
     if (queue->kept_count == SRM_SCHED_KEPT_MAX) {
-        return -1;
+        return UCS_ERR_EXCEEDS_LIMIT;
     }
     *id                      = queue->kept_first + queue->kept_count++;
     slot                     = *id % SRM_SCHED_KEPT_MAX;
     queue->kept_at[slot]     = queue->ring.local; /* the frame being peeked */
     queue->kept_freed[slot]  = 0;
     queue->ring.keeping      = 1;
-    return 0;
+    return UCS_OK;
 }
 
 int srm_sched_free_kept(srm_sched_queue_t *queue, uint32_t id)
@@ -56,7 +56,7 @@ void srm_sched_cleanup(srm_sched_t *sched)
     sched->count  = 0;
 }
 
-int srm_sched_add(srm_sched_t *sched, srm_sched_queue_t *queue)
+ucs_status_t srm_sched_add(srm_sched_t *sched, srm_sched_queue_t *queue)
 {
     srm_sched_queue_t **queues;
     unsigned capacity;
@@ -65,7 +65,7 @@ int srm_sched_add(srm_sched_t *sched, srm_sched_queue_t *queue)
         capacity = (sched->capacity == 0) ? 16 : (sched->capacity * 2);
         queues   = realloc(sched->queues, capacity * sizeof(*queues));
         if (queues == NULL) {
-            return -1;
+            return UCS_ERR_NO_MEMORY;
         }
         sched->queues   = queues;
         sched->capacity = capacity;
@@ -75,7 +75,7 @@ int srm_sched_add(srm_sched_t *sched, srm_sched_queue_t *queue)
     queue->index                = sched->count;
     sched->queues[sched->count] = queue;
     ++sched->count;
-    return 0;
+    return UCS_OK;
 }
 
 void srm_sched_remove(srm_sched_t *sched, srm_sched_queue_t *queue)

@@ -11,6 +11,8 @@
 
 #include <ucx_srm/common/srm_ring.h>
 
+#include <ucs/type/status.h>
+
 #include <stddef.h>
 
 #define SRM_SCHED_KEPT_MAX 64u /* frames a queue keeps in its ring at once */
@@ -57,9 +59,10 @@ typedef struct srm_sched {
 /*
  * From the deliver callback: the frame being delivered stays in the ring
  * (its payload is read from there later) until srm_sched_free_kept(*id).
- * -1 if the queue keeps SRM_SCHED_KEPT_MAX frames already.
+ * UCS_ERR_EXCEEDS_LIMIT if the queue keeps SRM_SCHED_KEPT_MAX frames
+ * already.
  */
-int srm_sched_keep(srm_sched_queue_t *queue, uint32_t *id);
+ucs_status_t srm_sched_keep(srm_sched_queue_t *queue, uint32_t *id);
 
 /* The kept frame may go. Returns 1 if the ring's tail moved (its producer
  * has more room), 0 if an older frame still holds it. */
@@ -76,7 +79,7 @@ static inline uint64_t srm_sched_kept_span(const srm_sched_queue_t *queue)
 
 void srm_sched_init(srm_sched_t *sched, size_t quantum, size_t max_payload);
 void srm_sched_cleanup(srm_sched_t *sched);
-int srm_sched_add(srm_sched_t *sched, srm_sched_queue_t *queue);
+ucs_status_t srm_sched_add(srm_sched_t *sched, srm_sched_queue_t *queue);
 void srm_sched_remove(srm_sched_t *sched, srm_sched_queue_t *queue);
 
 /*

@@ -61,7 +61,7 @@ static void srmd_on_signal(int signo)
     srmd_agent.stop = 1;
 }
 
-static int srmd_read_config(srm_agent_t *agent)
+static ucs_status_t srmd_read_config(srm_agent_t *agent)
 {
     ucs_status_t status;
 
@@ -70,20 +70,20 @@ static int srmd_read_config(srm_agent_t *agent)
     if (status != UCS_OK) {
         fprintf(stderr, "srmd: invalid UCX_SRM_* setting: %s\n",
                 ucs_status_string(status));
-        return -1;
+        return status;
     }
     status = srm_ucx_config_fill(&agent->config, srm_agent_config_table,
                                  "UCX_", SRM_CONFIG_PREFIX);
     if (status != UCS_OK) {
         fprintf(stderr, "srmd: invalid UCX_SRM_* setting: %s\n",
                 ucs_status_string(status));
-        return -1;
+        return status;
     }
     if (agent->config.quantum < 64) {
         fprintf(stderr, "srmd: UCX_SRM_QUANTUM must be at least 64 bytes\n");
-        return -1;
+        return status;
     }
-    return 0;
+    return UCS_OK;
 }
 
 /*
@@ -127,18 +127,18 @@ err:
  * Forks; the parent waits for the child's word (0: serving, else failed)
  * and exits with it, so whoever started us knows the socket is ready.
  */
-static int srmd_daemonize(int *ready_fd)
+static ucs_status_t srmd_daemonize(int *ready_fd)
 {
     int pipefd[2], null_fd;
     char status = 1;
     pid_t pid;
 
     if (pipe2(pipefd, O_CLOEXEC) != 0) {
-        return -1;
+        return UCS_ERR_IO_ERROR;
     }
     pid = fork();
     if (pid < 0) {
-        return -1;
+        return UCS_ERR_IO_ERROR;
     } else if (pid > 0) {
         close(pipefd[1]);
         if (read(pipefd[0], &status, 1) != 1) {
@@ -159,7 +159,7 @@ static int srmd_daemonize(int *ready_fd)
         close(null_fd);
     }
     *ready_fd = pipefd[1];
-    return 0;
+    return UCS_OK;
 }
 
 static void srmd_report_ready(int *ready_fd, char status)
@@ -195,6 +195,7 @@ int main(int argc, char **argv)
     char default_log[PATH_MAX], hostname[64];
     struct sigaction sa;
     FILE *log_file = NULL;
+    ucs_status_t status;
 
     while ((c = getopt_long(argc, argv, "s:dial:vqcVh", options, NULL)) !=
            -1) {
@@ -220,7 +221,7 @@ int main(int argc, char **argv)
         return 1;
     }
 
-    if (srmd_read_config(agent) != 0) {
+    if (srmd_read_config(agent) != UCS_OK) {
         return 1;
     }
     if (print_config) {
@@ -267,7 +268,7 @@ int main(int argc, char **argv)
     }
     srm_log_init("srmd", level, log_file);
 
-    if (daemonize && (srmd_daemonize(&ready_fd) != 0)) {
+    if (daemonize && (srmd_daemonize(&ready_fd) != UCS_OK)) {
         srm_error("cannot daemonize: %m");
         return 1;
     }
@@ -281,20 +282,21 @@ int main(int argc, char **argv)
     sigaction(SIGINT, &sa, NULL);
     signal(SIGPIPE, SIG_IGN);
 
-    if (srm_agent_init(agent) != 0) {
-        ret = (errno == EADDRINUSE) ? 0 : 1;
+    status = srm_agent_init(agent);
+    if (status != UCS_OK) {
+        ret = (status == UCS_ERR_ALREADY_EXISTS) ? 0 : 1;
         srmd_report_ready(&ready_fd, (char)ret);
         srm_agent_cleanup(agent);
         return ret;
     }
     srmd_report_ready(&ready_fd, 0);
 
-    ret = srm_agent_run(agent);
+    srm_agent_run(agent);
     srm_info("stopping: %u clients attached, %llu frames moved",
              agent->num_clients, (unsigned long long)agent->stats.frames);
     srm_agent_cleanup(agent);
     ucs_config_parser_release_opts(&agent->config, srm_agent_config_table);
     ucs_config_parser_release_opts(&agent->node_config,
                                    srm_node_config_table);
-    return ret;
+    return 0;
 }

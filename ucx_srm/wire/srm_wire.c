@@ -46,9 +46,9 @@ static size_t srm_wire_tcp_pending(const srm_wire_conn_t *conn)
     return 0; /* the socket says when there is more */
 }
 
-static int srm_wire_tcp_poll(srm_wire_conn_t *conn)
+static ucs_status_t srm_wire_tcp_poll(srm_wire_conn_t *conn)
 {
-    return 0;
+    return UCS_OK;
 }
 
 static srm_log_level_t srm_wire_tcp_why(const srm_wire_conn_t *conn, int err,
@@ -62,10 +62,11 @@ static srm_log_level_t srm_wire_tcp_why(const srm_wire_conn_t *conn, int err,
     return SRM_LOG_WARN;
 }
 
-static int srm_wire_tcp_conn_retransmits(const srm_wire_conn_t *conn,
-                                         uint32_t *count)
+static ucs_status_t srm_wire_tcp_conn_retransmits(const srm_wire_conn_t *conn,
+                                                  uint32_t *count)
 {
-    return srm_wire_tcp_retransmits(conn->fd, count);
+    return (srm_wire_tcp_retransmits(conn->fd, count) == 0) ?
+                   UCS_OK : UCS_ERR_IO_ERROR;
 }
 
 static void srm_wire_tcp_drain(srm_wire_conn_t *conn, double timeout)
@@ -118,13 +119,14 @@ const srm_wire_ops_t srm_wire_tcp_ops = {
 
 /* ---------------------------------------------------------------- verbs */
 
-static int srm_wire_verbs_conn_make(srm_wire_conn_t *conn,
-                                    srm_wire_verbs_dev_t *dev, unsigned owner)
+static ucs_status_t srm_wire_verbs_conn_make(srm_wire_conn_t *conn,
+                                             srm_wire_verbs_dev_t *dev,
+                                             unsigned owner)
 {
     if (conn->qp == NULL) {
         conn->qp = srm_wire_verbs_qp_create(dev, owner);
     }
-    return (conn->qp != NULL) ? 0 : -1;
+    return (conn->qp != NULL) ? UCS_OK : UCS_ERR_IO_ERROR;
 }
 
 static void srm_wire_verbs_conn_local(const srm_wire_conn_t *conn,
@@ -136,10 +138,11 @@ static void srm_wire_verbs_conn_local(const srm_wire_conn_t *conn,
     }
 }
 
-static int srm_wire_verbs_conn_connect(srm_wire_conn_t *conn,
-                                       const srm_hello_qp_t *peer)
+static ucs_status_t srm_wire_verbs_conn_connect(srm_wire_conn_t *conn,
+                                                const srm_hello_qp_t *peer)
 {
-    return srm_wire_verbs_qp_connect(conn->qp, peer);
+    return (srm_wire_verbs_qp_connect(conn->qp, peer) == 0) ?
+                   UCS_OK : UCS_ERR_IO_ERROR;
 }
 
 static ssize_t srm_wire_verbs_conn_sendv(srm_wire_conn_t *conn,
@@ -163,9 +166,10 @@ static size_t srm_wire_verbs_conn_pending(const srm_wire_conn_t *conn)
 
 /* A link on the verbs wire whose queue pair is not made yet (or could
  * not be) has nothing to poll, nor RDMA to collect. */
-static int srm_wire_verbs_conn_poll(srm_wire_conn_t *conn)
+static ucs_status_t srm_wire_verbs_conn_poll(srm_wire_conn_t *conn)
 {
-    return (conn->qp != NULL) ? srm_wire_verbs_qp_poll(conn->qp) : 0;
+    return ((conn->qp == NULL) || (srm_wire_verbs_qp_poll(conn->qp) == 0)) ?
+                   UCS_OK : UCS_ERR_IO_ERROR;
 }
 
 static srm_log_level_t srm_wire_verbs_conn_why(const srm_wire_conn_t *conn,
@@ -176,10 +180,10 @@ static srm_log_level_t srm_wire_verbs_conn_why(const srm_wire_conn_t *conn,
     return SRM_LOG_WARN;
 }
 
-static int srm_wire_verbs_conn_retransmits(const srm_wire_conn_t *conn,
-                                           uint32_t *count)
+static ucs_status_t srm_wire_verbs_conn_retransmits(const srm_wire_conn_t *conn,
+                                                    uint32_t *count)
 {
-    return -1; /* the device retries by itself */
+    return UCS_ERR_UNSUPPORTED; /* the device retries by itself */
 }
 
 static void srm_wire_verbs_conn_drain(srm_wire_conn_t *conn, double timeout)
@@ -196,12 +200,16 @@ static int srm_wire_verbs_conn_fail(srm_wire_conn_t *conn, const char **what)
     return 0;
 }
 
-static int srm_wire_verbs_conn_rdma(srm_wire_conn_t *conn, int write,
-                                    void *local, uint32_t lkey, uint64_t remote,
-                                    uint32_t rkey, uint32_t length, uint64_t id)
+static ucs_status_t srm_wire_verbs_conn_rdma(srm_wire_conn_t *conn, int write,
+                                             void *local, uint32_t lkey,
+                                             uint64_t remote, uint32_t rkey,
+                                             uint32_t length, uint64_t id)
 {
-    return srm_wire_verbs_qp_rdma(conn->qp, write, local, lkey, remote, rkey,
-                                  length, id);
+    int ret = srm_wire_verbs_qp_rdma(conn->qp, write, local, lkey, remote,
+                                     rkey, length, id);
+
+    return (ret > 0) ? UCS_OK : (ret == 0) ? UCS_ERR_NO_RESOURCE :
+                                             UCS_ERR_IO_ERROR;
 }
 
 static int srm_wire_verbs_conn_rdma_next(srm_wire_conn_t *conn, uint64_t *id,

@@ -15,6 +15,8 @@
 #include <ucx_srm/common/srm_log.h>
 #include <ucx_srm/wire/srm_wire_verbs.h>
 
+#include <ucs/type/status.h>
+
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -42,8 +44,10 @@ typedef struct srm_wire_conn {
 } srm_wire_conn_t;
 
 /*
- * Every function returns as the wire functions do: sizes (0: no room or
- * nothing now), and -1 with errno (or the endpoint's error) on failure.
+ * What can fail returns ucs_status_t, as everywhere in the agent (errno, where
+ * the failure was a system call's, says more: logs print it with %m).
+ * sendv and recvv move bytes and return how many (0: no room or nothing
+ * now), or -1 with errno, as writev and readv do. Questions return 0 or 1.
  */
 typedef struct srm_wire_ops {
     const char *name;
@@ -52,11 +56,12 @@ typedef struct srm_wire_ops {
 
     /* The endpoint, made and left unconnected until the peer is proven;
      * `dev` is the path's device, `owner` what its events name. */
-    int (*make)(srm_wire_conn_t *conn, srm_wire_verbs_dev_t *dev,
-                unsigned owner);
+    ucs_status_t (*make)(srm_wire_conn_t *conn, srm_wire_verbs_dev_t *dev,
+                         unsigned owner);
     /* What our HELLO says of the endpoint (zero without one). */
     void (*local)(const srm_wire_conn_t *conn, srm_hello_qp_t *info);
-    int (*connect)(srm_wire_conn_t *conn, const srm_hello_qp_t *peer);
+    ucs_status_t (*connect)(srm_wire_conn_t *conn,
+                            const srm_hello_qp_t *peer);
 
     /* mrs[i], where not NULL, registers iov[i] with the endpoint's device:
      * a wire that can sends those bytes in place (srm_wire_verbs.h). */
@@ -67,22 +72,28 @@ typedef struct srm_wire_ops {
                      int iovcnt);
     /* Received and not yet taken by recvv. */
     size_t (*pending)(const srm_wire_conn_t *conn);
-    /* Takes the completions that are there; -1 once the endpoint failed. */
-    int (*poll)(srm_wire_conn_t *conn);
+    /* Takes the completions that are there; UCS_ERR_IO_ERROR once the
+     * endpoint failed (why() says how). */
+    ucs_status_t (*poll)(srm_wire_conn_t *conn);
     /* Why the last recvv or poll failed, and how loudly to say it. */
     srm_log_level_t (*why)(const srm_wire_conn_t *conn, int err, char *buf,
                            size_t size);
-    /* The kernel's count of retransmitted segments; -1 if unknown. */
-    int (*retransmits)(const srm_wire_conn_t *conn, uint32_t *count);
+    /* The kernel's count of retransmitted segments; UCS_ERR_UNSUPPORTED if
+     * the wire has none (SRM_WIRE_CAP_RETRANS). */
+    ucs_status_t (*retransmits)(const srm_wire_conn_t *conn,
+                                uint32_t *count);
     /* Waits up to `timeout` seconds for what was posted to go out. */
     void (*drain)(srm_wire_conn_t *conn, double timeout);
     /* Fault injection: fails as the wire itself would, and says how in
      * *what; 1 if the caller must close the connection now for that. */
     int (*fail)(srm_wire_conn_t *conn, const char **what);
 
-    /* One-sided operations (SRM_WIRE_CAP_RDMA), srm_wire_verbs.h. */
-    int (*rdma)(srm_wire_conn_t *conn, int write, void *local, uint32_t lkey,
-                uint64_t remote, uint32_t rkey, uint32_t length, uint64_t id);
+    /* One-sided operations (SRM_WIRE_CAP_RDMA), srm_wire_verbs.h: posted,
+     * UCS_ERR_NO_RESOURCE (no slot free now), or UCS_ERR_IO_ERROR. */
+    ucs_status_t (*rdma)(srm_wire_conn_t *conn, int write, void *local,
+                         uint32_t lkey, uint64_t remote, uint32_t rkey,
+                         uint32_t length, uint64_t id);
+    /* Whether an operation completed: its id, and whether it succeeded. */
     int (*rdma_next)(srm_wire_conn_t *conn, uint64_t *id, int *ok);
     /* A usable endpoint: no error seen. */
     int (*usable)(const srm_wire_conn_t *conn);
