@@ -226,7 +226,7 @@ cleanup() {
         alive=0
         for name in "${!CHILD[@]}"; do kill -0 "${CHILD[$name]}" 2>/dev/null && alive=1; done
         (( alive )) || break
-        nap 0.1
+        srm_nap 0.1
     done
     for name in "${!CHILD[@]}"; do
         if kill -0 "${CHILD[$name]}" 2>/dev/null; then
@@ -279,7 +279,7 @@ wait_all() {
     local pid rc name
     while (( ${#CHILD[@]} > 0 )) && [[ -z ${1:-} || -n ${CHILD[${1:-}]:-} ]]; do
         pid='' rc=0
-        wait_first pid "${CHILD[@]}" || rc=$?
+        srm_wait_first pid "${CHILD[@]}" || rc=$?
         [[ -n $pid ]] || continue
         for name in "${!CHILD[@]}"; do
             [[ ${CHILD[$name]} != "$pid" ]] || finish "$name" "$rc"

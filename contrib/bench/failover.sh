@@ -77,20 +77,16 @@ done
 require_tools " (contrib/install-deps.sh installs it)" mpicc mpirun awk
 find_srm_build
 
-NC=$TOP/contrib/netns-cluster
 MPIRUN=$TOP/contrib/netns-mpirun
-SOCK=srm-bench-fo-$$
+SRM_SOCKET=srm-bench-fo-$$
 PORT=7077
 PIDS=()
 declare -A AGENT=()
 CLUSTER_UP=0
 
 cleanup() {
-    kill_pids "${PIDS[@]}" "${AGENT[@]}"
-    if [[ $CLUSTER_UP == 1 ]]; then
-        "$NC" down --prefix "$PREFIX" >>"$WORK/cluster.log" 2>&1 ||
-            info "netns-cluster down --prefix $PREFIX failed (see $WORK/cluster.log)"
-    fi
+    srm_kill_pids 2 "${PIDS[@]}" "${AGENT[@]}"
+    cluster_down
     drop_work_dir
 }
 
@@ -102,27 +98,24 @@ info "work directory $WORK"
 mpicc -O2 -Wall -o "$WORK/srm_stream_check" \
     "$TOP/test/mpi/srm_stream_check.c" >"$WORK/mpicc.log" 2>&1 ||
     { FAILED=1; cat "$WORK/mpicc.log" >&2; die "mpicc failed"; }
-"$NC" up 2 --prefix "$PREFIX" --two-links >"$WORK/cluster.log" 2>&1 ||
-    { FAILED=1; die "netns-cluster up failed (see $WORK/cluster.log)"; }
-CLUSTER_UP=1
-mapfile -t HOSTS < <("$NC" hosts --prefix "$PREFIX")
-
-for h in "${HOSTS[@]}"; do
-    UCX_SRM_DEVICES=eth0,eth1 UCX_SRM_TCP_PORT=$PORT \
-        "$NC" exec "$h" "$SRMD" -q -s "$SOCK" -l "$WORK/srmd.$h.log" \
-        >"$WORK/srmd.$h.out" 2>&1 &
+FAILED=1 # the logs stay if the cluster or an agent fails
+PFX=$PREFIX
+cluster_up 2 --two-links
+for h in "${SRM_HOSTS[@]}"; do
+    srm_agent_spawn_cmd "$h" "$WORK/srmd.$h.log" \
+        UCX_SRM_DEVICES=eth0,eth1 UCX_SRM_TCP_PORT=$PORT -- -q
+    "${SRM_AGENT_CMD[@]}" >"$WORK/srmd.$h.out" 2>&1 &
     AGENT[$h]=$!
-    for (( i = 0; i < 50; i++ )); do
-        "$NC" exec "$h" "$SRMCTL" -s "$SOCK" ping 2>/dev/null && break
-        nap 0.2
-    done
-    (( i < 50 )) || { FAILED=1; die "srmd in $h does not answer"; }
+    record_cmd "# agent in $h" ' &' "${SRM_AGENT_CMD[@]}"
 done
-
-ctl() { "$NC" exec "$1" "$SRMCTL" -s "$SOCK" "${@:2}"; }
+for h in "${SRM_HOSTS[@]}"; do
+    srm_agent_ready "$h" "${AGENT[$h]}" "$WORK/srmd.$h.log" ||
+        die "srmd in $h did not come up (above)"
+done
+FAILED=0
 
 stop=$WORK/stop
-job=(env UCX_TLS=srm UCX_SRM_AGENT=never UCX_SRM_SOCKET="$SOCK"
+job=(env UCX_TLS=srm UCX_SRM_AGENT=never UCX_SRM_SOCKET="$SRM_SOCKET"
      "$MPIRUN" --prefix "$PREFIX" --ppn 1 --timeout $(( FAULTS * 3 + 120 ))
      -x LD_PRELOAD="$SRM_MODULE" -x UCX_TLS -x UCX_SRM_AGENT -x UCX_SRM_SOCKET
      -- "$WORK/srm_stream_check" -n 1000000000 -s 256 -w 4 -g 2 -f "$stop")
@@ -133,23 +126,23 @@ PIDS+=("$JOB")
 for (( i = 0; i < 150; i++ )); do
     grep -q '^progress:' "$WORK/stream.log" 2>/dev/null && break
     kill -0 "$JOB" 2>/dev/null || break
-    nap 0.2
+    srm_nap 0.2
 done
-nap 2 # every channel and standby up
+srm_nap 2 # every channel and standby up
 
-info "part 1: $FAULTS faults in ${HOSTS[0]}, one every 1.2 s"
+info "part 1: $FAULTS faults in ${SRM_HOSTS[0]}, one every 1.2 s"
 : >"$WORK/faults"
 for (( i = 0; i < FAULTS; i++ )); do
     kill -0 "$JOB" 2>/dev/null || { FAILED=1; die "the stream ended early (see $WORK/stream.log)"; }
     t=$EPOCHREALTIME
     if (( i % 2 == 0 )); then
-        ctl "${HOSTS[0]}" fault --kind small >>"$WORK/fault.out" 2>&1
+        srm_netns_ctl "${SRM_HOSTS[0]}" fault --kind small >>"$WORK/fault.out" 2>&1
         echo "reset $t" >>"$WORK/faults"
     else
-        ctl "${HOSTS[0]}" fault --mute >>"$WORK/fault.out" 2>&1
+        srm_netns_ctl "${SRM_HOSTS[0]}" fault --mute >>"$WORK/fault.out" 2>&1
         echo "mute $t" >>"$WORK/faults"
     fi
-    nap 1.2
+    srm_nap 1.2
 done
 touch "$stop"
 wait "$JOB"
@@ -174,23 +167,23 @@ awk '
         }
     }' "$WORK/faults" "$WORK/stream.log" >"$WORK/costs"
 
-stats() { # KIND: "n median p99 max" of the costs of KIND, in ms
-    awk -v k="$1" '$1 == k { print $2 }' "$WORK/costs" | sort -n | awk '
-        { v[NR] = $1 }
-        END {
-            if (NR == 0) { print "0 - - -"; exit }
-            p = int(NR * 0.99 + 0.999); if (p > NR) p = NR
-            printf "%d %.1f %.1f %.1f\n", NR, v[int((NR + 1) / 2)], v[p], v[NR]
-        }'
+cost_stats() { # KIND: "n median p99 max" of the costs of KIND, in ms
+    local n med max p99
+    read -r n med _ max p99 _ < <(awk -v k="$1" '$1 == k { print $2 }' \
+                                   "$WORK/costs" | "$SRM_STATS" summary)
+    if (( n == 0 )); then
+        echo "0 - - -"
+    else
+        printf '%d %.1f %.1f %.1f\n' "$n" "$med" "$p99" "$max"
+    fi
 }
-read -r RN RMED RP99 RMAX <<<"$(stats reset)"
-read -r MN MMED MP99 MMAX <<<"$(stats mute)"
+read -r RN RMED RP99 RMAX <<<"$(cost_stats reset)"
+read -r MN MMED MP99 MMAX <<<"$(cost_stats mute)"
 
 # --------------------------------------------- part 2: the cost of acks --
-kill_pids "${AGENT[@]}"
+srm_kill_pids 2 "${AGENT[@]}"
 AGENT=()
-"$NC" down --prefix "$PREFIX" >>"$WORK/cluster.log" 2>&1
-CLUSTER_UP=0
+cluster_down
 
 hosts_args=(--build "$BUILD" --sizes "8,64K,1M" --procs "1,4" --prefix "${PREFIX}t")
 (( QUICK )) && hosts_args+=(--quick)

@@ -10,7 +10,6 @@ INFO_CLOCK=1
 # shellcheck source-path=SCRIPTDIR source=lib.sh
 . "$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/lib.sh"
 SRCDIR=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
-NC=$SRCDIR/contrib/netns-cluster
 MPIRUN=$SRCDIR/contrib/netns-mpirun
 
 # ---------------------------------------------------------------- usage --
@@ -199,7 +198,7 @@ fi
 T_START=$EPOCHREALTIME
 START_DATE=$(date -u '+%Y-%m-%d %H:%M:%S UTC')
 [[ $(id -u) == 0 ]] || die "must run as root (network namespaces)"
-[[ -x $NC && -x $MPIRUN ]] || die "contrib/netns-cluster or contrib/netns-mpirun not found in $SRCDIR"
+[[ -x $SRM_NETNS_CLUSTER && -x $MPIRUN ]] || die "contrib/netns-cluster or contrib/netns-mpirun not found in $SRCDIR"
 require_tools " in PATH" ip nsenter timeout awk sort ps mpirun
 [[ -n $BUILD ]] || BUILD=$SRCDIR/build
 [[ -d $BUILD ]] || die "build directory '$BUILD' does not exist (use --build DIR or set SRM_BUILD_DIR)"
@@ -214,7 +213,7 @@ declare -A CONFIG_TEXT=(
     [srm-nobulk]="srm, no bulk channel (UCX_SRM_LARGE_THRESH=inf)"
     [tcp]="UCX tcp (UCX_TLS=tcp)"
 )
-declare -A SOCK=([srm]=srm-flows-$$-bulk [srm-nobulk]=srm-flows-$$-nobulk)
+declare -A SOCKETS=([srm]=srm-flows-$$-bulk [srm-nobulk]=srm-flows-$$-nobulk)
 declare -A THRESH=([srm]=8k [srm-nobulk]=inf)
 # The drain srm_flowgen allows after the arrivals, and the run's limit.
 DRAIN=30
@@ -230,7 +229,7 @@ cleanup() {
     local rc=$?
     trap - EXIT INT TERM
     trap '' INT TERM        # a second Ctrl-C must not leave the cluster up
-    kill_pids "${PIDS[@]}" "${AGENT[@]}"
+    srm_kill_pids 2 "${PIDS[@]}" "${AGENT[@]}"
     cluster_down
     cpu_group_leave
     drop_work_dir
@@ -239,45 +238,32 @@ cleanup() {
 set_traps
 cpu_group_join srm-flows
 
-ctl() {                 # CONFIG HOST SRMCTL-ARGS...: srmctl of CONFIG's agent in HOST
-    local c=$1 h=$2
-    shift 2
-    timeout -k 2 10 "$NC" exec "$h" "$SRMCTL" -s "${SOCK[$c]}" -t 3 "$@"
-}
-
 # ------------------------------------------------------ cluster, agents --
 
 info "bringing up $NHOSTS hosts (netns-cluster --prefix $PFX); logs in $WORK"
 cluster_up "$NHOSTS"
 
-AGENT_ENV=(env -u LD_PRELOAD -u UCX_SRM_SOCKET -u UCX_SRM_AGENT -u UCX_SRM_LARGE_THRESH)
-# Started in the main shell, so $! is the srmd itself (netns-cluster exec
-# execs nsenter, ip netns exec and env).
 for c in srm srm-nobulk; do
-    for h in "${HOSTS[@]}"; do
-        acmd=("$NC" exec "$h" "${AGENT_ENV[@]}" UCX_SRM_LARGE_THRESH="${THRESH[$c]}"
-              "$SRMD" -q -s "${SOCK[$c]}" -l "$WORK/srmd.$c.$h.log")
-        "${acmd[@]}" >"$WORK/srmd.$c.$h.out" 2>&1 &
+    for h in "${SRM_HOSTS[@]}"; do
+        SRM_SOCKET=${SOCKETS[$c]}
+        srm_agent_spawn_cmd "$h" "$WORK/srmd.$c.$h.log" \
+            UCX_SRM_LARGE_THRESH="${THRESH[$c]}" -- -q
+        "${SRM_AGENT_CMD[@]}" >"$WORK/srmd.$c.$h.out" 2>&1 &
         AGENT[$c/$h]=$!
-        record_cmd "# agent for $c in $h" ' &' "${acmd[@]}"
+        record_cmd "# agent for $c in $h" ' &' "${SRM_AGENT_CMD[@]}"
     done
 done
 for key in "${!AGENT[@]}"; do
     c=${key%%/*} h=${key#*/}
-    for (( i = 0; i < 50; i++ )); do
-        pid_alive "${AGENT[$key]}" || {
-            cat "$WORK/srmd.$c.$h.out" "$WORK/srmd.$c.$h.log" >&2 2>/dev/null || true
-            die "srmd ($c) in $h exited at start (log above)"; }
-        ctl "$c" "$h" ping >/dev/null 2>&1 && break
-        nap 0.2
-    done
-    (( i < 50 )) || die "srmd ($c) in $h does not answer on @${SOCK[$c]} after 10 s"
+    SRM_SOCKET=${SOCKETS[$c]}
+    srm_agent_ready "$h" "${AGENT[$key]}" "$WORK/srmd.$c.$h.log" ||
+        die "srmd ($c) in $h did not come up (above)"
 done
 info "agents up: ${#AGENT[@]} srmd (2 per host)"
 
 agents_alive() {
     local p
-    for p in "${AGENT[@]}"; do pid_alive "$p" || return 1; done
+    for p in "${AGENT[@]}"; do srm_alive "$p" || return 1; done
 }
 
 # ------------------------------------------------------------------ runs --
@@ -317,7 +303,7 @@ run_flows() {
     seed=$(( SEED + rep - 1 ))
     case $c in
     srm|srm-nobulk)
-        envs+=(UCX_TLS=srm UCX_SRM_SOCKET="${SOCK[$c]}" UCX_SRM_AGENT=never
+        envs+=(UCX_TLS=srm UCX_SRM_SOCKET="${SOCKETS[$c]}" UCX_SRM_AGENT=never
                UCX_SRM_LARGE_THRESH="${THRESH[$c]}")
         xs+=(-x LD_PRELOAD="$SRM_MODULE" -x UCX_SRM_SOCKET -x UCX_SRM_AGENT
              -x UCX_SRM_LARGE_THRESH) ;;
@@ -377,7 +363,7 @@ for (( rep = 1; rep <= REPS; rep++ )); do
         done
     done
 done
-kill_pids "${AGENT[@]}"
+srm_kill_pids 2 "${AGENT[@]}"
 AGENT=()
 ELAPSED=$(seconds_between "$T_START" "$EPOCHREALTIME" %.0f)
 

@@ -11,7 +11,6 @@ INFO_CLOCK=1
 # shellcheck source-path=SCRIPTDIR source=lib.sh
 . "$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/lib.sh"
 SRCDIR=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
-NC=$SRCDIR/contrib/netns-cluster
 
 # ---------------------------------------------------------------- usage --
 
@@ -323,7 +322,7 @@ T_START=$EPOCHREALTIME
 START_DATE=$(date -u '+%Y-%m-%d %H:%M:%S UTC')
 
 [[ $(id -u) == 0 ]] || die "must run as root (network namespaces)"
-[[ -x $NC ]] || die "$NC not found or not executable"
+[[ -x $SRM_NETNS_CLUSTER ]] || die "$SRM_NETNS_CLUSTER not found or not executable"
 require_tools " in PATH" ip nsenter ss timeout awk sort ps flock
 
 [[ -n $BUILD ]] || BUILD=$SRCDIR/build
@@ -333,8 +332,8 @@ find_ucx_tools
 
 H1=${PFX}h1 H2=${PFX}h2
 IP1=10.77.0.1
-SOCK=srm-hosts-$$
-HOSTS=("$H1" "$H2")
+SRM_SOCKET=srm-hosts-$$
+SRM_HOSTS=("$H1" "$H2")
 NCPU=$(nproc)
 
 # size_label BYTES: "8 B", "4 KB", "1 MB" (KB = 2^10 B, MB = 2^20 B).
@@ -376,7 +375,7 @@ MR_CAL_N=$(( ITERS * 20 ))
 # what the script sets per transport.
 BASE_ENV=(env -u LD_PRELOAD -u UCX_TLS -u UCX_NET_DEVICES -u UCX_SRM_SOCKET
           -u UCX_SRM_AGENT LC_ALL=C UCX_WARN_UNUSED_ENV_VARS=n)
-SRM_ENV=(LD_PRELOAD="$SRM_MODULE" UCX_SRM_SOCKET="$SOCK" UCX_SRM_AGENT=never)
+SRM_ENV=(LD_PRELOAD="$SRM_MODULE" UCX_SRM_SOCKET="$SRM_SOCKET" UCX_SRM_AGENT=never)
 TCP_ENV=()
 SRM_UCT=()  # -x srm -d DEVICE, once the hosts are up
 TCP_UCT=(-x tcp -d eth0)
@@ -393,7 +392,7 @@ cleanup() {
     local rc=$?
     trap - EXIT INT TERM
     trap '' INT TERM        # a second Ctrl-C must not leave the cluster up
-    kill_pids "${PIDS[@]}" "${AGENT[@]}"
+    srm_kill_pids 2 "${PIDS[@]}" "${AGENT[@]}"
     cluster_down
     cpu_group_leave
     drop_work_dir
@@ -411,10 +410,10 @@ hosts_tcp_cc "$TCP_CC"
 
 # The devices the comparison relies on, as UCX sees them inside h1: srm's
 # is named after the device its agent uses (srmctl device).
-SRM_DEV=$("$NC" exec "$H1" env -u LD_PRELOAD "$SRMCTL" device) ||
+SRM_DEV=$("$SRM_NETNS_CLUSTER" exec "$H1" env -u LD_PRELOAD "$SRM_SRMCTL" device) ||
     die "srmctl device in $H1 failed"
 SRM_UCT=(-x srm -d "$SRM_DEV")
-devs=$(timeout -k 5 60 "$NC" exec "$H1" "${BASE_ENV[@]}" "${SRM_ENV[@]}" \
+devs=$(timeout -k 5 60 "$SRM_NETNS_CLUSTER" exec "$H1" "${BASE_ENV[@]}" "${SRM_ENV[@]}" \
        "$UCX_INFO" -d 2>"$WORK/ucx_info.err" | awk '
            $2 == "Transport:" { tl = $3; next }
            $2 == "Device:" { print tl "/" $3 }' | sort -u | paste -sd ' ' -) || true
@@ -426,11 +425,12 @@ devs=$(timeout -k 5 60 "$NC" exec "$H1" "${BASE_ENV[@]}" "${SRM_ENV[@]}" \
 # ---------------------------------------------------------------- agents --
 
 # One srmd per host, each in a session of its own as UCX starts it (see
-# AGENT_SESSION and agents_start in lib.sh); logs srmd.HOST.run.log.
+# srm_agent_spawn_cmd in contrib/srm-harness.sh); logs srmd.HOST.run.log.
 agents_start run
-AGENT_POLICY=$(agent_ctl "$H1" status 2>/dev/null | status_field policy:)
+AGENT_POLICY=$(srm_netns_status_get "$H1" "$POLICY_JQ")
+CHANNEL_DEPTH=$(srm_netns_status_get "$H1" .policy.channel_depth)
 AGENT_NICE=$(ps -o ni= -p "${AGENT[$H1]}" | tr -d ' ')
-info "srmd pid ${AGENT[$H1]} in $H1, pid ${AGENT[$H2]} in $H2 on @$SOCK ($AGENT_POLICY, nice $AGENT_NICE)"
+info "srmd pid ${AGENT[$H1]} in $H1, pid ${AGENT[$H2]} in $H2 on @$SRM_SOCKET ($AGENT_POLICY, nice $AGENT_NICE)"
 
 # --------------------------------------------------------- disturbances --
 
@@ -463,8 +463,8 @@ show_failure() {        # DIR: commands and logs of a failed run, agent logs
             printf -- '--- %s (last 25 lines) ---\n' "$f"
             tail -n 25 "$f" || true
         done
-        for h in "${HOSTS[@]}"; do
-            pid_alive "${AGENT[$h]}" || printf -- '--- srmd in %s (pid %s) is NOT running ---\n' "$h" "${AGENT[$h]}"
+        for h in "${SRM_HOSTS[@]}"; do
+            srm_alive "${AGENT[$h]}" || printf -- '--- srmd in %s (pid %s) is NOT running ---\n' "$h" "${AGENT[$h]}"
             for f in "$WORK/srmd.$h.run.log" "$WORK/srmd.$h.run.out"; do
                 [[ -s $f ]] || continue
                 printf -- '--- %s (last 25 lines) ---\n' "$f"
@@ -502,7 +502,7 @@ run_group() {
     mark_start "${AGENT[@]}"
 
     for (( k = 0; k < pairs; k++ )); do
-        scmd=(timeout -k 5 "$TIMEOUT" "$NC" exec "$H1" "${BASE_ENV[@]}" "${envs[@]}"
+        scmd=(timeout -k 5 "$TIMEOUT" "$SRM_NETNS_CLUSTER" exec "$H1" "${BASE_ENV[@]}" "${envs[@]}"
               "$PERFTEST" "${PERFTEST_RTE[@]}" -p "${ports[k]}" -t "$test" -s "$size" -n "$iters" -w "$warmup" "${targs[@]}")
         printf '%s &\n' "$(quote "${scmd[@]}")" >>"$d/cmd"
         "${scmd[@]}" >"$d/server.$k.log" 2>&1 &
@@ -515,17 +515,17 @@ run_group() {
             listening_in_h1 "${ports[k]}" || break
         done
         (( k == pairs )) && break
-        pid_alive "${srv[k]}" || break
-        nap 0.025
+        srm_alive "${srv[k]}" || break
+        srm_nap 0.025
     done
     if (( k < pairs )); then
-        kill_pids "${srv[@]}"
+        srm_kill_pids 2 "${srv[@]}"
         for k in "${srv[@]}"; do forget_pid "$k"; done
         show_failure "$d"
         die "run $RUN_NO ($tl $test ${size} B): the ucx_perftest server on port ${ports[k]} in $H1 did not listen"
     fi
     for (( k = 0; k < pairs; k++ )); do
-        ccmd=(timeout -k 5 "$TIMEOUT" "$NC" exec "$H2" "${BASE_ENV[@]}" "${envs[@]}"
+        ccmd=(timeout -k 5 "$TIMEOUT" "$SRM_NETNS_CLUSTER" exec "$H2" "${BASE_ENV[@]}" "${envs[@]}"
               "$PERFTEST" "${PERFTEST_RTE[@]}" -p "${ports[k]}" -t "$test" -s "$size" -n "$iters" -w "$warmup" "${targs[@]}" "$IP1")
         printf '%s &\n' "$(quote "${ccmd[@]}")" >>"$d/cmd"
         "${ccmd[@]}" >"$d/client.$k.log" 2>&1 &
@@ -539,14 +539,14 @@ run_group() {
     waitset=("${cli[@]}")
     while (( ${#waitset[@]} > 0 )); do
         first='' rc=0
-        wait_first first "${waitset[@]}" "${AGENT[@]}" || rc=$?
+        srm_wait_first first "${waitset[@]}" "${AGENT[@]}" || rc=$?
         if [[ -z $first ]]; then
             continue                    # interrupted without a job ending
         fi
-        for h in "${HOSTS[@]}"; do
+        for h in "${SRM_HOSTS[@]}"; do
             if [[ $first == "${AGENT[$h]}" ]]; then
                 AGENT[$h]=
-                kill_pids "${cli[@]}" "${srv[@]}"
+                srm_kill_pids 2 "${cli[@]}" "${srv[@]}"
                 for k in "${cli[@]}" "${srv[@]}"; do forget_pid "$k"; done
                 show_failure "$d"
                 die "run $RUN_NO ($tl $test ${size} B, P=$pairs, rep $rep): srmd in $h exited during the run (status $rc)"
@@ -557,7 +557,7 @@ run_group() {
         for k in "${waitset[@]}"; do [[ $k == "$first" ]] || keep+=("$k"); done
         waitset=("${keep[@]}")
         if (( rc != 0 )); then
-            kill_pids "${cli[@]}" "${srv[@]}"
+            srm_kill_pids 2 "${cli[@]}" "${srv[@]}"
             for k in "${cli[@]}" "${srv[@]}"; do forget_pid "$k"; done
             show_failure "$d"
             local why=
@@ -568,9 +568,9 @@ run_group() {
     # The servers end right after their clients; 20 s grace.
     local deadline=$(( SECONDS + 20 ))
     for (( k = 0; k < pairs; k++ )); do
-        while pid_alive "${srv[k]}" && (( SECONDS < deadline )); do nap 0.05; done
-        if pid_alive "${srv[k]}"; then
-            kill_pids "${srv[@]}"
+        while srm_alive "${srv[k]}" && (( SECONDS < deadline )); do srm_nap 0.05; done
+        if srm_alive "${srv[k]}"; then
+            srm_kill_pids 2 "${srv[@]}"
             for i in "${srv[@]}"; do forget_pid "$i"; done
             show_failure "$d"
             die "run $RUN_NO ($tl $test ${size} B): the server on port ${ports[k]} still runs 20 s after its client ended"
@@ -677,11 +677,10 @@ fi
 declare -A TURNS=()
 BULK_TX_SEEN=0
 note_bulk_turn() {
-    local line tx rtt
-    line=$(agent_ctl "$H2" status 2>/dev/null | awk '$1 == "node" && $5 == "bulk"' | head -n 1) || true
-    tx=$(status_word "$line" tx)
-    tx=${tx%%/*}
-    rtt=$(status_word "$line" rtt_us)
+    local tx rtt
+    read -r tx rtt < <(srm_netns_status_get "$H2" '.nodes[0].channels[] |
+        select(.kind == "bulk") | "\(.tx_frames) \(.rtt_us // "-" |
+        if type == "number" then (. + 0.5 | floor) else . end)"') || true
     [[ $tx =~ ^[0-9]+$ ]] || return 0
     if (( tx > BULK_TX_SEEN )) && [[ $rtt =~ ^[0-9]+$ ]]; then
         TURNS[$1]+="$rtt "
@@ -694,7 +693,7 @@ note_bulk_turn() {
 agents_cpu_ms() {
     local h line total=0
     local -a f
-    for h in "${HOSTS[@]}"; do
+    for h in "${SRM_HOSTS[@]}"; do
         read -r line <"/proc/${AGENT[$h]}/stat" 2>/dev/null || return 0
         read -r -a f <<<"${line##*) }"  # from the state (field 3) on
         total=$(( total + (f[11] + f[12]) * 1000 / HZ ))
@@ -745,35 +744,35 @@ info "wakeups (srm_wake_cost) measured"
 
 # --------------------------------------------- node channels, agent state --
 
-for h in "${HOSTS[@]}"; do
+for h in "${SRM_HOSTS[@]}"; do
     # Three tries: on a loaded machine one srmctl may miss its 3 s.
     for try in 1 2 3; do
         rc=0
-        out=$(agent_ctl "$h" ping 2>&1) || rc=$?
-        (( rc != 0 )) && pid_alive "${AGENT[$h]}" || break
+        out=$(srm_netns_ctl "$h" ping 2>&1) || rc=$?
+        (( rc != 0 )) && srm_alive "${AGENT[$h]}" || break
     done
     (( rc == 0 )) || {
         show_failure "$WORK"
-        pid_alive "${AGENT[$h]}" || die "srmd in $h (pid ${AGENT[$h]}) exited during the runs"
+        srm_alive "${AGENT[$h]}" || die "srmd in $h (pid ${AGENT[$h]}) exited during the runs"
         die "srmd in $h runs but does not answer after the runs (exit $rc, 3 tries): ${out:-no output}"; }
 done
 declare -A CONNS=() CONN_LIST=()
-for h in "${HOSTS[@]}"; do
-    timeout -k 2 20 "$NC" exec "$h" ss -tnpH state established >"$WORK/ss.$h" 2>&1 ||
+for h in "${SRM_HOSTS[@]}"; do
+    timeout -k 2 20 "$SRM_NETNS_CLUSTER" exec "$h" ss -tnpH state established >"$WORK/ss.$h" 2>&1 ||
         die "ss -tnpH in $h failed: $(head -c 300 "$WORK/ss.$h")"
     CONN_LIST[$h]=$(awk -v pid="pid=${AGENT[$h]}," 'index($0, "\"srmd\"") && index($0, pid) {
                         printf "%s%s -> %s", sep, $3, $4; sep = ", " }' "$WORK/ss.$h")
     CONNS[$h]=$(awk -v pid="pid=${AGENT[$h]}," 'index($0, "\"srmd\"") && index($0, pid) { n++ } END { print n + 0 }' "$WORK/ss.$h")
 done
-STATUS_H1=$(agent_ctl "$H1" status 2>&1) || die "srmctl status in $H1 failed: $STATUS_H1"
-agent_ctl "$H2" status >"$WORK/status.$H2" 2>&1 || true
+STATUS_H1=$(srm_netns_ctl "$H1" status 2>&1) || die "srmctl status in $H1 failed: $STATUS_H1"
+srm_netns_ctl "$H2" status >"$WORK/status.$H2" 2>&1 || true
 printf '%s\n' "$STATUS_H1" >"$WORK/status.$H1"
 WIRE_LINES=$(printf '%s\n' "$STATUS_H1" | awk '$1 == "wire:" || $1 == "node"')
-AGENT_COUNTERS=$(printf '%s\n' "$STATUS_H1" | awk '$1 == "counters:" && !d { sub(/^counters: */, ""); print; d = 1 }')
+AGENT_COUNTERS=$(srm_netns_status_get "$H1" "$COUNTERS_JQ")
 
-kill_pids "${AGENT[@]}"
-for h in "${HOSTS[@]}"; do AGENT[$h]=; done
-AGENT_PROBLEMS=$(for h in "${HOSTS[@]}"; do
+srm_kill_pids 2 "${AGENT[@]}"
+for h in "${SRM_HOSTS[@]}"; do AGENT[$h]=; done
+AGENT_PROBLEMS=$(for h in "${SRM_HOSTS[@]}"; do
                      [[ -s $WORK/srmd.$h.run.log ]] && sed "s/^/$h: /" "$WORK/srmd.$h.run.log"
                      [[ -s $WORK/srmd.$h.run.out ]] && sed "s/^/$h (stderr): /" "$WORK/srmd.$h.run.out"
                  done; true)
@@ -944,7 +943,7 @@ iter_ranges() {
 # unacknowledged, so it moves at most CHANNEL_DEPTH per turn.
 bulk_turn_lines() {
     local spec id test size depth med lo hi bound bw
-    depth=$(sed -n 's/.*channel depth \([0-9]*\) B.*/\1/p' <<<"$AGENT_POLICY")
+    depth=$CHANNEL_DEPTH
     [[ -n $depth ]] || return 0
     for spec in "${TESTS[@]}"; do
         IFS='|' read -r id _ test size _ <<<"$spec"
@@ -984,7 +983,7 @@ report() {
     printf -- '- UCX %s; %s; module %s\n' \
         "$(ucx_version)" "$(srmd_version)" "$SRM_MODULE"
     printf -- '- hosts: %s (10.77.0.1, servers) and %s (10.77.0.2, clients), netns-cluster --prefix %s; one srmd per host on @%s (%s, nice %s)\n' \
-        "$H1" "$H2" "$PFX" "$SOCK" "$AGENT_POLICY" "$AGENT_NICE"
+        "$H1" "$H2" "$PFX" "$SRM_SOCKET" "$AGENT_POLICY" "$AGENT_NICE"
     tcp_cc_line "$TCP_CC"
     printf -- '- srm: UCX_TLS=srm, UCT -x srm -d %s (rank -> srmd -> TCP node channel -> srmd -> rank; small messages between polling ranks through the channel socket directly); tcp: UCX_TLS=tcp UCX_NET_DEVICES=eth0, UCT -x tcp -d eth0\n' \
         "$SRM_DEV"
@@ -1049,13 +1048,13 @@ report() {
         "$PLOT_TERM" "$PLOT_STEM-plots.gp" "$PLOT_DIR"
 
     printf '\n## srm node channels after the runs\n\n'
-    for h in "${HOSTS[@]}"; do
+    for h in "${SRM_HOSTS[@]}"; do
         printf -- '- %s: %d established TCP connection(s) owned by srmd%s\n' \
             "$h" "${CONNS[$h]}" "${CONN_LIST[$h]:+: ${CONN_LIST[$h]}}"
     done
     # shellcheck disable=SC2016  # backquotes for markdown
     printf '\n`srmctl -s %s status` in %s (wire and node lines):\n\n```\n%s\n```\n' \
-        "$SOCK" "$H1" "$WIRE_LINES"
+        "$SRM_SOCKET" "$H1" "$WIRE_LINES"
     [[ -z $AGENT_COUNTERS ]] || printf '\nsrmd counters in %s: %s\n' "$H1" "$AGENT_COUNTERS"
     if [[ -n $AGENT_PROBLEMS ]]; then
         # shellcheck disable=SC2016  # backquotes for markdown

@@ -1,6 +1,7 @@
 # shellcheck shell=bash
-# lib.sh - functions shared by the ucx_perftest benchmarks local.sh and
-# hosts.sh; sourced by both, not run by itself.
+# lib.sh - the benchmarks' layer on contrib/srm-harness.sh (the build,
+# processes, simulated hosts, agents, status): options, CPU accounting,
+# statistics, report tables and plots, MPI jobs. Sourced, not run.
 #
 # The caller sets PROG (its name for messages) and runs with set -euo
 # pipefail.  With pipefail, never let the reader of a pipe stop early (awk
@@ -11,6 +12,9 @@
 # FOREIGN_SEEN, FOREIGN_NAMES, DISTURBED_RUNS, FOREIGN_CPU_TOTAL, FAILED,
 # KEEP_LOGS, INFO_CLOCK (1: info prints the seconds since the start).
 # shellcheck disable=SC2154,SC2034  # those globals belong to the caller
+
+# shellcheck source-path=SCRIPTDIR/.. source=srm-harness.sh
+. "$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/srm-harness.sh"
 
 # ------------------------------------------------------------- messages --
 
@@ -87,19 +91,11 @@ check_port() {
 # ---------------------------------------------------------- environment --
 
 # find_srm_build: check the build directory BUILD (made absolute); sets
-# SRMD, SRMCTL and SRM_MODULE.
+# SRM_SRMD, SRM_SRMCTL and SRM_MODULE (srm_build_at).
 find_srm_build() {
-    local m
-    BUILD=$(cd "$BUILD" && pwd)
-    SRMD=$BUILD/srmd
-    SRMCTL=$BUILD/srmctl
-    SRM_MODULE=
-    for m in "$BUILD/.libs/libuct_srm.so.0" "$BUILD/libuct_srm.so.0"; do
-        [[ -f $m ]] && { SRM_MODULE=$m; break; }
-    done
-    [[ -x $SRMD ]]       || die "$SRMD: not found or not executable (is '$BUILD' an srm build directory?)"
-    [[ -x $SRMCTL ]]     || die "$SRMCTL: not found or not executable"
-    [[ -n $SRM_MODULE ]] || die "no libuct_srm.so.0 in $BUILD/.libs or $BUILD"
+    BUILD=$(cd "$BUILD" 2>/dev/null && pwd) || die "no directory '$BUILD'"
+    srm_build_at "$BUILD" ||
+        die "'$BUILD' is not an srm build directory (want srmd, srmctl and .libs/libuct_srm.so.0)"
 }
 
 # find_ucx_tools: sets PERFTEST ($UCX_PERFTEST or from PATH), PERFTEST_RTE
@@ -118,30 +114,13 @@ find_ucx_tools() {
 
 # require_tools SUFFIX TOOL...: die "TOOL not found SUFFIX" for a missing one.
 require_tools() {
-    local suffix=$1 tool
-    shift
-    for tool in "$@"; do
-        command -v "$tool" >/dev/null || die "$tool not found$suffix"
-    done
+    local tool
+    if tool=$(srm_missing_cmd "${@:2}"); then
+        die "$tool not found$1"
+    fi
 }
 
 # ------------------------------------------------------ processes, logs --
-
-# kill_pids PID...: TERM, up to 2 s, KILL, reap; by PID only.
-kill_pids() {
-    local p i alive=() still=()
-    for p in "$@"; do [[ -n $p ]] && kill -0 "$p" 2>/dev/null && alive+=("$p"); done
-    [[ ${#alive[@]} -gt 0 ]] || return 0
-    kill -TERM "${alive[@]}" 2>/dev/null || true
-    for (( i = 0; i < 20; i++ )); do
-        still=()
-        for p in "${alive[@]}"; do kill -0 "$p" 2>/dev/null && still+=("$p"); done
-        [[ ${#still[@]} -gt 0 ]] || break
-        nap 0.1
-    done
-    for p in "${still[@]}"; do kill -KILL "$p" 2>/dev/null || true; done
-    for p in "${alive[@]}"; do wait "$p" 2>/dev/null || true; done
-}
 
 # forget_pid PID: remove PID from PIDS.
 forget_pid() {
@@ -185,17 +164,10 @@ record_cmd() {
     printf '%s\n%s%s\n\n' "$title" "$(quote "$@")" "$suffix" >>"$CMDS"
 }
 
-# status_field KEY: from "srmctl status" on stdin, the rest of the first
-# line whose first word is KEY.
-status_field() {
-    awk -v k="$1" '$1 == k && !done { sub(/^[^ ]+ */, ""); print; done = 1 }'
-}
-
-# status_word LINE FIELD: the word after FIELD in one line of srmctl
-# status, or nothing.
-status_word() {
-    awk -v f="$2" '{ for (i = 1; i < NF; i++) if ($i == f) { print $(i + 1); exit } }' <<<"$1"
-}
+# POLICY_JQ, COUNTERS_JQ: the agent's policy and counters for a report,
+# from `srmctl status --json`.
+COUNTERS_JQ='.counters | to_entries | map("\(.key) \(.value)") | join(" ")'
+POLICY_JQ='"poll \(.policy.poll), quantum \(.policy.quantum) B, channel depth \(.policy.channel_depth) B, port backlog \(.policy.port_backlog) B"'
 
 # port_in_state PORT STATE FILE...: is there a socket on local TCP port
 # PORT in STATE (hex, 0A: LISTEN; empty: any) in the /proc/net/tcp FILEs?
@@ -233,7 +205,7 @@ foreign_load() {
     local p mine=" $$ $BASHPID $* " out=
     local -A first=() second=() named=() ours=()
     running_processes first
-    nap 0.05
+    srm_nap 0.05
     running_processes second
     if [[ -n $CPU_GROUP ]]; then
         while read -r p; do ours[$p]=1; done 2>/dev/null <"$CPU_GROUP/cgroup.procs" || :
@@ -330,7 +302,7 @@ cpu_group_leave() {
     echo $$ >"${CPU_GROUP%/*}/cgroup.procs" 2>/dev/null || true
     for (( i = 0; i < 50; i++ )); do
         rmdir "$CPU_GROUP" 2>/dev/null && { CPU_GROUP=; return 0; }
-        nap 0.1
+        srm_nap 0.1
     done
     info "WARNING: cgroup $CPU_GROUP still has processes: $(paste -sd ' ' "$CPU_GROUP/cgroup.procs" 2>/dev/null)"
 }
@@ -432,21 +404,18 @@ seconds_between() { awk -v a="$1" -v b="$2" -v f="$3" 'BEGIN { printf f, b - a }
 
 # ---------------------------------------------------------------- report --
 
-# ratio A B: A / B with 2 decimals ("inf" when B is 0).
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "inf" }'; }
+# The statistics and number formats of every report: srm-stats.
+SRM_STATS=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/srm-stats
 
-# stats VALUES... -> "median min max".  One awk, which sorts them itself:
-# the reports call this for every cell.
+# ratio A B: A / B with 2 decimals ("inf" when B is 0).
+ratio() { "$SRM_STATS" ratio "$1" "$2"; }
+
+# stats VALUES... -> "median min max" (0 0 0 for none).
 stats() {
-    awk -v list="$*" 'BEGIN {
-        n = split(list, v, " ")
-        for (i = 2; i <= n; i++) {
-            x = v[i] + 0
-            for (j = i - 1; j >= 1 && v[j] + 0 > x; j--) v[j + 1] = v[j]
-            v[j + 1] = x
-        }
-        m = (n % 2) ? v[(n + 1) / 2] : (v[n / 2] + v[n / 2 + 1]) / 2
-        printf "%.6f %.6f %.6f\n", m, v[1], v[n] }'
+    local n med lo hi
+    read -r n med lo hi _ < <("$SRM_STATS" summary "$@")
+    (( n > 0 )) || { echo "0 0 0"; return; }
+    echo "$med $lo $hi"
 }
 
 # median_of KEY: the median of VALUES[KEY] (the caller's array).
@@ -454,24 +423,11 @@ stats() {
 median_of() { local med; read -r med _ _ < <(stats ${VALUES[$1]}); printf '%s' "$med"; }
 
 # fit_slope: least-squares slope of the "X Y" lines on stdin.
-fit_slope() {
-    awk '{ n++; sx += $1; sy += $2; sxx += $1 * $1; sxy += $1 * $2 }
-         END { d = n * sxx - sx * sx; if (n < 2 || d == 0) print 0; else printf "%.6f\n", (n * sxy - sx * sy) / d }'
-}
+fit_slope() { "$SRM_STATS" slope; }
 
 # fmt KIND NUMBER: NUMBER for the table; KIND lat (us), bw (MB/s; below 10
 # with decimals), mr (msg/s).
-fmt() {
-    awk -v k="$1" -v x="$2" 'BEGIN {
-        if (k == "mr") {
-            if (x >= 1e6)      printf "%.2fM", x / 1e6
-            else if (x >= 1e3) printf "%.1fk", x / 1e3
-            else               printf "%.0f", x
-        } else if (k == "bw") printf (x < 1 ? "%.3f" : (x < 10 ? "%.2f" : "%.0f")), x
-        else if (x < 1)       printf "%.3f", x
-        else if (x < 100)     printf "%.2f", x
-        else                  printf "%.1f", x }'
-}
+fmt() { "$SRM_STATS" fmt "$1" "$2"; }
 
 # table_head COLUMN...: markdown table head, first column left aligned.
 table_head() {
@@ -498,13 +454,14 @@ table_row() {
         (( ${DISTURBED_IN[$tl/$key]:-0} == 0 )) || cell+=" *"
         printf '| %s ' "$cell"
     done
-    printf '| %s |\n' "$(awk -v a="${med_of[srm]}" -v b="${med_of[tcp]}" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "n/a" }')"
+    cell=$(ratio "${med_of[srm]}" "${med_of[tcp]}")
+    printf '| %s |\n' "${cell/inf/n\/a}"
 }
 
 # ucx_version: the UCX version ucx_info reports.
 ucx_version() { "$UCX_INFO" -v | awk '/Version/ && !v { v = $3 } END { print v }'; }
 # srmd_version: the first line of "srmd --version".
-srmd_version() { "$SRMD" --version 2>/dev/null | awk 'NR == 1'; }
+srmd_version() { "$SRM_SRMD" --version 2>/dev/null | awk 'NR == 1'; }
 # cpu_model: the first "model name" of /proc/cpuinfo.
 cpu_model() { awk -F': ' '/^model name/ && !d { print $2; d = 1 }' /proc/cpuinfo; }
 
@@ -519,25 +476,16 @@ print_inherited_ucx() {
 #
 # For mesh.sh and resources.sh: a private netns-cluster, one srmd per
 # host, MPI jobs through contrib/netns-mpirun.  Globals the caller sets:
-# NC (netns-cluster), PFX (cluster prefix), SOCK (the agents' socket),
-# SRMD, SRMCTL, SRM_MODULE (find_srm_build), WORK, CMDS, TIMEOUT; these
-# functions set HOSTS, CLUSTER_UP, AGENT[host] (declare -A AGENT first),
+# SRM_NETNS_CLUSTER (netns-cluster), PFX (cluster prefix), SRM_SOCKET (the agents' socket),
+# SRM_SRMD, SRM_SRMCTL, SRM_MODULE (find_srm_build), WORK, CMDS, TIMEOUT; these
+# functions set SRM_HOSTS, CLUSTER_UP, AGENT[host] (declare -A AGENT first),
 # JOB_DIR, JOB_OUT, MESH_RESULT, MESH.
 # shellcheck disable=SC2004  # AGENT is the caller's associative array
-
-# pid_alive PID: PID runs (a zombie does not count); no subprocess.
-pid_alive() {
-    local line st
-    { read -r line <"/proc/$1/stat"; } 2>/dev/null || return 1
-    st=${line##*) }
-    st=${st%% *}
-    [[ -n $st && $st != Z && $st != X ]]
-}
 
 # wait_line PID FILE PREFIX: wait until FILE (the output of job PID) has a
 # line starting with PREFIX, or PID has ended.
 wait_line() {
-    while pid_alive "$1" && ! has_line "$2" "$3"; do nap 0.02; done
+    while srm_alive "$1" && ! has_line "$2" "$3"; do srm_nap 0.02; done
 }
 
 # has_line FILE PREFIX: does a line of FILE start with PREFIX?  Builtins
@@ -550,75 +498,35 @@ has_line() {
     return 1
 }
 
-# nap SECONDS: sleep without starting a process: `read -t` on a pipe
-# nobody writes.  Starting a process costs 8 ms here when the machine is
-# idle, several times that under load, and the harness's polling loops
-# would otherwise start one per look.
-NAP_FD=
-nap() {
-    [[ -n $NAP_FD ]] || exec {NAP_FD}<> <(:)
-    read -r -t "$1" -u "$NAP_FD" _ || :
-}
-
-# wait_first VAR PID...: waits until one of the PIDs (children of this
-# shell) has ended, sets VAR to it and returns its exit status. Not
-# `wait -n`: bash 5.2's forgets a child that ended before it was called
-# ("no such job") and waits on for the others, for ever if they are agents.
-# It looks every 20 ms.
-wait_first() {
-    local -n wait_first_pid=$1
-    local p
-    shift
-    for (( ;; )); do
-        for p in "$@"; do
-            if ! pid_alive "$p"; then
-                wait_first_pid=$p
-                wait "$p"
-                return
-            fi
-        done
-        nap 0.02
-    done
-}
-
-# agent_ctl HOST SRMCTL-ARGS...: srmctl inside HOST on @SOCK.
-agent_ctl() {
-    local h=$1
-    shift
-    timeout -k 2 10 "$NC" exec "$h" env -u LD_PRELOAD "$SRMCTL" -s "$SOCK" -t 3 "$@"
-}
-
-# cluster_up N: bring up hosts PFXh1..PFXhN (sets HOSTS, CLUSTER_UP=1),
-# refusing a cluster of that prefix that is already up (not ours).
+# cluster_up N [NETNS-CLUSTER-OPTION...]: bring up hosts PFXh1..PFXhN
+# (sets SRM_HOSTS, CLUSTER_UP=1), refusing a cluster of that prefix that is
+# already up (not ours).
 cluster_up() {
-    local n=$1 i
-    if timeout 20 "$NC" list --prefix "$PFX" 2>/dev/null | grep -q ': up'; then
+    local n=$1
+    shift
+    srm_hosts_taken "$PFX" &&
         die "a cluster with prefix $PFX is already up (not ours); not touching it"
-    fi
-    HOSTS=()
-    for (( i = 1; i <= n; i++ )); do HOSTS+=("${PFX}h$i"); done
     CLUSTER_UP=1
-    timeout -k 5 120 "$NC" up "$n" --prefix "$PFX" >"$WORK/cluster.log" 2>&1 || {
-        cat "$WORK/cluster.log" >&2
-        die "netns-cluster up $n --prefix $PFX failed"; }
-    record_cmd '# cluster' '' "$NC" up "$n" --prefix "$PFX"
+    srm_hosts_up "$n" "$PFX" "$WORK/cluster.log" "$@" ||
+        die "netns-cluster up $n --prefix $PFX failed"
+    record_cmd '# cluster' '' "$SRM_NETNS_CLUSTER" up "$n" --prefix "$PFX" "$@"
 }
 
 # hosts_tcp_cc [NAME]: with NAME, sets the TCP congestion control of every
-# host of HOSTS (sysctl net.ipv4.tcp_congestion_control: srm's channels and
+# host of SRM_HOSTS (sysctl net.ipv4.tcp_congestion_control: srm's channels and
 # UCX's tcp alike) and records the commands; dies, naming what the host
 # allows, if one refuses it. Sets HOST_CC to what the first host runs.
 hosts_tcp_cc() {
     local cc=${1:-} h
     if [[ -n $cc ]]; then
-        for h in "${HOSTS[@]}"; do
-            "$NC" exec "$h" sysctl -q -w net.ipv4.tcp_congestion_control="$cc" \
+        for h in "${SRM_HOSTS[@]}"; do
+            "$SRM_NETNS_CLUSTER" exec "$h" sysctl -q -w net.ipv4.tcp_congestion_control="$cc" \
                 >"$WORK/sysctl.$h.log" 2>&1 ||
-                die "--tcp-cc $cc: $h refuses it ($(head -c 200 "$WORK/sysctl.$h.log"); allowed there: $("$NC" exec "$h" cat /proc/sys/net/ipv4/tcp_allowed_congestion_control))"
-            record_cmd "# congestion control in $h" '' "$NC" exec "$h" sysctl -w net.ipv4.tcp_congestion_control="$cc"
+                die "--tcp-cc $cc: $h refuses it ($(head -c 200 "$WORK/sysctl.$h.log"); allowed there: $("$SRM_NETNS_CLUSTER" exec "$h" cat /proc/sys/net/ipv4/tcp_allowed_congestion_control))"
+            record_cmd "# congestion control in $h" '' "$SRM_NETNS_CLUSTER" exec "$h" sysctl -w net.ipv4.tcp_congestion_control="$cc"
         done
     fi
-    HOST_CC=$("$NC" exec "${HOSTS[0]}" cat /proc/sys/net/ipv4/tcp_congestion_control)
+    HOST_CC=$("$SRM_NETNS_CLUSTER" exec "${SRM_HOSTS[0]}" cat /proc/sys/net/ipv4/tcp_congestion_control)
 }
 
 # tcp_cc_line SET: the report line naming the hosts' congestion control;
@@ -632,62 +540,42 @@ tcp_cc_line() {
 cluster_down() {
     (( ${CLUSTER_UP:-0} )) || return 0
     CLUSTER_UP=0
-    timeout -k 5 60 "$NC" down --prefix "$PFX" >>"$WORK/cluster.log" 2>&1 ||
+    srm_hosts_down "$PFX" "$WORK/cluster.log" 2>/dev/null ||
         info "WARNING: 'netns-cluster down --prefix $PFX' failed (see $WORK/cluster.log)"
 }
 
-# How the scripts start an agent: in a session of its own, as UCX starts
-# one (srmd --daemonize calls setsid). With autogroup scheduling (Debian's
-# default, /proc/sys/kernel/sched_autogroup_enabled) a session is a
-# scheduling group: an agent started in the script's session would share
-# the ranks' CPU share and, at nice -10, preempt them, which no real job
-# does (1 MB tag_bw between two hosts: 690-1100 MB/s so, against
-# 1150-1680 in sessions of their own, on 2026-12-01). Not forking: the
-# caller's $! stays the agent's PID.
-AGENT_SESSION=(setsid)
-
-# agents_start TAG: one srmd per host on @SOCK, logs srmd.HOST.TAG.log;
-# waits until each answers and reports its own PID (AGENT[host]).  Called
-# from the main shell, so that $! is the srmd: netns-cluster exec execs.
+# agents_start TAG: one srmd per host on @SRM_SOCKET (srm_agent_spawn_cmd:
+# each in a session of its own, -q), logs srmd.HOST.TAG.log; waits until
+# each answers and reports its own PID (AGENT[host]). Called from the main
+# shell, so that $! is the srmd.
 agents_start() {
-    local tag=$1 h i spid acmd
-    for h in "${HOSTS[@]}"; do
-        acmd=("$NC" exec "$h" env -u LD_PRELOAD -u UCX_SRM_SOCKET -u UCX_SRM_AGENT
-              "${AGENT_SESSION[@]}" "$SRMD" -q -s "$SOCK" -l "$WORK/srmd.$h.$tag.log")
-        "${acmd[@]}" >"$WORK/srmd.$h.$tag.out" 2>&1 &
+    local tag=$1 h
+    for h in "${SRM_HOSTS[@]}"; do
+        srm_agent_spawn_cmd "$h" "$WORK/srmd.$h.$tag.log" -- -q
+        "${SRM_AGENT_CMD[@]}" >"$WORK/srmd.$h.$tag.out" 2>&1 &
         AGENT[$h]=$!
-        record_cmd "# agent in $h" ' &' "${acmd[@]}"
+        record_cmd "# agent in $h" ' &' "${SRM_AGENT_CMD[@]}"
     done
-    for h in "${HOSTS[@]}"; do
-        for (( i = 0; i < 50; i++ )); do
-            pid_alive "${AGENT[$h]}" || {
-                cat "$WORK/srmd.$h.$tag.out" "$WORK/srmd.$h.$tag.log" >&2 2>/dev/null || true
-                die "srmd in $h exited at start (log above)"; }
-            agent_ctl "$h" ping >/dev/null 2>&1 && break
-            nap 0.2
-        done
-        (( i < 50 )) || die "srmd in $h does not answer on @$SOCK after 10 s"
-        spid=$(agent_ctl "$h" status 2>/dev/null | awk '$1 == "agent:" {
-                   for (i = 1; i < NF; i++) if ($i == "pid") p = $(i + 1) } END { print p }')
-        [[ $spid == "${AGENT[$h]}" ]] ||
-            die "srmd in $h reports pid '$spid', but the started process is ${AGENT[$h]}"
+    for h in "${SRM_HOSTS[@]}"; do
+        srm_agent_ready "$h" "${AGENT[$h]}" "$WORK/srmd.$h.$tag.log" ||
+            die "srmd in $h did not come up (above)"
     done
 }
 
 # agents_alive: every AGENT still runs.
 agents_alive() {
     local h
-    for h in "${HOSTS[@]}"; do
-        [[ -n ${AGENT[$h]:-} ]] && pid_alive "${AGENT[$h]}" || return 1
+    for h in "${SRM_HOSTS[@]}"; do
+        [[ -n ${AGENT[$h]:-} ]] && srm_alive "${AGENT[$h]}" || return 1
     done
 }
 
 # agents_stop: TERM (then KILL) every AGENT; forgets them.
 agents_stop() {
     local h
-    for h in "${HOSTS[@]}"; do
+    for h in "${SRM_HOSTS[@]}"; do
         [[ -n ${AGENT[$h]:-} ]] || continue
-        kill_pids "${AGENT[$h]}"
+        srm_kill_pids 2 "${AGENT[$h]}"
         AGENT[$h]=
     done
 }
@@ -697,20 +585,20 @@ agents_stop() {
 # LD_PRELOAD of the ranks, our agents) or tcp (UCX_TLS=tcp on eth0).
 tl_env() {
     case $1 in
-    srm) TL_ENV=(UCX_TLS=srm UCX_SRM_SOCKET="$SOCK" UCX_SRM_AGENT=never) ;;
+    srm) TL_ENV=(UCX_TLS=srm UCX_SRM_SOCKET="$SRM_SOCKET" UCX_SRM_AGENT=never) ;;
     tcp) TL_ENV=(UCX_TLS=tcp UCX_NET_DEVICES=eth0) ;;
     *)   die "tl_env: unknown transport '$1'" ;;
     esac
 }
 
 # mpi_job_start LABEL TL PPN PROGRAM [ARGS...]: start PROGRAM on every
-# host of JOB_HOSTS (comma separated; empty: all of HOSTS), PPN ranks
+# host of JOB_HOSTS (comma separated; empty: all of SRM_HOSTS), PPN ranks
 # each, through netns-mpirun (--timeout TIMEOUT, --yield JOB_YIELD, empty:
 # auto) in the background; sets JOB_PID, JOB_DIR (runs/LABEL), JOB_OUT and
 # JOB_RANKS.
 JOB_HOSTS='' JOB_YIELD=''
 mpi_job_start() {
-    local label=$1 tl=$2 ppn=$3 w xs=() cmd hosts=${JOB_HOSTS:-$(IFS=,; echo "${HOSTS[*]}")} host_list
+    local label=$1 tl=$2 ppn=$3 w xs=() cmd hosts=${JOB_HOSTS:-$(IFS=,; echo "${SRM_HOSTS[*]}")} host_list
     shift 3
     IFS=, read -r -a host_list <<<"$hosts"
     tl_env "$tl"

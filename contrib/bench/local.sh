@@ -212,9 +212,9 @@ require_tools "" timeout awk sort paste ps getconf mktemp
 # Environment every ucx_perftest starts from: the caller's, without the
 # variables this script sets per transport.
 BASE_ENV=(env -u LD_PRELOAD -u UCX_TLS -u UCX_NET_DEVICES LC_ALL=C)
-SOCK=srm-bench-$$
-SRM_ENV=(LD_PRELOAD="$SRM_MODULE" UCX_SRM_SOCKET="$SOCK" UCX_SRM_AGENT=never
-         UCX_SRM_AGENT_PATH="$SRMD")
+SRM_SOCKET=srm-bench-$$
+SRM_ENV=(LD_PRELOAD="$SRM_MODULE" UCX_SRM_SOCKET="$SRM_SOCKET" UCX_SRM_AGENT=never
+         UCX_SRM_AGENT_PATH="$SRM_SRMD")
 
 # Device of a transport as ucx_info -d lists it (first match, or a given one).
 uct_device() {  # TL [WANTED-DEVICE] [ucx_info env...]
@@ -246,7 +246,7 @@ FAILED=1         # cleared when the report is complete
 cleanup() {
     local rc=$?
     trap - EXIT INT TERM
-    kill_pids "${PIDS[@]}" ${AGENT_PID:+"$AGENT_PID"}
+    srm_kill_pids 2 "${PIDS[@]}" ${AGENT_PID:+"$AGENT_PID"}
     cpu_group_leave
     drop_work_dir
     exit "$rc"
@@ -290,26 +290,27 @@ other_load() { foreign_load "${AGENT_PID:-}"; }
 
 AGENT_CMD=(env -u UCX_SRM_SOCKET -u LD_PRELOAD)
 [[ -n $POLICY ]] && AGENT_CMD+=(UCX_SRM_POLL="$POLICY")
-AGENT_CMD+=("$SRMD" -s "$SOCK" -q)
+AGENT_CMD+=("$SRM_SRMD" -s "$SRM_SOCKET" -q)
 
 start_agent() {
-    "$SRMCTL" -s "$SOCK" -t 1 ping >/dev/null 2>&1 &&
-        die "an agent already answers on @$SOCK"
+    "$SRM_SRMCTL" -s "$SRM_SOCKET" -t 1 ping >/dev/null 2>&1 &&
+        die "an agent already answers on @$SRM_SOCKET"
     "${AGENT_CMD[@]}" >"$WORK/srmd.log" 2>&1 &
     AGENT_PID=$!
     local i
     for (( i = 0; i < 100; i++ )); do
         kill -0 "$AGENT_PID" 2>/dev/null || { wait "$AGENT_PID" || true
             cat "$WORK/srmd.log" >&2; AGENT_PID=; die "srmd exited at start (log above)"; }
-        "$SRMCTL" -s "$SOCK" -t 1 ping >/dev/null 2>&1 && break
-        nap 0.05
+        "$SRM_SRMCTL" -s "$SRM_SOCKET" -t 1 ping >/dev/null 2>&1 && break
+        srm_nap 0.05
     done
-    (( i < 100 )) || die "srmd does not answer on @$SOCK after 5 s"
+    (( i < 100 )) || die "srmd does not answer on @$SRM_SOCKET after 5 s"
     record_cmd '# agent' ' &' "${AGENT_CMD[@]}"
 }
 
-agent_field() {  # line of "srmctl status" starting with $1
-    "$SRMCTL" -s "$SOCK" -t 2 status 2>/dev/null | status_field "$1"
+agent_status_get() {  # JQ-FILTER: from the agent's `srmctl status --json`
+    "$SRM_SRMCTL" -s "$SRM_SOCKET" -t 2 status --json 2>/dev/null |
+        srm_json_get "$1"
 }
 
 # ------------------------------------------------------------------ runs --
@@ -366,7 +367,7 @@ run_one() {
     fl=$(other_load)
     while [[ -n $fl ]] && (( waited < WAIT_IDLE )); do
         (( waited > 0 )) || info "waiting up to ${WAIT_IDLE} s for other processes to stop: $fl"
-        nap 1
+        srm_nap 1
         waited=$(( waited + 1 ))
         fl=$(other_load)
     done
@@ -381,10 +382,10 @@ run_one() {
     for (( i = 0; i < 200; i++ )); do
         port_listening "$PORT" && break
         kill -0 "$srv" 2>/dev/null || break
-        nap 0.025
+        srm_nap 0.025
     done
     if ! port_listening "$PORT"; then
-        kill_pids "$srv"; forget_pid "$srv"
+        srm_kill_pids 2 "$srv"; forget_pid "$srv"
         show_failure "$d"
         die "run $RUN_NO: the ucx_perftest server did not listen on port $PORT"
     fi
@@ -396,10 +397,10 @@ run_one() {
         # Wake up when the client or the agent ends: without its agent an
         # srm rank may wait forever, and the timeout would hide the cause.
         local first=
-        wait_first first "$cli" "$AGENT_PID" || rc_c=$?
+        srm_wait_first first "$cli" "$AGENT_PID" || rc_c=$?
         if [[ $first != "$cli" ]]; then
             AGENT_PID=
-            kill_pids "$cli" "$srv"
+            srm_kill_pids 2 "$cli" "$srv"
             forget_pid "$cli"; forget_pid "$srv"
             show_failure "$d"
             die "run $RUN_NO ($tl $test ${size} B rep $rep): srmd exited during the run (status $rc_c)"
@@ -410,7 +411,7 @@ run_one() {
     forget_pid "$cli"
     if (( rc_c != 0 )); then
         # a failed client leaves the server waiting: do not wait for it
-        kill_pids "$srv"
+        srm_kill_pids 2 "$srv"
     fi
     wait "$srv" || rc_s=$?
     forget_pid "$srv"
@@ -493,9 +494,9 @@ ROWS=(
 TOTAL_RUNS=$(( ${#TESTS[@]} * ${#TRANSPORTS[@]} * REPS ))
 
 start_agent
-AGENT_POLICY=$(agent_field policy:)
+AGENT_POLICY=$(agent_status_get "$POLICY_JQ")
 AGENT_NICE=$(ps -o ni= -p "$AGENT_PID" | tr -d ' ')
-info "srmd pid $AGENT_PID on @$SOCK: $AGENT_POLICY, nice $AGENT_NICE"
+info "srmd pid $AGENT_PID on @$SRM_SOCKET: $AGENT_POLICY, nice $AGENT_NICE"
 info "$TOTAL_RUNS runs: ${#TESTS[@]} tests x ${#TRANSPORTS[@]} transports x $REPS reps; logs in $WORK"
 
 # Repetitions are the outer loop, so slow drifts of the host spread over
@@ -523,8 +524,8 @@ for (( rep = 1; rep <= REPS; rep++ )); do
     done
 done
 
-AGENT_COUNTERS=$(agent_field counters:)
-kill_pids "$AGENT_PID"
+AGENT_COUNTERS=$(agent_status_get "$COUNTERS_JQ")
+srm_kill_pids 2 "$AGENT_PID"
 AGENT_PID=
 T_END=$EPOCHREALTIME
 ELAPSED=$(seconds_between "$T_START" "$T_END" %.1f)

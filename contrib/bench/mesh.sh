@@ -11,7 +11,6 @@ INFO_CLOCK=1
 # shellcheck source-path=SCRIPTDIR source=lib.sh
 . "$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/lib.sh"
 SRCDIR=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
-NC=$SRCDIR/contrib/netns-cluster
 
 usage() {
     cat <<USAGE
@@ -245,13 +244,13 @@ mapfile -t SIZES < <(printf '%s\n' "${SIZES[@]}" | sort -n -u)
 T_START=$EPOCHREALTIME
 START_DATE=$(date -u '+%Y-%m-%d %H:%M:%S UTC')
 [[ $(id -u) == 0 ]] || die "must run as root (network namespaces)"
-[[ -x $NC ]] || die "$NC not found or not executable"
+[[ -x $SRM_NETNS_CLUSTER ]] || die "$SRM_NETNS_CLUSTER not found or not executable"
 require_tools " in PATH" ip nsenter ss timeout awk sort ps mpicc mpirun ucx_info
 [[ -n $BUILD ]] || BUILD=$SRCDIR/build
 [[ -d $BUILD ]] || die "build directory '$BUILD' does not exist (use --build DIR or set SRM_BUILD_DIR)"
 find_srm_build
 UCX_INFO=$(command -v ucx_info)
-SOCK=srm-mesh-$$
+SRM_SOCKET=srm-mesh-$$
 NCPU=$(nproc)
 
 size_label() {
@@ -270,7 +269,7 @@ cleanup() {
     local rc=$?
     trap - EXIT INT TERM
     trap '' INT TERM
-    kill_pids "${PIDS[@]}" "${AGENT[@]}"
+    srm_kill_pids 2 "${PIDS[@]}" "${AGENT[@]}"
     cluster_down
     cpu_group_leave
     drop_work_dir
@@ -286,8 +285,8 @@ info "bringing up $NHOSTS hosts (netns-cluster --prefix $PFX); logs in $WORK"
 cluster_up "$NHOSTS"
 hosts_tcp_cc "$TCP_CC"
 agents_start 0
-AGENT_POLICY=$(agent_ctl "${HOSTS[0]}" status 2>/dev/null | status_field policy:)
-info "srmd in every host on @$SOCK: $(for h in "${HOSTS[@]}"; do printf '%s ' "${AGENT[$h]}"; done)($AGENT_POLICY)"
+AGENT_POLICY=$(srm_netns_status_get "${SRM_HOSTS[0]}" "$POLICY_JQ")
+info "srmd in every host on @$SRM_SOCKET: $(for h in "${SRM_HOSTS[@]}"; do printf '%s ' "${AGENT[$h]}"; done)($AGENT_POLICY)"
 
 # ------------------------------------------------------------------ runs --
 
@@ -301,7 +300,7 @@ for p in "${MESH_PROCS[@]}"; do
     JOBS+=("mesh-$p|mesh|$p|-p mesh -s 8 -W 1 -a 1||")
 done
 for y in "${PP_YIELDS[@]}"; do
-    JOBS+=("pp-y$y|pingpong|1|-p one-to-many -s 8 -W 1 -a 1|$y|${HOSTS[0]},${HOSTS[1]}")
+    JOBS+=("pp-y$y|pingpong|1|-p one-to-many -s 8 -W 1 -a 1|$y|${SRM_HOSTS[0]},${SRM_HOSTS[1]}")
 done
 TRANSPORTS=(srm tcp)
 TOTAL_RUNS=$(( ${#JOBS[@]} * ${#TRANSPORTS[@]} * REPS ))
@@ -394,8 +393,8 @@ fi
 
 # srm's node channels after the runs.
 declare -A CONNS=()
-for h in "${HOSTS[@]}"; do
-    CONNS[$h]=$(timeout -k 2 20 "$NC" exec "$h" ss -tnpH state established 2>/dev/null |
+for h in "${SRM_HOSTS[@]}"; do
+    CONNS[$h]=$(timeout -k 2 20 "$SRM_NETNS_CLUSTER" exec "$h" ss -tnpH state established 2>/dev/null |
                 awk -v pid="pid=${AGENT[$h]}," 'index($0, "\"srmd\"") && index($0, pid) { n++ } END { print n + 0 }')
 done
 agents_stop
@@ -483,7 +482,7 @@ pingpong_section() {
     local y how want srm_over_tcp
     printf '\n## Ping-pong between two hosts: busy-polling and yielding ranks\n\n'
     printf 'One rank on %s and one on %s: 8 B there, an 8 B answer back, then the next (srm_mesh -p one-to-many -s 8 -W 1 -a 1). Latency: half the round trip, p50 and p99 over the measured window. mpi_yield_when_idle 0: the ranks busy-poll; 1: Open MPI yields the CPU (sched_yield) while a rank waits, so the agents and the other ranks can run. Issue 3'"'"'s targets: srm p50 within 2x of tcp'"'"'s with busy-polling ranks, within 1.5x with yielding ranks.\n\n' \
-        "${HOSTS[0]}" "${HOSTS[1]}"
+        "${SRM_HOSTS[0]}" "${SRM_HOSTS[1]}"
     table_head measurement srm tcp srm/tcp
     for y in "${PP_YIELDS[@]}"; do
         if (( y == 0 )); then how="busy-polling"; else how="yielding"; fi
@@ -534,7 +533,7 @@ report() {
     printf -- '- UCX %s; %s; %s\n' "$("$UCX_INFO" -v | awk '/Version/ && !v { v = $3 } END { print v }')" \
         "$(srmd_version)" "$(mpirun --version 2>/dev/null | awk 'NR == 1')"
     printf -- '- hosts %s (netns-cluster --prefix %s), one srmd each on @%s (%s); srm: UCX_TLS=srm; tcp: UCX_TLS=tcp UCX_NET_DEVICES=eth0; both also between ranks of one host\n' \
-        "$(IFS=,; echo "${HOSTS[*]}")" "$PFX" "$SOCK" "$AGENT_POLICY"
+        "$(IFS=,; echo "${SRM_HOSTS[*]}")" "$PFX" "$SRM_SOCKET" "$AGENT_POLICY"
     tcp_cc_line "$TCP_CC"
     printf -- '- each job: warm-up max(%s s / 10, 0.2 s), then %s s measured; every message checked by its receiver: 0 errors in every job%s\n' \
         "$SECS" "$SECS" "$([[ $QUICK == 1 ]] && printf '; **--quick smoke run, not a measurement**')"
@@ -547,7 +546,7 @@ report() {
 
     printf '\n## Experiment 2: one-to-many\n\n'
     printf 'Rank 0 on %s sends round robin to the %d ranks on each of the %d other hosts (%d receivers; %d ranks per host, the other %d on %s idle); at most 16 unacknowledged messages per receiver, an 8 B acknowledgement every 8th. Rate: data messages received per second by all receivers together.\n\n' \
-        "${HOSTS[0]}" "$O2M_PROCS" $(( NHOSTS - 1 )) $(( O2M_PROCS * (NHOSTS - 1) )) "$O2M_PROCS" $(( O2M_PROCS - 1 )) "${HOSTS[0]}"
+        "${SRM_HOSTS[0]}" "$O2M_PROCS" $(( NHOSTS - 1 )) $(( O2M_PROCS * (NHOSTS - 1) )) "$O2M_PROCS" $(( O2M_PROCS - 1 )) "${SRM_HOSTS[0]}"
     table_head measurement srm tcp srm/tcp
     for s in "${SIZES[@]}"; do
         table_row "$(size_label "$s"), msg/s" mr "o2m-$s-mr"
@@ -577,7 +576,7 @@ report() {
     printf 'Data: %s-o2m.dat, %s-rate.dat, %s-lat.dat; gnuplot script %s-plots.gp (%s), in %s.\n' \
         "$PLOT_STEM" "$PLOT_STEM" "$PLOT_STEM" "$PLOT_STEM" "$PLOT_TERM" "$PLOT_DIR"
     printf '\nsrmd node-channel connections after the runs (established TCP, owned by srmd):'
-    for h in "${HOSTS[@]}"; do printf ' %s %s;' "$h" "${CONNS[$h]}"; done
+    for h in "${SRM_HOSTS[@]}"; do printf ' %s %s;' "$h" "${CONNS[$h]}"; done
     printf ' %d jobs, %s s in all.\n' "$TOTAL_RUNS" "$ELAPSED"
 }
 

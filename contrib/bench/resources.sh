@@ -11,7 +11,6 @@ INFO_CLOCK=1
 # shellcheck source-path=SCRIPTDIR source=lib.sh
 . "$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/lib.sh"
 SRCDIR=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
-NC=$SRCDIR/contrib/netns-cluster
 
 usage() {
     cat <<USAGE
@@ -170,12 +169,12 @@ PLIST=("${PROCS[@]}")
 T_START=$EPOCHREALTIME
 START_DATE=$(date -u '+%Y-%m-%d %H:%M:%S UTC')
 [[ $(id -u) == 0 ]] || die "must run as root (network namespaces)"
-[[ -x $NC ]] || die "$NC not found or not executable"
+[[ -x $SRM_NETNS_CLUSTER ]] || die "$SRM_NETNS_CLUSTER not found or not executable"
 require_tools " in PATH" ip nsenter ss timeout awk sort mpicc mpirun
 [[ -n $BUILD ]] || BUILD=$SRCDIR/build
 [[ -d $BUILD ]] || die "build directory '$BUILD' does not exist (use --build DIR or set SRM_BUILD_DIR)"
 find_srm_build
-SOCK=srm-res-$$
+SRM_SOCKET=srm-res-$$
 NCPU=$(nproc)
 
 make_work_dir srm-resources
@@ -187,7 +186,7 @@ cleanup() {
     local rc=$?
     trap - EXIT INT TERM
     trap '' INT TERM
-    kill_pids "${PIDS[@]}" "${AGENT[@]}"
+    srm_kill_pids 2 "${PIDS[@]}" "${AGENT[@]}"
     cluster_down
     drop_work_dir
     exit "$rc"
@@ -219,7 +218,7 @@ kb_of() {
 # rank_rss_sum rank_pss_sum" (kB) for HOST (address 10.77.0.INDEX).
 sample() {
     local h=$1 me=10.77.0.$2 p comm ars=0 aps=0 n=0 rrs=0 rps=0 conns
-    conns=$(timeout -k 2 20 "$NC" exec "$h" ss -tnpH state established 2>/dev/null |
+    conns=$(timeout -k 2 20 "$SRM_NETNS_CLUSTER" exec "$h" ss -tnpH state established 2>/dev/null |
         awk -v me="$me" '{
             peer = $4; sub(/:[0-9]+$/, "", peer)
             owner = "?"
@@ -258,7 +257,7 @@ for (( rep = 1; rep <= REPS; rep++ )); do
         for tl in "${TRANSPORTS[@]}"; do
             if [[ $tl == srm ]]; then
                 agents_start "P$p-r$rep"
-                for h in "${HOSTS[@]}"; do AGENT_BASE+=("$(kb_of "${AGENT[$h]}" VmRSS status)"); done
+                for h in "${SRM_HOSTS[@]}"; do AGENT_BASE+=("$(kb_of "${AGENT[$h]}" VmRSS status)"); done
             fi
             mpi_job_start "P$p-$tl-r$rep" "$tl" "$p" "$MESH_BIN" -p mesh -s 8,65536 -t "$TRAFFIC_SECS" -w "$WARMUP_SECS" -H "$HOLD" -F "$WORK/runs/P$p-$tl-r$rep/release"
             # Wait for the hold (the job's end if it never holds).
@@ -266,8 +265,8 @@ for (( rep = 1; rep <= REPS; rep++ )); do
             has_line "$JOB_OUT" 'srm_mesh: holding' || { mpi_job_wait; job_failure "job $JOB_DIR ended without holding"; }
             declare -A worst=()
             for s in 1 2; do
-                for i in "${!HOSTS[@]}"; do
-                    h=${HOSTS[$i]}
+                for i in "${!SRM_HOSTS[@]}"; do
+                    h=${SRM_HOSTS[$i]}
                     # An srm sample without the agent's RSS is taken again
                     # while the agent runs: once, in a loaded smoke, one
                     # read no VmRSS for a running agent (its Pss was read).
@@ -275,11 +274,11 @@ for (( rep = 1; rep <= REPS; rep++ )); do
                         line=$(sample "$h" $(( i + 1 )))
                         printf 'sample %d %s: %s\n' "$s" "$h" "$line" >>"$JOB_DIR/samples"
                         read -r sr rr or xr sl rl ars aps n rrs rps <<<"$line"
-                        [[ $tl == srm ]] && (( ars == 0 )) && pid_alive "${AGENT[$h]}" || break
+                        [[ $tl == srm ]] && (( ars == 0 )) && srm_alive "${AGENT[$h]}" || break
                     done
                     (( n == p )) || job_failure "job $JOB_DIR: $n ranks found in $h, want $p (--hold too short?)"
                     [[ $tl == tcp ]] || (( ars > 0 )) ||
-                        job_failure "job $JOB_DIR: no srmd RSS in $h (agent pid ${AGENT[$h]}$(pid_alive "${AGENT[$h]}" || printf ', exited'))"
+                        job_failure "job $JOB_DIR: no srmd RSS in $h (agent pid ${AGENT[$h]}$(srm_alive "${AGENT[$h]}" || printf ', exited'))"
                     # per host, the worst sample (connections), kB
                     for kv in sr:$sr rr:$rr or:$or xr:$xr sl:$sl rl:$rl; do
                         k=${kv%%:*} v=${kv#*:}
@@ -291,7 +290,7 @@ for (( rep = 1; rep <= REPS; rep++ )); do
                         note "$(( aps + rps ))" "host-pss-$p"
                     fi
                 done
-                (( s == 2 )) || nap "$SAMPLE_GAP"
+                (( s == 2 )) || srm_nap "$SAMPLE_GAP"
             done
             : >"$JOB_DIR/release"        # the ranks may go
             worst_line="${worst[sr]:-0}/${worst[rr]:-0}/${worst[or]:-0}"

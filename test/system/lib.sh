@@ -1,4 +1,6 @@
-# lib.sh - shared helpers of the srm system tests (sourced, bash).
+# lib.sh - the system tests' layer on contrib/srm-harness.sh (sourced,
+# bash): checks, skips and failures, the test's own agent, ucx_perftest and
+# MPI jobs, soft-RoCE guests.
 #
 # A test does:
 #     . "$(dirname "$0")/lib.sh"
@@ -22,6 +24,8 @@
 SRM_TEST_NAME=${SRM_TEST_NAME:-$(basename "$0" .sh)}
 SRM_SYSTEM_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 SRM_SRCDIR=$(cd "$SRM_SYSTEM_DIR/../.." && pwd)
+# shellcheck source-path=SCRIPTDIR/../.. source=contrib/srm-harness.sh
+. "$SRM_SRCDIR/contrib/srm-harness.sh"
 SRM_FAILURES=0
 SRM_PIDS=""
 SRM_AGENT_PID=""
@@ -65,49 +69,27 @@ srm_done() {
 
 srm_require_cmd() {
     local c
-    for c in "$@"; do
-        command -v "$c" >/dev/null 2>&1 || srm_skip "$c not found in PATH"
-    done
+    if c=$(srm_missing_cmd "$@"); then
+        srm_skip "$c not found in PATH"
+    fi
 }
 
 # ----------------------------------------------------------------- build --
-
-srm__build_at() {
-    local d=$1
-
-    [ -n "$d" ] || return 1
-    if [ -x "$d/srmd" ] && [ -r "$d/.libs/libuct_srm.so.0" ]; then
-        SRM_SRMD=$d/srmd
-        SRM_SRMCTL=$d/srmctl
-        SRM_MODULE=$d/.libs/libuct_srm.so.0
-        SRM_RUN=$d/contrib/srm-run
-        return 0
-    fi
-    if [ -x "$d/bin/srmd" ] && [ -r "$d/lib/ucx/libuct_srm.so.0" ]; then
-        SRM_SRMD=$d/bin/srmd
-        SRM_SRMCTL=$d/bin/srmctl
-        SRM_MODULE=$d/lib/ucx/libuct_srm.so.0
-        SRM_RUN=$d/bin/srm-run
-        return 0
-    fi
-    return 1
-}
 
 srm_find_build() {
     if [ -n "${SRM_BUILD_DIR:-}" ]; then
         SRM_BUILD_DIR=$(cd "$SRM_BUILD_DIR" 2>/dev/null && pwd) ||
             srm_skip "SRM_BUILD_DIR does not exist"
-        srm__build_at "$SRM_BUILD_DIR" ||
+        srm_build_at "$SRM_BUILD_DIR" ||
             srm_skip "no srm build in SRM_BUILD_DIR=$SRM_BUILD_DIR" \
-                     "(want srmd and .libs/libuct_srm.so.0)"
-    elif srm__build_at "$PWD"; then
+                     "(want srmd, srmctl and .libs/libuct_srm.so.0)"
+    elif srm_build_at "$PWD"; then
         SRM_BUILD_DIR=$PWD
-    elif srm__build_at "$SRM_SRCDIR"; then
+    elif srm_build_at "$SRM_SRCDIR"; then
         SRM_BUILD_DIR=$SRM_SRCDIR
     else
         srm_skip "no srm build found; set SRM_BUILD_DIR (or run.sh -b DIR)"
     fi
-    [ -x "$SRM_SRMCTL" ] || srm_skip "$SRM_SRMCTL missing"
     export SRM_BUILD_DIR SRM_MODULE
 }
 
@@ -122,22 +104,6 @@ srm_untrack() {
     SRM_PIDS=$rest
 }
 
-# True while PID runs (an unreaped zombie does not count). No subprocess:
-# this is polled while busy-polling processes load every core.
-srm_alive() {
-    local line st
-
-    [ -n "$1" ] || return 1
-    { read -r line <"/proc/$1/stat"; } 2>/dev/null || return 1
-    st=${line##*) }
-    st=${st%% *}
-    [ -n "$st" ] && [ "$st" != Z ] && [ "$st" != X ]
-}
-
-# Wall-clock microseconds (bash 5), for deadlines that hold however slowly
-# the polling loops run.
-srm_now_us() { local t=${EPOCHREALTIME/./}; echo "${t#0}"; }
-
 # srm_wait_pid PID SECONDS: wait for PID to end; returns 0 if it did (its
 # status, when it is our child, in SRM_WAIT_RC), 1 if it still runs.
 srm_wait_pid() {
@@ -146,40 +112,20 @@ srm_wait_pid() {
     deadline=$(( $(srm_now_us) + $2 * 1000000 ))
     while srm_alive "$pid"; do
         [ "$(srm_now_us)" -ge "$deadline" ] && return 1
-        sleep 0.1
+        srm_nap 0.1
     done
     SRM_WAIT_RC=0
     wait "$pid" 2>/dev/null || SRM_WAIT_RC=$?
     return 0
 }
 
-# srm_kill_pid PID [GRACE]: SIGTERM, then SIGKILL after GRACE seconds.
+# srm_kill_pid PID [GRACE]: SIGTERM, then SIGKILL after GRACE seconds;
+# no longer tracked.
 srm_kill_pid() {
-    local pid=$1 grace=${2:-3}
-
-    [ -n "$pid" ] || return 0
-    if srm_alive "$pid"; then
-        kill -TERM "$pid" 2>/dev/null
-        if ! srm_wait_pid "$pid" "$grace"; then
-            srm_log "    (pid $pid ignored SIGTERM; sending SIGKILL)"
-            kill -KILL "$pid" 2>/dev/null
-            srm_wait_pid "$pid" 5
-        fi
-    fi
-    wait "$pid" 2>/dev/null
-    srm_untrack "$pid"
+    [ -n "$1" ] || return 0
+    srm_kill_pids "${2:-3}" "$1" 2>&1
+    srm_untrack "$1"
     return 0
-}
-
-# The children of PID, recursively (to clean up after mpirun and the like).
-srm_descendants() {
-    local p c
-    for p in "$@"; do
-        for c in $(pgrep -P "$p" 2>/dev/null); do
-            echo "$c"
-            srm_descendants "$c"
-        done
-    done
 }
 
 srm_cleanup() {
@@ -221,17 +167,19 @@ srm_agent_ping() {
         >/dev/null 2>&1
 }
 
-# The PID the agent reports ("agent: socket @x node y pid N ...").
-srm_agent_status_pid() {
-    srm_agent_status | awk '/^agent:/ {
-        for (i = 1; i < NF; i++) if ($i == "pid") { print $(i + 1); exit } }'
+# srm_agent_status_get JQ-FILTER: what FILTER picks out of the test
+# agent's `srmctl status --json` (docs/status-json.md); nothing if it does
+# not answer.
+srm_agent_status_get() {
+    env -u LD_PRELOAD "$SRM_SRMCTL" -s "$UCX_SRM_SOCKET" -t 3 status --json \
+        2>/dev/null | srm_json_get "$1"
 }
 
-# The agent's "counters: frames N bytes M ..." frame count, or empty.
-srm_agent_frames() {
-    srm_agent_status | awk '/^counters:/ {
-        for (i = 1; i < NF; i++) if ($i == "frames") { print $(i + 1); exit } }'
-}
+# The PID the agent reports.
+srm_agent_status_pid() { srm_agent_status_get .agent.pid; }
+
+# The frames the agent delivered, or nothing.
+srm_agent_frames() { srm_agent_status_get .counters.frames; }
 
 # srm_agent_start [SRMD-ARGS]: start a private srmd on UCX_SRM_SOCKET in
 # the background (SRM_AGENT_PID) and wait until it answers.
@@ -441,28 +389,22 @@ srm_netns_require() {
     export UCX_WARN_UNUSED_ENV_VARS=n
 }
 
-# srm_netns_up NHOSTS PREFIX [NETNS-CLUSTER-OPTION...]: bring up NHOSTS hosts named PREFIXh1 ...
-# (array SRM_NETNS_HOSTS; SRM_NETNS_HOST_LIST: the same comma-separated),
-# logging to $SRM_LOG/cluster.log. From then on the test's exit also takes
-# the cluster down, after srm_cleanup. If the cluster does not come up:
-# FAIL with its log, and the test ends.
+# srm_netns_up NHOSTS PREFIX [NETNS-CLUSTER-OPTION...]: bring up NHOSTS
+# hosts named PREFIXh1 ... (array SRM_HOSTS; SRM_NETNS_HOST_LIST: the same
+# comma-separated), logging to $SRM_LOG/cluster.log. From then on the
+# test's exit also takes the cluster down, after srm_cleanup. If the
+# cluster does not come up: FAIL with its log, and the test ends.
 srm_netns_up() {
-    local n=$1 i
+    local n=$1
 
     SRM_NETNS_PREFIX=$2
     shift 2
-    SRM_NETNS_HOSTS=()
-    for i in $(seq 1 "$n"); do
-        SRM_NETNS_HOSTS+=("${SRM_NETNS_PREFIX}h$i")
-    done
-    SRM_NETNS_HOST_LIST=$(IFS=,; echo "${SRM_NETNS_HOSTS[*]}")
     trap srm__netns_on_exit EXIT
-    if ! "$SRM_NETNS_CLUSTER" up "$n" --prefix "$SRM_NETNS_PREFIX" "$@" \
-            >"$SRM_LOG/cluster.log" 2>&1; then
+    if ! srm_hosts_up "$n" "$SRM_NETNS_PREFIX" "$SRM_LOG/cluster.log" "$@" 2>&1; then
         srm_fail "netns-cluster up $n --prefix $SRM_NETNS_PREFIX"
-        srm_show_log "$SRM_LOG/cluster.log"
         srm_done
     fi
+    SRM_NETNS_HOST_LIST=$(IFS=,; echo "${SRM_HOSTS[*]}")
 }
 
 srm__netns_on_exit() {
@@ -470,18 +412,8 @@ srm__netns_on_exit() {
 
     trap - EXIT
     srm_cleanup
-    "$SRM_NETNS_CLUSTER" down --prefix "$SRM_NETNS_PREFIX" \
-        >>"$SRM_LOG/cluster.log" 2>&1 ||
-        srm_log "cleanup: netns-cluster down --prefix $SRM_NETNS_PREFIX failed"
+    srm_hosts_down "$SRM_NETNS_PREFIX" "$SRM_LOG/cluster.log" 2>&1
     exit "$rc"
-}
-
-# srm_netns_ctl HOST ARGS...: srmctl ARGS... inside HOST, on the test's
-# socket (3 s timeout).
-srm_netns_ctl() {
-    local h=$1
-    shift
-    "$SRM_NETNS_CLUSTER" exec "$h" "$SRM_SRMCTL" -s "$UCX_SRM_SOCKET" -t 3 "$@"
 }
 
 # srm_uct_device [HOST]: the name of srm's UCX device for a process here
@@ -500,43 +432,22 @@ srm_netns_ping() { srm_netns_ctl "$1" ping >/dev/null 2>&1; }
 # srm_netns_status HOST: `srmctl status` of the srmd in HOST.
 srm_netns_status() { srm_netns_ctl "$1" status; }
 
-# srm_netns_status_field HOST LINE-TYPE FIELD [KIND]: the word after FIELD
-# on the first line of HOST's status that starts with LINE-TYPE
-# ("counters:" frames, "wire:" bad_frames, ...), or nothing. With KIND,
-# only a "node" line of that channel (small, bulk) counts.
-srm_netns_status_field() {
-    srm_netns_status "$1" 2>/dev/null |
-        awk -v t="$2" -v f="$3" -v k="${4:-}" '$1 == t && (k == "" || $5 == k) {
-            for (i = 1; i < NF; i++) if ($i == f) { print $(i + 1); exit } }'
-}
-
-# srm_status_word LINE FIELD: the word after FIELD in one line of a
-# status, or nothing.
-srm_status_word() {
-    awk -v f="$2" '{ for (i = 1; i < NF; i++) if ($i == f) { print $(i + 1); exit } }' <<<"$1"
-}
-
 # srm_netns_agent_start HOST LOG [VAR=VALUE...]: start our own srmd in
 # HOST on UCX_SRM_SOCKET with VAR=VALUE... in its environment, its log in
 # LOG (-l) and its output in LOG with .out for .log. Its pid goes to
 # SRM_NETNS_AGENT_PID[HOST] and is killed at exit. Waits up to ~10 s for
-# it to answer; if it does not: FAIL with its log, return 1.
+# it to answer as that pid; if it does not: FAIL with why, return 1.
 srm_netns_agent_start() {
-    local h=$1 log=$2 i pid
+    local h=$1 log=$2 pid
     shift 2
 
-    env "$@" "$SRM_NETNS_CLUSTER" exec "$h" \
-        "$SRM_SRMD" -s "$UCX_SRM_SOCKET" -l "$log" >"${log%.log}.out" 2>&1 &
+    srm_agent_spawn_cmd "$h" "$log" "$@"
+    "${SRM_AGENT_CMD[@]}" >"${log%.log}.out" 2>&1 &
     pid=$!
     srm_track "$pid"
     SRM_NETNS_AGENT_PID[$h]=$pid
-    for i in $(seq 1 50); do
-        srm_netns_ping "$h" && return 0
-        srm_alive "$pid" || break
-        sleep 0.2
-    done
+    srm_agent_ready "$h" "$pid" "$log" 2>&1 && return 0
     srm_fail "srmd did not come up in $h${*:+ ($*)}"
-    srm_show_log "$log"
     return 1
 }
 
@@ -547,7 +458,7 @@ srm_netns_start_agents() {
     local log=$1 h
     shift
 
-    for h in "${SRM_NETNS_HOSTS[@]}"; do
+    for h in "${SRM_HOSTS[@]}"; do
         srm_netns_agent_start "$h" "${log//%h/$h}" "$@" || return 1
     done
 }
@@ -555,7 +466,7 @@ srm_netns_start_agents() {
 # srm_netns_agent_pids: "HOST=PID " for every host, to log.
 srm_netns_agent_pids() {
     local h
-    for h in "${SRM_NETNS_HOSTS[@]}"; do
+    for h in "${SRM_HOSTS[@]}"; do
         printf '%s=%s ' "$h" "${SRM_NETNS_AGENT_PID[$h]:-}"
     done
 }
@@ -564,7 +475,7 @@ srm_netns_agent_pids() {
 # 5 s later).
 srm_netns_stop_agents() {
     local h
-    for h in "${SRM_NETNS_HOSTS[@]}"; do
+    for h in "${SRM_HOSTS[@]}"; do
         [ -n "${SRM_NETNS_AGENT_PID[$h]:-}" ] || continue
         srm_kill_pid "${SRM_NETNS_AGENT_PID[$h]}" 5
         SRM_NETNS_AGENT_PID[$h]=""
@@ -602,7 +513,7 @@ srm_netns_wait_listen() {
 # then up to 15 s for the server (then kills it). Sets SRM_CLIENT_RC and
 # SRM_SERVER_RC ("killed" if it had to be).
 srm_netns_perftest_pair() {
-    local label=$1 port=$2 tmo=$3 sh=${SRM_NETNS_HOSTS[0]} spid cpid
+    local label=$1 port=$2 tmo=$3 sh=${SRM_HOSTS[0]} spid cpid
     shift 3
 
     srm_perftest_rte
@@ -612,7 +523,7 @@ srm_netns_perftest_pair() {
     spid=$!
     srm_track "$spid"
     srm_netns_wait_listen "$sh" "$port" "$spid" 100
-    "$SRM_NETNS_CLUSTER" exec "${SRM_NETNS_HOSTS[1]}" env LD_PRELOAD="$SRM_MODULE" \
+    "$SRM_NETNS_CLUSTER" exec "${SRM_HOSTS[1]}" env LD_PRELOAD="$SRM_MODULE" \
         timeout -k 5 "$tmo" ucx_perftest -p "$port" $SRM_PERFTEST_RTE "$@" 10.77.0.1 \
         >>"$SRM_LOG/$label.client.log" 2>&1 &
     cpid=$!
@@ -735,7 +646,7 @@ srm_vm_self() {
 
 # srm_vm_hosts_up N [PREFIX]: in the guest, N simulated hosts PREFIXh1..
 # with an rdma device rxe_PREFIXh<i> each (contrib/vm-rxe/rxe-hosts), set
-# up as srm_netns_up does (SRM_NETNS_HOSTS, SRM_NETNS_HOST_LIST), and taken
+# up as srm_netns_up does (SRM_HOSTS, SRM_NETNS_HOST_LIST), and taken
 # down at the test's exit after srm_cleanup. FAIL with the log, and the
 # test ends, if they do not come up.
 srm_vm_hosts_up() {
@@ -743,11 +654,11 @@ srm_vm_hosts_up() {
 
     SRM_VM_RXE_HOSTS=$SRM_SRCDIR/contrib/vm-rxe/rxe-hosts
     SRM_NETNS_PREFIX=${2:-}
-    SRM_NETNS_HOSTS=()
+    SRM_HOSTS=()
     for i in $(seq 1 "$n"); do
-        SRM_NETNS_HOSTS+=("${SRM_NETNS_PREFIX}h$i")
+        SRM_HOSTS+=("${SRM_NETNS_PREFIX}h$i")
     done
-    SRM_NETNS_HOST_LIST=$(IFS=,; echo "${SRM_NETNS_HOSTS[*]}")
+    SRM_NETNS_HOST_LIST=$(IFS=,; echo "${SRM_HOSTS[*]}")
     trap srm__vm_hosts_on_exit EXIT
     if ! "$SRM_VM_RXE_HOSTS" up "$n" ${SRM_NETNS_PREFIX:+--prefix "$SRM_NETNS_PREFIX"} \
             >"$SRM_LOG/rxe-hosts.log" 2>&1; then
@@ -897,6 +808,7 @@ export SRM_TEST_LOG_DIR
 export LD_PRELOAD="$SRM_MODULE${LD_PRELOAD:+:$LD_PRELOAD}"
 export UCX_SRM_AGENT_PATH=$SRM_SRMD
 export UCX_SRM_SOCKET="srm-test-$SRM_TEST_NAME-$$"
+SRM_SOCKET=$UCX_SRM_SOCKET   # the agents of contrib/srm-harness.sh
 # No stray settings from the caller's environment decide what runs.
 unset UCX_TLS UCX_NET_DEVICES UCX_SRM_AGENT UCX_LOG_LEVEL UCX_PROTO_INFO
 

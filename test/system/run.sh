@@ -53,10 +53,9 @@ mkdir -p "$SRM_TEST_LOG_DIR" || exit 2
 SRM_TEST_LOG_DIR=$(cd "$SRM_TEST_LOG_DIR" && pwd)
 export SRM_TEST_LOG_DIR
 
-is_build() {
-    { [ -x "$1/srmd" ] && [ -r "$1/.libs/libuct_srm.so.0" ]; } ||
-    { [ -x "$1/bin/srmd" ] && [ -r "$1/lib/ucx/libuct_srm.so.0" ]; }
-}
+# shellcheck source-path=SCRIPTDIR/../.. source=contrib/srm-harness.sh
+. "$here/../../contrib/srm-harness.sh"
+is_build() { srm_build_at "$1" 2>/dev/null; }
 if [ -z "${SRM_BUILD_DIR:-}" ]; then
     for d in "$PWD" "$(cd "$here/../.." && pwd)"; do
         if is_build "$d"; then SRM_BUILD_DIR=$d; break; fi

@@ -24,7 +24,7 @@ PROG=test_bench_cpu_accounting
 # shellcheck source=../../contrib/bench/lib.sh
 . "$SRM_SRCDIR/contrib/bench/lib.sh"
 WORK=$(mktemp -d)
-trap 'cpu_group_leave; rm -rf "$WORK"' EXIT
+trap 'rc=$?; srm_cleanup; cpu_group_leave; rm -rf "$WORK"; exit $rc' EXIT
 
 cpu_group_join srm-test-acct 2>"$WORK/join.err"
 [ -n "$CPU_GROUP" ] || srm_skip "no CPU accounting cgroup: $(cat "$WORK/join.err")"
@@ -85,13 +85,13 @@ for n in ours cgrp them; do cp "$(command -v bash)" "$WORK/srm-spin-$n"; done
 "$WORK/srm-spin-cgrp" -c 'while :; do :; done' & cgrp=$!
 ( echo "$BASHPID" >"${CPU_GROUP%/*}/cgroup.procs"
   exec "$WORK/srm-spin-them" -c 'while :; do :; done' ) & them=$!
+srm_track "$ours"; srm_track "$cgrp"; srm_track "$them"
 seen=
 for (( i = 0; i < 20; i++ )); do      # until the stranger has been seen
     seen=$(foreign_load "$ours")
     [[ " $seen " == *" srm-spin-them "* ]] && break
 done
-kill "$ours" "$cgrp" "$them"
-wait "$ours" "$cgrp" "$them" 2>/dev/null
+for p in "$ours" "$cgrp" "$them"; do srm_kill_pid "$p" 1; done
 if [[ " $seen " == *" srm-spin-them "* && " $seen " != *" srm-spin-ours "* &&
       " $seen " != *" srm-spin-cgrp "* ]]; then
     srm_pass "foreign_load names a running stranger, not our PID nor our cgroup's: '$seen'"

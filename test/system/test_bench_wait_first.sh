@@ -1,7 +1,7 @@
 #!/bin/bash
 #
-# test_bench_wait_first: wait_first (contrib/bench/lib.sh), with which the
-# benchmarks wait for a client or an agent, whichever ends first:
+# test_bench_wait_first: srm_wait_first (contrib/srm-harness.sh), with
+# which the benchmarks wait for a client or an agent, whichever ends first:
 #   1. a child that ended before the call is found at once, with its exit
 #      status (bash 5.2's `wait -n` forgot such a child and waited on for
 #      the agent: hosts.sh hung after a fast ucx_perftest client);
@@ -11,24 +11,18 @@
 # srm-test-timeout: 30
 . "$(dirname "$0")/lib.sh"
 
-# shellcheck disable=SC2034  # read by the functions of contrib/bench/lib.sh
-PROG=test_bench_wait_first
-# shellcheck source=../../contrib/bench/lib.sh
-. "$SRM_SRCDIR/contrib/bench/lib.sh"
-agent_like=
-trap '[ -z "$agent_like" ] || kill "$agent_like" 2>/dev/null' EXIT
-
-# Like an srmd: runs until it is killed.
+# Like an srmd: runs until it is killed (at the test's exit).
 sleep 60 &
 agent_like=$!
+srm_track "$agent_like"
 
 ( exit 3 ) &
 quick=$!
-while pid_alive "$quick"; do sleep 0.05; done
+while srm_alive "$quick"; do sleep 0.05; done
 sleep 0.2 # bash has noted its end by now
 first='' rc=0
 t0=$(date +%s%N)
-wait_first first "$quick" "$agent_like" || rc=$?
+srm_wait_first first "$quick" "$agent_like" || rc=$?
 ms=$(( ($(date +%s%N) - t0) / 1000000 ))
 if [ "$first" = "$quick" ] && [ "$rc" = 3 ] && [ "$ms" -lt 2000 ]; then
     srm_pass "a child that ended before the call: found in $ms ms, status $rc"
@@ -39,10 +33,10 @@ fi
 ( sleep 0.5; exit 5 ) &
 slow=$!
 first='' rc=0
-wait_first first "$slow" "$agent_like" || rc=$?
-if [ "$first" = "$slow" ] && [ "$rc" = 5 ] && pid_alive "$agent_like"; then
+srm_wait_first first "$slow" "$agent_like" || rc=$?
+if [ "$first" = "$slow" ] && [ "$rc" = 5 ] && srm_alive "$agent_like"; then
     srm_pass "the first of two running children to end: status $rc, the other runs on"
 else
-    srm_fail "the first of two running children: got '$first' status $rc (wanted $slow, 5; agent alive: $(pid_alive "$agent_like" && echo yes || echo no))"
+    srm_fail "the first of two running children: got '$first' status $rc (wanted $slow, 5; agent alive: $(srm_alive "$agent_like" && echo yes || echo no))"
 fi
 srm_done

@@ -125,11 +125,12 @@ if [ "$rc" = 0 ]; then
         timeout -k 5 180 "$b/contrib/srm-run" mpirun --allow-run-as-root \
             --oversubscribe -np 4 -x UCX_TLS=srm,self -x UCX_SRM_SOCKET \
             -x UCX_SRM_AGENT=never "$1/srm_mpi_check"
-        "$b/srmctl" -s "$UCX_SRM_SOCKET" status | grep "^counters:"
+        echo "agent frames: $("$b/srmctl" -s "$UCX_SRM_SOCKET" status --json |
+                             jq -r .counters.frames)"
     ' "$SRM_TEST_NAME" "$SRM_LOG" >"$SRM_LOG/mpi.log" 2>&1 || rc=$?
     summary=$(grep -a '^srm_mpi_check: .* passed' "$SRM_LOG/mpi.log" | tail -n 1)
     ompi=$(sed -n 's/^Open MPI: //p' "$SRM_LOG/mpi.log")
-    frames=$(sed -n 's/^counters: frames \([0-9]*\).*/\1/p' "$SRM_LOG/mpi.log")
+    frames=$(sed -n 's/^agent frames: \([0-9]*\)$/\1/p' "$SRM_LOG/mpi.log")
     if [ "$rc" = 0 ] && printf '%s\n' "$summary" | grep -q ' 0 failed$' &&
        [ "${frames:-0}" -gt 0 ]; then
         srm_pass "$SUITE, ${ompi:-Open MPI ?}: 4 ranks over srm: $summary; the agent moved $frames frames"

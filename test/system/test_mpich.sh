@@ -61,7 +61,7 @@ srm_agent_stop
 srm_netns_require mpicc.mpich
 srm_netns_up 2 mc
 srm_netns_start_agents "$SRM_LOG/srmd.%h.log" UCX_SRM_DEVICES=eth0 || srm_done
-h1=${SRM_NETNS_HOSTS[0]} h2=${SRM_NETNS_HOSTS[1]}
+h1=${SRM_HOSTS[0]} h2=${SRM_HOSTS[1]}
 run_job two-hosts env SRM_MODULE="$SRM_MODULE" "$SRM_NETNS_CLUSTER" exec "$h1" \
     "$SRM_RUN" "$hydra" -launcher rsh \
     -launcher-exec "$SRM_SRCDIR/contrib/netns-rsh" -iface eth0 \
@@ -70,9 +70,7 @@ run_job two-hosts env SRM_MODULE="$SRM_MODULE" "$SRM_NETNS_CLUSTER" exec "$h1" \
     -genv UCX_SRM_AGENT never "$bin"
 # frames each agent sent to the other node, over both channels
 sent() {
-    srm_netns_status "$1" | awk '$1 == "node" {
-        for (i = 1; i < NF; i++) if ($i == "tx") { split($(i + 1), a, "/"); s += a[1] } }
-        END { print s + 0 }'
+    srm_netns_status_get "$1" '[.nodes[].channels[].tx_frames] | add // 0'
 }
 s1=$(sent "$h1") s2=$(sent "$h2")
 if [ "$JOB_RC" = 0 ] && [[ $JOB_SUMMARY == *" 0 failed" ]] &&

@@ -35,7 +35,7 @@ srm_mpicc "$SRM_SRCDIR/test/mpi/srm_alltoall_hold.c" "$bin"
 
 # --------------------------------------------------------- the cluster --
 srm_netns_up $NHOSTS "cn$$"
-HOSTS=("${SRM_NETNS_HOSTS[@]}")
+HOSTS=("${SRM_HOSTS[@]}")
 srm_pass "cluster $SRM_NETNS_PREFIX up: ${HOSTS[*]}"
 
 AGENT_RUN=0

@@ -39,18 +39,19 @@ bin=$SRM_LOG/srm_stream_check
 srm_mpicc "$SRM_SRCDIR/test/mpi/srm_stream_check.c" "$bin"
 
 srm_netns_up 3 "fo$$" --two-links
-HOSTS=("${SRM_NETNS_HOSTS[@]}")
+HOSTS=("${SRM_HOSTS[@]}")
 srm_pass "cluster $SRM_NETNS_PREFIX up (two links each): ${HOSTS[*]}"
 
 srm_netns_start_agents "$SRM_LOG/srmd.%h.log" UCX_SRM_DEVICES=eth0,eth1 \
     UCX_SRM_TCP_PORT=$PORT || srm_done
 srm_log "agents: $(srm_netns_agent_pids)"
-wire=$(srm_netns_status "${HOSTS[0]}" | grep '^wire:')
-srm_log "    ${HOSTS[0]}: $wire"
-case "$wire" in
-*"on eth0 and "*" on eth1"*) srm_pass "agents listen on both links" ;;
-*) srm_fail "the agent of ${HOSTS[0]} does not listen on eth0 and eth1" ;;
-esac
+interfaces=$(srm_netns_status_get "${HOSTS[0]}" '[.wire.paths[].interface] | join(" ")')
+srm_log "    ${HOSTS[0]}: listens on $interfaces"
+if [ "$interfaces" = "eth0 eth1" ]; then
+    srm_pass "agents listen on both links"
+else
+    srm_fail "the agent of ${HOSTS[0]} does not listen on eth0 and eth1 ($interfaces)"
+fi
 
 # kill_one_connection HOST N: reset the N-th (mod count) established agent
 # connection of HOST; prints what it killed, returns 1 if there was none.
@@ -137,12 +138,8 @@ total=0
 for h in "${HOSTS[@]}"; do
     log=$SRM_LOG/srmd.$h.log
     srm_netns_agent_answers "$h" "$log" || { srm_fail "srmd of $h died"; continue; }
-    n=$(srm_netns_status "$h" | awk '$1 == "node" {
-        for (i = 1; i < NF; i++) if ($i == "failovers") s += $(i + 1) }
-        END { print s + 0 }')
-    resent=$(srm_netns_status "$h" | awk '$1 == "node" {
-        for (i = 1; i < NF; i++) if ($i == "resent") s += $(i + 1) }
-        END { print s + 0 }')
+    n=$(srm_netns_status_get "$h" '[.nodes[].channels[].failovers] | add // 0')
+    resent=$(srm_netns_status_get "$h" '[.nodes[].channels[].resent] | add // 0')
     silent=$(grep -c 'nothing heard for' "$log")
     srm_log "    $h: failovers $n, frames resent $resent, connections declared silent $silent"
     total=$((total + n))

@@ -25,7 +25,7 @@ bin=$SRM_BUILD_DIR/srm_flowgen
     srm_skip "$bin not built (configure found no mpicc or no pkg-config ucx)"
 
 srm_netns_up 2 "fw$$"
-HOSTS=("${SRM_NETNS_HOSTS[@]}")
+HOSTS=("${SRM_HOSTS[@]}")
 srm_pass "cluster $SRM_NETNS_PREFIX up: ${HOSTS[*]}"
 srm_netns_start_agents "$SRM_LOG/srmd.%h.log" || srm_done
 srm_log "agents: $(srm_netns_agent_pids)"
@@ -50,8 +50,11 @@ flows() {
 }
 
 # --------------------------------------------------------------- clean --
-bulk_before=$(srm_netns_status_field "${HOSTS[0]}" node tx bulk)
-bulk_before=${bulk_before#*/}  # tx FRAMES/BYTES
+bulk_tx_bytes() {
+    srm_netns_status_get "$1" \
+        '.nodes[0].channels[] | select(.kind == "bulk") | .tx_bytes'
+}
+bulk_before=$(bulk_tx_bytes "${HOSTS[0]}")
 flows clean --seed 7
 if [ "$RC" = 0 ] && [ -n "$LINE" ]; then
     srm_pass "clean: srm_flowgen exit 0"
@@ -88,8 +91,7 @@ if awk -v a="$p50" -v b="$p99" 'BEGIN { exit !(a <= b) }'; then
 else
     srm_fail "clean: short p50 $p50 > p99 $p99"
 fi
-bulk_after=$(srm_netns_status_field "${HOSTS[0]}" node tx bulk)
-bulk_after=${bulk_after#*/}
+bulk_after=$(bulk_tx_bytes "${HOSTS[0]}")
 if [ "${bulk_after:-0}" -gt "${bulk_before:-0}" ]; then
     srm_pass "clean: the long flows took the bulk channel (${HOSTS[0]} bulk tx ${bulk_after} B)"
 else

@@ -29,7 +29,7 @@ PAIR_TIMEOUT=${SRM_PERFTEST_TIMEOUT:-90}
 
 # --------------------------------------------------------- the cluster --
 srm_netns_up 2 "gp$$"
-H1=${SRM_NETNS_HOSTS[0]} H2=${SRM_NETNS_HOSTS[1]}
+H1=${SRM_HOSTS[0]} H2=${SRM_HOSTS[1]}
 IP1=10.77.0.1 IP2=10.77.0.2
 srm_pass "cluster $SRM_NETNS_PREFIX up: $H1 ($IP1), $H2 ($IP2)"
 
@@ -59,7 +59,7 @@ pair() {
     fi
 }
 
-bad_frames() { srm_netns_status_field "$H1" wire: bad_frames; }
+bad_frames() { srm_netns_status_get "$H1" .wire.bad_frames; }
 # srmd's established connections in h1 with peer h2
 srmd_conns() {
     ip netns exec "$H1" ss -tnpH state established 2>/dev/null |
@@ -68,8 +68,7 @@ srmd_conns() {
 
 pair before-garbage
 
-status=$(srm_netns_status "$H1" 2>&1)
-wire=$(printf '%s\n' "$status" | awk '/^wire:/ { print $3; exit }')
+wire=$(srm_netns_status_get "$H1" '.wire.paths[0].address')
 WIRE_IP=${wire%:*} WIRE_PORT=${wire##*:}
 if [ -z "$wire" ] || [ -z "$WIRE_PORT" ] || [ "$WIRE_IP" = "$wire" ]; then
     srm_fail "no 'wire: tcp IP:PORT' in srmctl status of $H1"
@@ -174,7 +173,8 @@ fi
 status=$(srm_netns_status "$H1" 2>&1)
 srm_log "srmctl status in $H1 after the garbage:"
 printf '%s\n' "$status" | grep -E '^(agent|counters|wire|node)' | sed 's/^/  /'
-if printf '%s\n' "$status" | awk '$1 == "node" && $5 == "small" && $6 == "ready"' | grep -q .; then
+if [ "$(srm_netns_status_get "$H1" '[.nodes[].channels[] |
+        select(.kind == "small" and .state == "ready")] | length')" -gt 0 ]; then
     srm_pass "the real small channel $H1 <-> $H2 is still ready"
 else
     srm_fail "the real small channel $H1 <-> $H2 is no longer ready"

@@ -27,7 +27,7 @@ srm_mpicc "$SRM_SRCDIR/test/mpi/srm_hol.c" "$bin"
 
 # --------------------------------------------------------- the cluster --
 srm_netns_up 2 "hl$$"
-HOSTS=("${SRM_NETNS_HOSTS[@]}")
+HOSTS=("${SRM_HOSTS[@]}")
 srm_pass "cluster $SRM_NETNS_PREFIX up: ${HOSTS[*]}"
 
 # agents_start RUN [VAR=VALUE...]: fresh srmd in every host
@@ -40,8 +40,8 @@ agents_start() {
 
 # chan_tx HOST KIND: tx bytes of HOST's KIND channel to the other host
 chan_tx() {
-    srm_netns_status "$1" 2>/dev/null | awk -v k="$2" '$1 == "node" && $5 == k {
-        for (i = 1; i < NF; i++) if ($i == "tx") { split($(i + 1), a, "/"); print a[2]; exit } }'
+    srm_netns_status_get "$1" \
+        ".nodes[0].channels[] | select(.kind == \"$2\") | .tx_bytes"
 }
 
 declare -A R

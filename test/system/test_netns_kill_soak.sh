@@ -32,17 +32,17 @@ if [ "${SRM_KILL_WIRE:-tcp}" = verbs ]; then
     # test_vm_kill_soak, in the VM: hosts with an rxe device each
     declare -A SRM_NETNS_AGENT_PID=()
     srm_vm_hosts_up 2 ks
-    HOSTS=("${SRM_NETNS_HOSTS[@]}")
+    HOSTS=("${SRM_HOSTS[@]}")
     for h in "${HOSTS[@]}"; do
         srm_netns_agent_start "$h" "$SRM_LOG/srmd.$h.log" \
             UCX_SRM_DEVICES="rxe_$h:1@eth0" || srm_done
     done
-    wire=$(srm_netns_status "${HOSTS[0]}" | grep '^wire:')
-    [[ $wire == "wire: verbs "* ]] ||
+    wire=$(srm_netns_status_get "${HOSTS[0]}" '.wire.paths[0].wire')
+    [[ $wire == verbs ]] ||
         { srm_fail "the agents are not on the verbs wire: '$wire'"; srm_done; }
 else
     srm_netns_up 2 "ks$$"
-    HOSTS=("${SRM_NETNS_HOSTS[@]}")
+    HOSTS=("${SRM_HOSTS[@]}")
     srm_netns_start_agents "$SRM_LOG/srmd.%h.log" || srm_done
 fi
 srm_pass "cluster ${SRM_NETNS_PREFIX:-} up: ${HOSTS[*]} (${SRM_KILL_WIRE:-tcp} wire)"

@@ -27,7 +27,7 @@ if [ ! -x "$bin" ]; then
 fi
 
 srm_netns_up 2 "mw$$"
-HOSTS=("${SRM_NETNS_HOSTS[@]}")
+HOSTS=("${SRM_HOSTS[@]}")
 srm_pass "cluster $SRM_NETNS_PREFIX up: ${HOSTS[*]}"
 srm_netns_start_agents "$SRM_LOG/srmd.%h.log" || srm_done
 srm_log "agents: $(srm_netns_agent_pids)"

@@ -28,10 +28,10 @@ srm_mpicc "$SRM_SRCDIR/test/mpi/srm_mpi_check.c" "$bin"
 
 # --------------------------------------------------------- the cluster --
 srm_netns_up $NHOSTS "mp$$"
-HOSTS=("${SRM_NETNS_HOSTS[@]}")
+HOSTS=("${SRM_HOSTS[@]}")
 srm_pass "cluster $SRM_NETNS_PREFIX up: ${HOSTS[*]}"
 
-frames() { srm_netns_status_field "$1" counters: frames; }
+frames() { srm_netns_status_get "$1" .counters.frames; }
 
 for h in "${HOSTS[@]}"; do
     srm_netns_agent_start "$h" "$SRM_LOG/srmd.$h.log" || srm_done

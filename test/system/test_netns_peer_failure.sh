@@ -57,7 +57,7 @@ bin=$SRM_LOG/srm_peer_failure
 srm_mpicc "$SRM_SRCDIR/test/mpi/srm_peer_failure.c" "$bin" $ucp_libs
 
 srm_netns_up 3 "pf$$"
-HOSTS=("${SRM_NETNS_HOSTS[@]}")
+HOSTS=("${SRM_HOSTS[@]}")
 H1=${HOSTS[0]} H2=${HOSTS[1]} H3=${HOSTS[2]}
 srm_pass "cluster $SRM_NETNS_PREFIX up: ${HOSTS[*]}"
 
@@ -196,25 +196,25 @@ if [ "$survivors" -ne $(( 2 * PPN )) ]; then
 fi
 
 # The agents of h1 and h2: h3 invalid, each other normal, still answering.
-# states ADDRESS: the states on the lines of the node at ADDRESS in $status
-states() {
-    awk -v a="$1" '$1 == "node" && index($4, a) == 1 {
-        for (i = 1; i < NF; i++) if ($i == "state") printf "%s ", $(i + 1) }' \
-        <<<"$status"
+# state ADDRESS: the state of the node at ADDRESS in $status_json
+state() {
+    srm_json_get ".nodes[] | select(.address == \"$1\") | .state" \
+        <<<"$status_json"
 }
 for h in "$H1" "$H2"; do
     log=$SRM_LOG/srmd.$h.log
     srm_netns_agent_answers "$h" "$log" || { srm_fail "srmd of $h died"; continue; }
     status=$(srm_netns_status "$h" 2>&1)
     printf '%s\n' "$status" >"$SRM_LOG/status.$h.txt"
+    status_json=$(srm_netns_ctl "$h" status --json 2>/dev/null)
     other=$H2 other_ip=10.77.0.2
     [ "$h" = "$H2" ] && other=$H1 other_ip=10.77.0.1
-    s3=$(states "10.77.0.3:$PORT")
-    so=$(states "$other_ip:$PORT")
-    if [ "$s3" = "invalid invalid " ] && [ "$so" = "normal normal " ]; then
+    s3=$(state "10.77.0.3:$PORT")
+    so=$(state "$other_ip:$PORT")
+    if [ "$s3" = invalid ] && [ "$so" = normal ]; then
         srm_pass "srmd of $h answers: $H3 state invalid, $other state normal"
     else
-        srm_fail "srmd of $h: $H3 state '${s3% }', $other state '${so% }'" \
+        srm_fail "srmd of $h: $H3 state '$s3', $other state '$so'" \
                  "(want invalid and normal)"
         srm_log "$status" | grep '^node' | sed 's/^/    | /'
     fi

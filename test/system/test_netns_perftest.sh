@@ -19,7 +19,7 @@ PAIR_TIMEOUT=${SRM_PERFTEST_TIMEOUT:-120}
 
 # --------------------------------------------------------- the cluster --
 srm_netns_up 2 "pf$$"
-H1=${SRM_NETNS_HOSTS[0]} H2=${SRM_NETNS_HOSTS[1]}
+H1=${SRM_HOSTS[0]} H2=${SRM_HOSTS[1]}
 srm_pass "cluster $SRM_NETNS_PREFIX up: $H1 (10.77.0.1), $H2 (10.77.0.2)"
 
 for h in "$H1" "$H2"; do

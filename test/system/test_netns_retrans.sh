@@ -34,25 +34,23 @@ bin=$SRM_LOG/srm_stream_check
 srm_mpicc "$SRM_SRCDIR/test/mpi/srm_stream_check.c" "$bin"
 
 srm_netns_up 2 "rt$$" --two-links
-HOSTS=("${SRM_NETNS_HOSTS[@]}")
+HOSTS=("${SRM_HOSTS[@]}")
 srm_pass "cluster $SRM_NETNS_PREFIX up (two links each): ${HOSTS[*]}"
 
 srm_netns_start_agents "$SRM_LOG/srmd.%h.log" UCX_SRM_DEVICES=eth0,eth1 \
     UCX_SRM_TCP_PORT=$PORT UCX_SRM_RETRANS_LIMIT=$LIMIT || srm_done
 srm_log "agents: $(srm_netns_agent_pids)"
 
-# bulk_line HOST: HOST's status line of its bulk channel to the other host
-bulk_line() {
-    srm_netns_status "$1" 2>/dev/null | awk '$1 == "node" && $5 == "bulk"'
+# bulk_get HOST JQ-FILTER: FILTER on HOST's bulk channel to the other host
+bulk_get() {
+    srm_netns_status_get "$1" ".nodes[0].channels[] | select(.kind == \"bulk\") | $2"
 }
 # active_path HOST: the path (0, 1) the bulk channel sends on, or nothing
 active_path() {
-    bulk_line "$1" | grep -o '[01]:ready\*' | cut -c1
+    bulk_get "$1" '.paths[] | select(.active and .state == "ready") | .path'
 }
 # bulk_replaced HOST: connections HOST's bulk channel replaced
-bulk_replaced() {
-    srm_netns_status_field "$1" node replaced bulk
-}
+bulk_replaced() { bulk_get "$1" .replaced; }
 retransmitted() {
     "$SRM_NETNS_CLUSTER" exec "$1" nstat -az TcpRetransSegs 2>/dev/null |
         awk '$1 == "TcpRetransSegs" { print $2 }'
@@ -76,7 +74,8 @@ for _ in $(seq 1 150); do
     srm_alive "$mpi_pid" || break
     ready=0
     for h in "${HOSTS[@]}"; do
-        bulk_line "$h" | grep -q 'paths 0:ready\*\?,1:ready' && ready=$((ready + 1))
+        [ "$(bulk_get "$h" '[.paths[] | select(.state == "ready")] | length')" = 2 ] &&
+            ready=$((ready + 1))
     done
     [ "$ready" -eq "${#HOSTS[@]}" ] && break
     sleep 0.2

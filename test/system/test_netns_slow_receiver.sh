@@ -41,18 +41,13 @@ srm_mpicc "$SRM_SRCDIR/test/mpi/srm_slow_receiver.c" "$bin"
 
 # --------------------------------------------------------- the cluster --
 srm_netns_up 2 "sr$$"
-HOSTS=("${SRM_NETNS_HOSTS[@]}")
+HOSTS=("${SRM_HOSTS[@]}")
 srm_pass "cluster $SRM_NETNS_PREFIX up: ${HOSTS[*]}"
 
-# node_field HOST NODE-ID FIELD: the largest value of FIELD over HOST's
-# "node" lines (one per channel kind) for the remote node NODE-ID
+# node_field HOST NODE-ID FIELD: FIELD of HOST's entry for the remote
+# node NODE-ID
 node_field() {
-    srm_netns_status "$1" 2>/dev/null | awk -v id="$2" -v f="$3" '
-        $1 == "node" && $3 == id {
-            for (i = 4; i < NF; i++)
-                if ($i == f && (m == "" || $(i + 1) + 0 > m)) m = $(i + 1) + 0
-        }
-        END { print m }'
+    srm_netns_status_get "$1" ".nodes[] | select(.id == \"$2\") | .$3"
 }
 
 A=${HOSTS[0]} B=${HOSTS[1]}
@@ -62,10 +57,10 @@ srm_log "agents: $(srm_netns_agent_pids)(UCX_SRM_PORT_BACKLOG=$BACKLOG)"
 
 # the agents run with the backlog asked for
 for h in "$A" "$B"; do
-    got=$(srm_netns_status "$h" 2>/dev/null | sed -n 's/^policy:.*port backlog \([0-9]*\) B.*/\1/p')
+    got=$(srm_netns_status_get "$h" .policy.port_backlog)
     srm_log "    $h: port backlog ${got:-?} B"
 done
-B_NODE=$(srm_netns_status_field "$B" agent: node)
+B_NODE=$(srm_netns_status_get "$B" .agent.node)
 [ -n "$B_NODE" ] || srm_fail "no node id in $B's srmctl status"
 
 out=$SRM_LOG/srm_slow_receiver.log
@@ -85,17 +80,14 @@ srm_track "$mpi_pid"
 samples=$SRM_LOG/samples.log
 : >"$samples"
 while srm_alive "$mpi_pid"; do
-    {
-        printf '%s ' "$(srm_now_us)"
-        srm_netns_status "$A" 2>/dev/null | awk -v id="$B_NODE" '
-            $1 == "node" && $3 == id { for (i = 4; i < NF; i++) {
-                if ($i == "paused" && $(i + 1) > p) p = $(i + 1)
-                if ($i == "held" && $(i + 1) > h) h = $(i + 1) } }
-            END { printf "paused %d held %d ", p, h }'
-        srm_netns_status "$B" 2>/dev/null | awk '
-            $1 ~ /^[0-9]+$/ && NF >= 13 { if ($6 > q) q = $6; if ($7 > b) b = $7 }
-            END { printf "rx_queued %d backlog %d\n", q, b }'
-    } >>"$samples"
+    sample=$(srm_netns_status_get "$A" ".nodes[] | select(.id == \"$B_NODE\") |
+        \"\(.paused) \(.held)\"")
+    read -r paused held <<<"${sample:-0 0}"
+    sample=$(srm_netns_status_get "$B" \
+        '"\([.ports[].rx_queued] | max // 0) \([.ports[].backlog] | max // 0)"')
+    read -r rx_queued backlog <<<"${sample:-0 0}"
+    printf '%s paused %d held %d rx_queued %d backlog %d\n' "$(srm_now_us)" \
+        "$paused" "$held" "$rx_queued" "$backlog" >>"$samples"
     sleep 0.2
 done
 rc=0

@@ -19,17 +19,15 @@ srm_agent_start || { srm_fail "cannot start srmd"; srm_done; }
 export UCX_SRM_AGENT=never
 export UCX_TLS=srm
 
-rma_ops() {
-    srm_agent_status | awk '/^rma:/ {
-        for (i = 1; i < NF; i++) if ($i == "ops") { print $(i + 1); exit } }'
-}
+rma_ops() { srm_agent_status_get .rma.ops; }
 
-if srm_agent_status | grep -q '^rma: PUT/GET zcopy for every peer'; then
-    srm_pass "srmctl status: the agent offers RMA to every peer"
-else
-    srm_fail "srmctl status has no 'rma: PUT/GET zcopy for every peer' line"
-    srm_agent_status | sed 's/^/    | /'
-fi
+# Every peer: all of them on this node (no wire), or RDMA to the others.
+rma_reach=$(srm_agent_status_get .rma.between_nodes)
+case "$rma_reach" in
+none|rdma) srm_pass "srmctl status: the agent offers RMA to every peer ($rma_reach)" ;;
+*)  srm_fail "srmctl status: RMA between nodes is '$rma_reach', not none or rdma"
+    srm_agent_status | sed 's/^/    | /' ;;
+esac
 
 # run_case LABEL MIN-RMA-OPS PERFTEST-ARGS...
 run_case() {

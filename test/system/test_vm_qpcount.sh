@@ -63,7 +63,7 @@ secs_since() { echo $(( ($(srm_now_us) - $1) / 1000000 )); }
 srm_log "guest: $(uname -r), $(nproc) CPUs, $(awk '/MemTotal/ { print int($2 / 1024) }' /proc/meminfo) MiB"
 t0=$(srm_now_us)
 srm_vm_hosts_up $NHOSTS qc
-HOSTS=("${SRM_NETNS_HOSTS[@]}")
+HOSTS=("${SRM_HOSTS[@]}")
 srm_pass "hosts ${HOSTS[*]} up with devices rxe_${HOSTS[0]}.. ($(secs_since "$t0") s)"
 t0=$(srm_now_us)
 for h in "${HOSTS[@]}"; do

@@ -37,7 +37,7 @@ srm_vm_gtests "md gtests with the agent" 10.79.251.1 \
 # --- 2. two hosts, allocating md in the ranks --------------------------------
 declare -A SRM_NETNS_AGENT_PID=()
 srm_vm_hosts_up 2 vm
-for h in "${SRM_NETNS_HOSTS[@]}"; do
+for h in "${SRM_HOSTS[@]}"; do
     srm_netns_agent_start "$h" "$SRM_LOG/srmd.$h.log" \
         UCX_SRM_DEVICES="rxe_$h:1@eth0" || srm_done
 done
@@ -49,7 +49,7 @@ else
 fi
 
 export UCX_TLS=srm UCX_SRM_AGENT=never UCX_SRM_MEM_ALLOC=y
-dev=$(srm_uct_device "${SRM_NETNS_HOSTS[0]}")
+dev=$(srm_uct_device "${SRM_HOSTS[0]}")
 port=13600
 for spec in uct:am_bw:65536:100:zcopy uct:put_bw:65536:200:zcopy \
             uct:get:65536:200:zcopy uct:put_bw:1048576:20:zcopy \
@@ -69,7 +69,7 @@ for spec in uct:am_bw:65536:100:zcopy uct:put_bw:65536:200:zcopy \
         srm_show_log "$SRM_LOG/$label.server.log" 8
     fi
 done
-for h in "${SRM_NETNS_HOSTS[@]}"; do
+for h in "${SRM_HOSTS[@]}"; do
     for i in $(seq 1 20); do # the agent sees the ranks' sockets close
         st=$(srm_netns_status "$h")
         grep -q '(0 regions, 0 KB)' <<<"$st" && break

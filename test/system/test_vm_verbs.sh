@@ -64,7 +64,7 @@ srm_vm_gtests "wire gtests" 10.79.250.1 \
 # --- 2. two hosts, srmd on the verbs wire ------------------------------------
 declare -A SRM_NETNS_AGENT_PID=()
 srm_vm_hosts_up 2 vv
-for h in "${SRM_NETNS_HOSTS[@]}"; do
+for h in "${SRM_HOSTS[@]}"; do
     srm_netns_agent_start "$h" "$SRM_LOG/srmd.$h.log" \
         UCX_SRM_DEVICES="rxe_$h:1@eth0" || srm_done
 done
@@ -82,7 +82,7 @@ fi
 
 # --- 3. ucx_perftest over srm --------------------------------------------------
 export UCX_TLS=srm UCX_SRM_AGENT=never
-dev=$(srm_uct_device "${SRM_NETNS_HOSTS[0]}")
+dev=$(srm_uct_device "${SRM_HOSTS[0]}")
 port=13500
 for spec in uct:am_lat:8:100 uct:am_bw:1024:200 ucp:tag_lat:8:100 \
             ucp:tag_bw:8:500 ucp:tag_bw:65536:50 ucp:tag_bw:4194304:4; do
@@ -231,7 +231,7 @@ if [ "$hit" = "$FAULTS" ] && [ $((after - before)) -ge "$FAULTS" ]; then
 else
     srm_fail "faults hit $hit of $FAULTS; vvh2 failovers $before -> $after"
 fi
-for h in "${SRM_NETNS_HOSTS[@]}"; do
+for h in "${SRM_HOSTS[@]}"; do
     srm_netns_agent_answers "$h" "$SRM_LOG/srmd.$h.log" || srm_fail "srmd of $h died"
 done
 srm_done
