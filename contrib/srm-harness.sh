@@ -11,6 +11,8 @@
 # stderr; each layer decides what that costs (a test skips or fails, a
 # benchmark dies).
 #
+# The agents' status is read with jq.
+#
 # Globals it reads, set by the layer:
 #   SRM_NETNS_CLUSTER  contrib/netns-cluster (defaulted below)
 #   SRM_SRMD, SRM_SRMCTL, SRM_MODULE, SRM_RUN  set by srm_build_at
@@ -101,7 +103,14 @@ srm_kill_pids() {
         echo "    (pid $p ignored SIGTERM; sending SIGKILL)" >&2
         kill -KILL "$p" 2>/dev/null || :
     done
-    for p in "${alive[@]}"; do wait "$p" 2>/dev/null || :; done
+    # Children are reaped; others (mpirun's ranks) are waited for a while.
+    deadline=$(( $(srm_now_us) + 5000000 ))
+    for p in "${alive[@]}"; do
+        wait "$p" 2>/dev/null || :
+        while srm_alive "$p" && [[ $(srm_now_us) -lt $deadline ]]; do
+            srm_nap 0.1
+        done
+    done
 }
 
 # srm_wait_first VAR PID...: waits until one of the PIDs (children of this
@@ -142,8 +151,12 @@ srm_descendants() {
 # srm_hosts_taken PREFIX: true if a cluster of that prefix is up already
 # (someone else's: not to be touched).
 srm_hosts_taken() {
-    timeout 20 "$SRM_NETNS_CLUSTER" list --prefix "$1" 2>/dev/null |
-        grep -q ': up'
+    local list
+
+    # Not `list | grep -q`: grep leaves at the first match, list dies of
+    # SIGPIPE, and under pipefail a cluster that is up would count as not.
+    list=$(timeout 20 "$SRM_NETNS_CLUSTER" list --prefix "$1" 2>/dev/null) || :
+    [[ $list == *': up'* ]]
 }
 
 # srm_hosts_up N PREFIX LOG [NETNS-CLUSTER-OPTION...]: hosts PREFIXh1 ..
@@ -184,7 +197,7 @@ srm_netns_ctl() {
 # of the srmd in HOST (`srmctl status --json`, docs/status-json.md), one
 # value per line; nothing if the agent does not answer.
 srm_netns_status_get() {
-    srm_netns_ctl "$1" status --json 2>/dev/null | srm_json_get "$2"
+    { srm_netns_ctl "$1" status --json 2>/dev/null || :; } | srm_json_get "$2"
 }
 
 # srm_json_get JQ-FILTER: FILTER applied to the JSON on stdin, raw.
@@ -197,22 +210,24 @@ srm_json_get() { jq -r "$1" 2>/dev/null || :; }
 # with autogroup scheduling (the kernel's default) a session is a
 # scheduling group, and an agent in the caller's session would share the
 # ranks' CPU share. setsid does not fork: started in the background, $! is
-# the agent.
+# the agent. SRM_AGENT_SETSID=0 keeps it in the caller's session (the
+# tests: so that their runner's process-group kill reaches it).
 srm_agent_spawn_cmd() {
-    local h=$1 log=$2 vars=()
+    local h=$1 log=$2 vars=() session=(setsid)
     shift 2
     while [[ $# -gt 0 && $1 != -- ]]; do vars+=("$1"); shift; done
     [[ $# -eq 0 ]] || shift
+    [[ ${SRM_AGENT_SETSID:-1} == 1 ]] || session=()
     SRM_AGENT_CMD=("$SRM_NETNS_CLUSTER" exec "$h" env -u LD_PRELOAD
                    -u UCX_SRM_SOCKET -u UCX_SRM_AGENT "${vars[@]}"
-                   setsid "$SRM_SRMD" -s "$SRM_SOCKET" -l "$log" "$@")
+                   "${session[@]}" "$SRM_SRMD" -s "$SRM_SOCKET" -l "$log" "$@")
 }
 
 # srm_agent_ready HOST PID LOG: waits up to 10 s until the srmd PID in
 # HOST answers and reports PID as its own; false, with why and the end of
 # LOG on stderr, if it does not.
 srm_agent_ready() {
-    local h=$1 pid=$2 log=$3 i reported
+    local h=$1 pid=$2 log=$3 i reported=
 
     for (( i = 0; i < 50; i++ )); do
         if ! srm_alive "$pid"; then
@@ -220,15 +235,16 @@ srm_agent_ready() {
             tail -n 15 "${log%.log}.out" "$log" >&2 2>/dev/null
             return 1
         fi
-        srm_netns_ctl "$h" ping >/dev/null 2>&1 && break
+        # Its own PID once it answers (a loaded machine may miss one try).
+        reported=$(srm_netns_status_get "$h" .agent.pid)
+        [[ -n $reported ]] && break
         srm_nap 0.2
     done
-    if (( i == 50 )); then
+    if [[ -z $reported ]]; then
         echo "srmd in $h does not answer on @$SRM_SOCKET after 10 s:" >&2
         tail -n 15 "$log" >&2 2>/dev/null
         return 1
     fi
-    reported=$(srm_netns_status_get "$h" .agent.pid)
     [[ $reported == "$pid" ]] && return 0
     echo "srmd in $h reports pid '$reported', but the started one is $pid" \
          "(another agent on @$SRM_SOCKET?)" >&2

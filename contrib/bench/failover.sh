@@ -74,7 +74,7 @@ while [[ $# -gt 0 ]]; do
 done
 : "${FAULTS:=$(( QUICK ? 10 : 100 ))}"
 [[ $EUID -eq 0 ]] || die "needs root (network namespaces)"
-require_tools " (contrib/install-deps.sh installs it)" mpicc mpirun awk
+require_tools " (contrib/install-deps.sh installs it)" mpicc mpirun awk jq
 find_srm_build
 
 MPIRUN=$TOP/contrib/netns-mpirun

@@ -199,7 +199,7 @@ T_START=$EPOCHREALTIME
 START_DATE=$(date -u '+%Y-%m-%d %H:%M:%S UTC')
 [[ $(id -u) == 0 ]] || die "must run as root (network namespaces)"
 [[ -x $SRM_NETNS_CLUSTER && -x $MPIRUN ]] || die "contrib/netns-cluster or contrib/netns-mpirun not found in $SRCDIR"
-require_tools " in PATH" ip nsenter timeout awk sort ps mpirun
+require_tools " in PATH" ip nsenter timeout awk sort ps mpirun jq
 [[ -n $BUILD ]] || BUILD=$SRCDIR/build
 [[ -d $BUILD ]] || die "build directory '$BUILD' does not exist (use --build DIR or set SRM_BUILD_DIR)"
 find_srm_build

@@ -413,6 +413,7 @@ ratio() { "$SRM_STATS" ratio "$1" "$2"; }
 # stats VALUES... -> "median min max" (0 0 0 for none).
 stats() {
     local n med lo hi
+    (( $# > 0 )) || { echo "0 0 0"; return; } # srm-stats would read stdin
     read -r n med lo hi _ < <("$SRM_STATS" summary "$@")
     (( n > 0 )) || { echo "0 0 0"; return; }
     echo "$med $lo $hi"

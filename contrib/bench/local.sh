@@ -207,7 +207,7 @@ fi
 [[ -d $BUILD ]] || die "build directory '$BUILD' does not exist"
 find_srm_build
 find_ucx_tools
-require_tools "" timeout awk sort paste ps getconf mktemp
+require_tools "" timeout awk sort paste ps getconf mktemp jq
 
 # Environment every ucx_perftest starts from: the caller's, without the
 # variables this script sets per transport.

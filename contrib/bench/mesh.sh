@@ -245,7 +245,7 @@ T_START=$EPOCHREALTIME
 START_DATE=$(date -u '+%Y-%m-%d %H:%M:%S UTC')
 [[ $(id -u) == 0 ]] || die "must run as root (network namespaces)"
 [[ -x $SRM_NETNS_CLUSTER ]] || die "$SRM_NETNS_CLUSTER not found or not executable"
-require_tools " in PATH" ip nsenter ss timeout awk sort ps mpicc mpirun ucx_info
+require_tools " in PATH" ip nsenter ss timeout awk sort ps mpicc mpirun ucx_info jq
 [[ -n $BUILD ]] || BUILD=$SRCDIR/build
 [[ -d $BUILD ]] || die "build directory '$BUILD' does not exist (use --build DIR or set SRM_BUILD_DIR)"
 find_srm_build

@@ -170,7 +170,7 @@ T_START=$EPOCHREALTIME
 START_DATE=$(date -u '+%Y-%m-%d %H:%M:%S UTC')
 [[ $(id -u) == 0 ]] || die "must run as root (network namespaces)"
 [[ -x $SRM_NETNS_CLUSTER ]] || die "$SRM_NETNS_CLUSTER not found or not executable"
-require_tools " in PATH" ip nsenter ss timeout awk sort mpicc mpirun
+require_tools " in PATH" ip nsenter ss timeout awk sort mpicc mpirun jq
 [[ -n $BUILD ]] || BUILD=$SRCDIR/build
 [[ -d $BUILD ]] || die "build directory '$BUILD' does not exist (use --build DIR or set SRM_BUILD_DIR)"
 find_srm_build

@@ -377,7 +377,7 @@ srm_netns_require() {
     local mpi=0
 
     if [ "${1:-}" = --mpi ]; then mpi=1; shift; fi
-    srm_require_cmd "$@" timeout ip nsenter ss
+    srm_require_cmd "$@" timeout ip nsenter ss jq
     SRM_NETNS_CLUSTER=$SRM_SRCDIR/contrib/netns-cluster
     SRM_NETNS_MPIRUN=$SRM_SRCDIR/contrib/netns-mpirun
     [ -x "$SRM_NETNS_CLUSTER" ] ||
@@ -809,6 +809,7 @@ export LD_PRELOAD="$SRM_MODULE${LD_PRELOAD:+:$LD_PRELOAD}"
 export UCX_SRM_AGENT_PATH=$SRM_SRMD
 export UCX_SRM_SOCKET="srm-test-$SRM_TEST_NAME-$$"
 SRM_SOCKET=$UCX_SRM_SOCKET   # the agents of contrib/srm-harness.sh
+SRM_AGENT_SETSID=0           # in the test's session, which run.sh kills
 # No stray settings from the caller's environment decide what runs.
 unset UCX_TLS UCX_NET_DEVICES UCX_SRM_AGENT UCX_LOG_LEVEL UCX_PROTO_INFO
 

@@ -68,6 +68,7 @@ srmd_conns() {
 
 pair before-garbage
 
+status=$(srm_netns_status "$H1" 2>&1) # for the log
 wire=$(srm_netns_status_get "$H1" '.wire.paths[0].address')
 WIRE_IP=${wire%:*} WIRE_PORT=${wire##*:}
 if [ -z "$wire" ] || [ -z "$WIRE_PORT" ] || [ "$WIRE_IP" = "$wire" ]; then

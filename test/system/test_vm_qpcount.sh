@@ -167,6 +167,7 @@ done
 mr_sample srm "$SRM_LOG/srm.mrs.txt"
 for h in "${HOSTS[@]}"; do
     srm_netns_status "$h" >"$SRM_LOG/srm.status.$h.txt" 2>&1
+    srm_netns_ctl "$h" status --json >"$SRM_LOG/srm.status.$h.json" 2>/dev/null
 done
 job_end srm
 
@@ -186,9 +187,13 @@ for h in "${HOSTS[@]}"; do
     fi
     # node lines (one per remote node and channel) with both paths ready
     # and the active one on a queue pair
-    ready=$(awk '$1 == "node" && /paths 0:ready\*?,1:ready\*? / && / qp 0x/' \
-            "$SRM_LOG/srm.status.$h.txt" | grep -c .)
-    links=$(grep -o 'paths [^ ]*' "$SRM_LOG/srm.status.$h.txt" | tr '\n' ' ')
+    json=$SRM_LOG/srm.status.$h.json
+    ready=$(srm_json_get '[.nodes[].channels[] |
+        select(([.paths[] | select(.state == "ready")] | length) == 2 and
+               .wire == "verbs" and .wire_stats.qp != null)] | length' <"$json")
+    links=$(srm_json_get '[.nodes[].channels[] | [.paths[] |
+        "\(.path):\(.state)\(if .active then "*" else "" end)"] | join(",")] |
+        join(" ")' <"$json")
     if [ "$ready" = $((2 * (NHOSTS - 1))) ]; then
         srm_pass "  srmctl status of $h: $((NHOSTS - 1)) nodes x small, bulk, both paths ready on queue pairs ($links)"
     else
@@ -203,13 +208,9 @@ for h in "${HOSTS[@]}"; do
     # are copied into it, so no rank's TX ring is registered
     # (RING_SEND_MIN). Nothing per QP, nothing per rank.
     reg=${M[srm,srmd,$d]:-0 0}
-    read -r streams stream_kb rings rings_kb < <(awk '$1 == "streams:" {
-        n = $2
-        for (i = 1; i < NF; i++) {
-            if ($(i + 1) == "KB" && kb == "") kb = $i
-            if ($i == "tx_rings:") { r = $(i + 1); rkb = $(i + 6) }
-        }
-    } END { print n + 0, kb + 0, r + 0, rkb + 0 }' "$SRM_LOG/srm.status.$h.txt")
+    read -r streams stream_kb rings rings_kb < <(srm_json_get '.wire.registered |
+        "\(.streams) \(.stream_bytes / 1024 | floor) \(.tx_rings) \(.tx_ring_bytes / 1024 | floor)"' \
+        <"$json")
     want_reg=$(( (320 + 128) * 8192 + streams * 2 * stream_kb * 1024 ))
     if [ "$streams" = $((NHOSTS - 1)) ] && [ "$rings/$rings_kb" = 0/0 ] &&
        [ "$reg" = "$((2 + streams)) $want_reg" ]; then
@@ -217,21 +218,17 @@ for h in "${HOSTS[@]}"; do
     else
         srm_fail "  srmd of $h registered ${reg#* } bytes in ${reg% *} regions, want $want_reg in $((2 + streams)) (320 receive and 128 send buffers shared by all QPs, $streams streams of $stream_kb KB mapped twice, want $((NHOSTS - 1)) streams; $rings TX rings of $rings_kb KB in all, want none); see $SRM_LOG/srm.mrs.txt"
     fi
-    grep -q "^receives rxe_$h:1: shared queue of 320 x 8192 B" \
-        "$SRM_LOG/srm.status.$h.txt" &&
-        grep -q "^sends rxe_$h:1: pool of 128 x 8192 B" \
-            "$SRM_LOG/srm.status.$h.txt" ||
-        srm_fail "  srmctl status of $h has no line for its shared receive queue or send pool"
+    buffers=$(srm_json_get ".wire.paths[] | select(.device == \"rxe_$h:1\") |
+        \"\(.receives.slots) x \(.receives.slot_size), \(.sends.slots) x \(.sends.slot_size)\"" \
+        <"$json")
+    [ "$buffers" = "320 x 8192, 128 x 8192" ] ||
+        srm_fail "  srmctl status of $h: shared receive queue and send pool '$buffers' (want 320 x 8192, 128 x 8192)"
 done
 srm_log "  what each channel carried (tx/rx frames/bytes, per host and remote node):"
 for h in "${HOSTS[@]}"; do
-    awk -v h="$h" '$1 == "node" {
-        for (i = 1; i < NF; i++) {
-            if ($i == "tx") tx = $(i + 1)
-            if ($i == "rx") rx = $(i + 1)
-        }
-        printf "    %s -> node %s %-5s tx %s rx %s\n", h, $2, $5, tx, rx }' \
-        "$SRM_LOG/srm.status.$h.txt"
+    srm_json_get ".nodes[] | .index as \$n | .channels[] |
+        \"    $h -> node \\(\$n) \\(.kind) tx \\(.tx_frames)/\\(.tx_bytes) rx \\(.rx_frames)/\\(.rx_bytes)\"" \
+        <"$SRM_LOG/srm.status.$h.json"
 done
 # No QP of the ranks, and none of srmd on a device that is not a host's.
 rank_qps=0 stray=""

@@ -41,11 +41,13 @@ for h in "${SRM_HOSTS[@]}"; do
     srm_netns_agent_start "$h" "$SRM_LOG/srmd.$h.log" \
         UCX_SRM_DEVICES="rxe_$h:1@eth0" || srm_done
 done
-mem=$(srm_netns_status vmh1 | grep '^memory:')
-if [[ $mem == "memory: md-allocated regions registered in the agent PD"*"rxe_vmh1:1"* ]]; then
-    srm_pass "srmd in vmh1: $mem"
+# md memory is registered in the agent's PD on its device: RMA by RDMA.
+mem=$(srm_netns_status_get vmh1 '"\(.rma.between_nodes) on \(.wire.paths[0].device)"')
+if [ "$mem" = "rdma on rxe_vmh1:1" ]; then
+    srm_pass "srmd in vmh1: RMA between nodes $mem"
 else
-    srm_fail "srmd in vmh1 does not say it registers md memory in its PD: '$mem'"
+    srm_fail "srmd in vmh1 does not do RMA by RDMA on rxe_vmh1:1: '$mem'"
+    srm_netns_status vmh1 | grep -E '^(memory|rma)' | sed 's/^/    | /'
 fi
 
 export UCX_TLS=srm UCX_SRM_AGENT=never UCX_SRM_MEM_ALLOC=y
@@ -71,18 +73,17 @@ for spec in uct:am_bw:65536:100:zcopy uct:put_bw:65536:200:zcopy \
 done
 for h in "${SRM_HOSTS[@]}"; do
     for i in $(seq 1 20); do # the agent sees the ranks' sockets close
-        st=$(srm_netns_status "$h")
-        grep -q '(0 regions, 0 KB)' <<<"$st" && break
+        read -r left bytes a r < <(srm_netns_status_get "$h" \
+            '.memory | "\(.regions) \(.bytes) \(.added) \(.removed)"')
+        [ "$left/$bytes" = 0/0 ] && break
         sleep 0.5
     done
-    added=$(sed -n 's/^memory:.*(added \([0-9]*\) removed \([0-9]*\).*/\1 \2/p' <<<"$st")
-    read -r a r <<<"$added"
     if [ -n "$a" ] && [ "$a" -gt 0 ] && [ "$a" = "$r" ] &&
-       grep -q '(0 regions, 0 KB)' <<<"$st"; then
+       [ "$left/$bytes" = 0/0 ]; then
         srm_pass "$h: the ranks' $a regions were registered and all released"
     else
-        srm_fail "$h: regions added/removed '$added'"
-        grep '^memory:' <<<"$st" | sed 's/^/    | /'
+        srm_fail "$h: regions added $a removed $r, $left left ($bytes bytes)"
+        srm_netns_status "$h" | grep '^memory:' | sed 's/^/    | /'
     fi
 done
 srm_netns_status vmh2 | grep -E '^(node|memory|rma)' | sed 's/^/    /'

@@ -68,13 +68,14 @@ for h in "${SRM_HOSTS[@]}"; do
     srm_netns_agent_start "$h" "$SRM_LOG/srmd.$h.log" \
         UCX_SRM_DEVICES="rxe_$h:1@eth0" || srm_done
 done
-wire=$(srm_netns_status vvh1 | grep '^wire:')
+wire=$(srm_netns_status_get vvh1 '.wire.paths[0] |
+    "\(.wire) on \(.interface), xrc \(.xrc): \(.xrc_why)"')
 if grep -q '^#define ENABLE_XRC 1' "$SRM_BUILD_DIR/config.h"; then
     rc_why="device has no XRC"
 else
     rc_why="this srmd was built without XRC (configure --enable-xrc)"
 fi
-if [[ $wire == "wire: verbs "*"on rxe_vvh1:1 (eth0), xrc: no ($rc_why)"* ]]; then
+if [ "$wire" = "verbs on rxe_vvh1:1 (eth0), xrc false: $rc_why" ]; then
     srm_pass "srmd in vvh1: $wire"
 else
     srm_fail "srmd in vvh1 is not on the verbs wire with RC ($rc_why): '$wire'"
@@ -101,13 +102,13 @@ for spec in uct:am_lat:8:100 uct:am_bw:1024:200 ucp:tag_lat:8:100 \
         srm_show_log "$SRM_LOG/$label.server.log" 8
     fi
 done
-# node_sum HOST FIELD: FIELD summed over the node lines of HOST's status.
-node_sum() {
-    srm_netns_status "$1" | awk -v f="$2" '$1 == "node" {
-        for (i = 1; i < NF; i++) if ($i == f) s += $(i + 1) } END { print s + 0 }'
+# chan_sum HOST FIELD: FIELD (a jq path in a channel) summed over HOST's
+# channels to every node.
+chan_sum() {
+    srm_netns_status_get "$1" "[.nodes[].channels[]$2 // 0] | add // 0"
 }
-wrs=$(node_sum vvh2 send_wrs)
-bells=$(node_sum vvh2 doorbells)
+wrs=$(chan_sum vvh2 .wire_stats.send_wrs)
+bells=$(chan_sum vvh2 .wire_stats.doorbells)
 srm_netns_status vvh2 | grep '^node' | sed 's/^/    /'
 if [ "$wrs" -gt 0 ]; then
     srm_pass "vvh2's queue pairs posted $wrs send work requests in $bells doorbells"
@@ -116,10 +117,11 @@ else
 fi
 # vvh1, the receiver of the runs above, took every receive from its
 # device's one shared queue, in batches, and at rest holds none unread.
-srq=$(srm_netns_status vvh1 | grep '^receives rxe_vvh1:1:')
-recv_wrs=$(node_sum vvh1 recv_wrs)
-refills=$(awk '{ for (i = 1; i < NF; i++) if ($i == "refills") print $(i + 1) }' <<<"$srq")
-if [[ $srq == *"shared queue of 320 x 8192 B"*"posted 256 held 0 "* ]] &&
+srq=$(srm_netns_status_get vvh1 '.wire.paths[] | select(.device == "rxe_vvh1:1") |
+    .receives | "\(.slots) x \(.slot_size) B, posted \(.posted) held \(.held)"')
+recv_wrs=$(chan_sum vvh1 .wire_stats.recv_wrs)
+refills=$(srm_netns_status_get vvh1 '.wire.paths[0].receives.refills')
+if [ "$srq" = "320 x 8192 B, posted 256 held 0" ] &&
    [ "${refills:-0}" -gt 1 ] && [ "$recv_wrs" -gt "${refills:-0}" ]; then
     srm_pass "vvh1: $recv_wrs receives from one shared queue, reposted in $refills batches: $srq"
 else
@@ -127,7 +129,7 @@ else
 fi
 # Large frames are read from the received buffers straight into the
 # receiving rank's ring (placement), as from a socket on the tcp wire.
-placed=$(node_sum vvh1 placed)
+placed=$(chan_sum vvh1 .placed_frames)
 if [ "$placed" -gt 0 ]; then
     srm_pass "vvh1 placed $placed large frames straight into its ranks' rings"
 else
@@ -138,17 +140,17 @@ fi
 # (UCX_SRM_RING_SEND_MIN): every send work request was either inline or
 # read in place by the device, and none took a buffer of the send pool.
 # One snapshot for all four counts: acks go on after the runs.
-read -r all in_place inline rings < <(srm_netns_status vvh2 | awk '$1 == "node" {
-    for (i = 1; i < NF; i++) {
-        if ($i == "send_wrs") w += $(i + 1)
-        if ($i == "in_place") p += $(i + 1)
-        if ($i == "inline") n += $(i + 1)
-        if ($i == "from_rings") r += $(i + 1)
-    } } END { print w + 0, p + 0, n + 0, r + 0 }')
-pool=$(srm_netns_status vvh2 | grep '^sends rxe_vvh2:1:')
+read -r all in_place inline rings < <(srm_netns_status_get vvh2 '
+    [.nodes[].channels[]] |
+    "\(map(.wire_stats.send_wrs // 0) | add // 0)
+     \(map(.wire_stats.in_place // 0) | add // 0)
+     \(map(.wire_stats.inline // 0) | add // 0)
+     \(map(.from_rings) | add // 0)"' | tr '\n' ' '; echo)
+pool=$(srm_netns_status_get vvh2 '.wire.paths[] | select(.device == "rxe_vvh2:1") |
+    .sends | "\(.slots) x \(.slot_size) B, free \(.free) waits \(.waits) reclaims \(.reclaims)"')
 if [ "$in_place" -gt 0 ] && [ "$rings" -gt 0 ] &&
    [ $((in_place + inline)) = "$all" ] &&
-   [[ $pool == *"pool of 128 x 8192 B, free 128 waits 0 reclaims 0"* ]]; then
+   [ "$pool" = "128 x 8192 B, free 128 waits 0 reclaims 0" ]; then
     srm_pass "vvh2 sent $in_place of $all work requests in place, from its channels' streams and, for $rings large frames, from its ranks' TX rings; the other $inline inline; its send pool was not used: $pool"
 else
     srm_fail "vvh2 sent $in_place work requests in place and $inline inline of $all, $rings frames from TX rings (want all of them, some in place, some frames from rings, none from the pool): '$pool'"
@@ -196,7 +198,7 @@ srm_mpicc "$SRM_SRCDIR/test/mpi/srm_stream_check.c" "$bin"
 out=$SRM_LOG/stream-check.log
 stop=$SRM_LOG/stop
 rm -f "$stop"
-before=$(node_sum vvh2 failovers)
+before=$(chan_sum vvh2 .failovers)
 "${SRM_MPIRUN[@]}" -- "$bin" -n 200000 -s 65536 -w 16 -f "$stop" >"$out" 2>&1 &
 mpi_pid=$!
 srm_track "$mpi_pid"
@@ -218,7 +220,7 @@ rc=0
 wait "$mpi_pid" || rc=$?
 srm_untrack "$mpi_pid"
 result=$(grep '^ranks ' "$out" | tail -1)
-after=$(node_sum vvh2 failovers)
+after=$(chan_sum vvh2 .failovers)
 if [ "$rc" = 0 ] && [ -n "$result" ]; then
     srm_pass "stream check across $hit queue pair errors: $result"
 else

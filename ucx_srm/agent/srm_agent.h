@@ -512,6 +512,16 @@ void srm_lane_answer(srm_agent_t *agent, const srm_client_t *requester,
 unsigned srm_lane_progress(srm_agent_t *agent);
 
 /* srm_status.c: srmctl status, as text or (srm_status_json.c) JSON */
+/* What the queue pairs send from in place on the verbs wire. */
+typedef struct srm_status_registered {
+    const char *not_why;      /* why nothing is registered, or NULL */
+    unsigned   streams;       /* channels' outgoing streams */
+    size_t     stream_bytes;  /* each (mapped twice) */
+    unsigned   tx_rings;      /* clients' TX rings */
+    size_t     tx_ring_bytes; /* all of them */
+} srm_status_registered_t;
+void srm_status_registered(const srm_agent_t *agent,
+                           srm_status_registered_t *reg);
 size_t srm_status_format(srm_agent_t *agent, char *buf, size_t size);
 size_t srm_status_format_json(srm_agent_t *agent, char *buf, size_t size);
 

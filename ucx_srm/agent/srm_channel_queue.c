@@ -135,8 +135,9 @@ static ucs_status_t srm_channel_put(srm_agent_t *agent, srm_node_t *node,
 
 /*
  * As srm_channel_put, but the payload stays in the sender's TX ring, kept
- * there until acknowledged (srm_holes.h). UCS_ERR_NO_RESOURCE if the frame
- * is to be copied after all (the queue keeps all it can).
+ * there until acknowledged (srm_holes.h). UCS_ERR_NO_RESOURCE: the ring
+ * keeps all it can, so the frame is to be copied after all;
+ * UCS_ERR_NO_MEMORY.
  */
 static ucs_status_t
 srm_channel_put_hole(srm_agent_t *agent, srm_node_t *node, srm_channel_t *chan,

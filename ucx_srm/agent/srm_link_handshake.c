@@ -119,8 +119,8 @@ static ucs_status_t srm_link_install(srm_agent_t *agent, srm_link_t *link)
     return srm_link_ready(agent, link);
 }
 
-/* Both ends of a path must use the same wire; 0 if they do, and the
- * link is on it. */
+/* Both ends of a path must use the same wire: UCS_OK if they do, and the
+ * link is on it; else UCS_ERR_CONNECTION_RESET, the link closed. */
 static ucs_status_t srm_link_check_wire(srm_agent_t *agent, srm_link_t *link,
                                         uint8_t peer_wire)
 {

@@ -526,12 +526,35 @@ static const char *srm_node_usecs(const srm_rtt_t *rtt, double seconds,
     return buf;
 }
 
+/* The link's wire counters as " name value ..." (queue pairs in hex), for
+ * the text line and the JSON's wire_counters; the length. */
+static size_t srm_node_wire_counters(const srm_link_t *link, char *buf,
+                                     size_t size)
+{
+    srm_wire_counter_t counters[SRM_WIRE_COUNTERS_MAX];
+    unsigned i, n = link->wire->counters(&link->conn, counters);
+    size_t len = 0;
+    int ret;
+
+    buf[0] = '\0';
+    for (i = 0; i < n; ++i) {
+        ret = snprintf(buf + len, size - len,
+                       counters[i].names_object ? " %s 0x%llx" : " %s %llu",
+                       counters[i].name, (unsigned long long)counters[i].value);
+        if ((ret < 0) || ((size_t)ret >= size - len)) {
+            break;
+        }
+        len += (size_t)ret;
+    }
+    return len;
+}
+
 void srm_node_format(srm_agent_t *agent, char *buf, size_t size,
                      size_t *len)
 {
     const srm_channel_t *chan;
     const srm_link_t *link;
-    char addr[32], paths[64], rtt[24], rtt_min[24];
+    char addr[32], paths[64], rtt[24], rtt_min[24], wire[256];
     srm_node_t *node;
     unsigned i;
     int kind, n, path, used;
@@ -610,14 +633,14 @@ void srm_node_format(srm_agent_t *agent, char *buf, size_t size,
                 return;
             }
             *len += (size_t)n;
-            if (link != NULL) {
+            if ((link != NULL) &&
+                (srm_node_wire_counters(link, wire, sizeof(wire)) > 0)) {
                 /* The wire's own counters go on the same line. */
-                n = link->wire->describe(&link->conn, buf + *len - 1,
-                                         size - *len + 1);
+                n = snprintf(buf + *len - 1, size - *len + 1, "%s\n", wire);
                 if ((n < 0) || ((size_t)n >= size - *len + 1)) {
                     return;
                 }
-                *len += (size_t)n - ((n > 0) ? 1 : 0);
+                *len += (size_t)n - 1;
             }
         }
     }
@@ -628,8 +651,9 @@ static void srm_node_channel_json(const srm_channel_t *chan, int kind,
                                   srm_json_t *json)
 {
     const srm_link_t *link = chan->links[chan->active];
+    srm_wire_counter_t counters[SRM_WIRE_COUNTERS_MAX];
     char wire[256];
-    int path, n;
+    int path, n, i;
 
     srm_json_object(json, NULL);
     srm_json_string(json, "kind", srm_channel_kind_names[kind]);
@@ -672,11 +696,17 @@ static void srm_node_channel_json(const srm_channel_t *chan, int kind,
     srm_json_uint(json, "dups", chan->duplicates);
     if (link != NULL) {
         srm_json_string(json, "wire", link->wire->name);
-        /* The wire's own counters, as the text line has them. */
-        n = link->wire->describe(&link->conn, wire, sizeof(wire));
-        if ((n > 0) && ((size_t)n < sizeof(wire))) {
-            wire[n - 1] = '\0'; /* its newline */
+        /* The wire's own counters: as the text line has them, and each. */
+        if (srm_node_wire_counters(link, wire, sizeof(wire)) > 0) {
             srm_json_string(json, "wire_counters", wire + 1);
+        }
+        n = (int)link->wire->counters(&link->conn, counters);
+        if (n > 0) {
+            srm_json_object(json, "wire_stats");
+            for (i = 0; i < n; ++i) {
+                srm_json_uint(json, counters[i].name, counters[i].value);
+            }
+            srm_json_end_object(json);
         }
     }
     srm_json_end_object(json);

@@ -58,8 +58,9 @@ void srm_regions_cleanup(srm_regions_t *mem);
  * owner has at client_addr, and registers the mapping in every device of
  * devs that is not NULL: UCS_OK and *region_p. Otherwise errno also says
  * why, for the client's reply: UCS_ERR_INVALID_PARAM (EINVAL: range, size,
- * seals), UCS_ERR_NO_MEMORY (the mapping), UCS_ERR_NO_RESOURCE (ENOSPC:
- * registry full), UCS_ERR_IO_ERROR (the registration's error).
+ * seals), UCS_ERR_NO_MEMORY (the mapping), UCS_ERR_NO_RESOURCE (no slot:
+ * ENOSPC, registry full, or ENOMEM; or no random token),
+ * UCS_ERR_IO_ERROR (the registration's error).
  */
 ucs_status_t srm_regions_add(srm_regions_t *mem, uint32_t owner, int fd,
                              uint64_t client_addr, uint64_t length,

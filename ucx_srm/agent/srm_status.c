@@ -7,6 +7,7 @@
 
 #include <stdarg.h>
 #include <stdio.h>
+#include <string.h>
 #include <unistd.h>
 
 typedef struct {
@@ -63,45 +64,55 @@ srm_status_buffers(const srm_wire_verbs_dev_t *dev, srm_text_t *text)
                  (unsigned long long)tx->reclaims);
 }
 
-/* "streams: ..." on the verbs wire: the channels' outgoing streams that
- * the queue pairs send from in place. */
-static void srm_status_streams(const srm_agent_t *agent, srm_text_t *text)
+void srm_status_registered(const srm_agent_t *agent,
+                           srm_status_registered_t *reg)
 {
     const srm_channel_t *chan;
     const srm_client_t *client;
-    unsigned i, rings, registered = 0;
-    size_t size = 0;
+    unsigned i, rings;
     int kind;
 
+    memset(reg, 0, sizeof(*reg));
     if (!agent->config.verbs_in_place || !agent->config.failover) {
-        srm_text_add(text, "streams: not registered (%s), sends are copied "
-                     "to the send pool\n", !agent->config.verbs_in_place ?
-                     "VERBS_IN_PLACE=n" : "FAILOVER=n");
+        reg->not_why = !agent->config.verbs_in_place ? "VERBS_IN_PLACE=n" :
+                                                       "FAILOVER=n";
         return;
     }
     for (i = 0; i < agent->num_nodes; ++i) {
         for (kind = 0; kind < SRM_CHANNEL_KINDS; ++kind) {
             chan = &agent->nodes[i]->chan[kind];
             if (chan->out_mr[0] != NULL) {
-                ++registered;
-                size = chan->out.size;
+                ++reg->streams;
+                reg->stream_bytes = chan->out.size;
             }
         }
     }
-    srm_text_add(text, "streams: %u channel streams registered for sends in "
-                 "place, %zu KB each (mapped twice)", registered,
-                 size >> 10);
-    size = 0;
-    registered = 0;
     for (i = 0; i < agent->num_slots; ++i) {
         client = agent->slots[i];
         if ((client != NULL) && (client->mem != NULL)) {
-            size       += srm_ring_mem_registered(client->mem, &rings);
-            registered += rings;
+            reg->tx_ring_bytes += srm_ring_mem_registered(client->mem, &rings);
+            reg->tx_rings      += rings;
         }
     }
-    srm_text_add(text, "; tx_rings: %u clients' TX rings registered, %zu KB "
-                 "(sent from in place)\n", registered, size >> 10);
+}
+
+/* "streams: ..." on the verbs wire: the channels' outgoing streams that
+ * the queue pairs send from in place. */
+static void srm_status_streams(const srm_agent_t *agent, srm_text_t *text)
+{
+    srm_status_registered_t reg;
+
+    srm_status_registered(agent, &reg);
+    if (reg.not_why != NULL) {
+        srm_text_add(text, "streams: not registered (%s), sends are copied "
+                     "to the send pool\n", reg.not_why);
+        return;
+    }
+    srm_text_add(text, "streams: %u channel streams registered for sends in "
+                 "place, %zu KB each (mapped twice); tx_rings: %u clients' TX "
+                 "rings registered, %zu KB (sent from in place)\n",
+                 reg.streams, reg.stream_bytes >> 10, reg.tx_rings,
+                 reg.tx_ring_bytes >> 10);
 }
 
 /*

@@ -113,6 +113,24 @@ static void srm_status_json_device(const srm_wire_verbs_dev_t *dev,
     }
 }
 
+/* What the queue pairs send from in place (srm_status_registered). */
+static void srm_status_json_registered(const srm_agent_t *agent,
+                                       srm_json_t *json)
+{
+    srm_status_registered_t reg;
+
+    srm_status_registered(agent, &reg);
+    srm_json_object(json, "registered");
+    if (reg.not_why != NULL) {
+        srm_json_string(json, "not_why", reg.not_why);
+    }
+    srm_json_uint(json, "streams", reg.streams);
+    srm_json_uint(json, "stream_bytes", reg.stream_bytes);
+    srm_json_uint(json, "tx_rings", reg.tx_rings);
+    srm_json_uint(json, "tx_ring_bytes", reg.tx_ring_bytes);
+    srm_json_end_object(json);
+}
+
 static void srm_status_json_wire(srm_agent_t *agent, srm_json_t *json)
 {
     char addr[32];
@@ -138,6 +156,9 @@ static void srm_status_json_wire(srm_agent_t *agent, srm_json_t *json)
         srm_json_end_object(json);
     }
     srm_json_end_array(json);
+    if (agent->verbs[0] != NULL) {
+        srm_status_json_registered(agent, json);
+    }
     srm_json_uint(json, "remote_nodes", agent->num_nodes);
     srm_json_uint(json, "bad_frames", agent->stats.bad_frames);
     srm_json_uint(json, "handshakes_refused", agent->stats.handshakes_refused);

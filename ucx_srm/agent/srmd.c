@@ -81,7 +81,7 @@ static ucs_status_t srmd_read_config(srm_agent_t *agent)
     }
     if (agent->config.quantum < 64) {
         fprintf(stderr, "srmd: UCX_SRM_QUANTUM must be at least 64 bytes\n");
-        return status;
+        return UCS_ERR_INVALID_PARAM;
     }
     return UCS_OK;
 }

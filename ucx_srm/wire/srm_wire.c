@@ -90,10 +90,10 @@ static int srm_wire_tcp_usable(const srm_wire_conn_t *conn)
     return 1;
 }
 
-static int srm_wire_tcp_describe(const srm_wire_conn_t *conn, char *buf,
-                                 size_t size)
+static unsigned srm_wire_tcp_counters(const srm_wire_conn_t *conn,
+                                      srm_wire_counter_t *out)
 {
-    return 0;
+    return 0; /* the kernel's are in TCP_INFO (retransmits) */
 }
 
 const srm_wire_ops_t srm_wire_tcp_ops = {
@@ -114,7 +114,7 @@ const srm_wire_ops_t srm_wire_tcp_ops = {
     .rdma        = NULL,
     .rdma_next   = NULL,
     .usable      = srm_wire_tcp_usable,
-    .describe    = srm_wire_tcp_describe,
+    .counters    = srm_wire_tcp_counters,
 };
 
 /* ---------------------------------------------------------------- verbs */
@@ -223,26 +223,26 @@ static int srm_wire_verbs_conn_usable(const srm_wire_conn_t *conn)
     return (conn->qp != NULL) && (srm_wire_verbs_qp_error(conn->qp)[0] == '\0');
 }
 
-static int srm_wire_verbs_conn_describe(const srm_wire_conn_t *conn, char *buf,
-                                        size_t size)
+static unsigned srm_wire_verbs_conn_counters(const srm_wire_conn_t *conn,
+                                             srm_wire_counter_t *out)
 {
     const srm_wire_verbs_stats_t *stats;
+    unsigned n = 0;
 
     if (conn->qp == NULL) {
         return 0;
     }
-    stats = srm_wire_verbs_qp_stats(conn->qp);
-    return snprintf(buf, size,
-                    " qp 0x%x>0x%x send_wrs %llu doorbells %llu signaled %llu "
-                    "inline %llu in_place %llu recv_wrs %llu\n",
-                    srm_wire_verbs_qp_num(conn->qp),
-                    srm_wire_verbs_qp_remote_num(conn->qp),
-                    (unsigned long long)stats->send_wrs,
-                    (unsigned long long)stats->doorbells,
-                    (unsigned long long)stats->signaled,
-                    (unsigned long long)stats->inline_wrs,
-                    (unsigned long long)stats->in_place_wrs,
-                    (unsigned long long)stats->recv_wrs);
+    stats    = srm_wire_verbs_qp_stats(conn->qp);
+    out[n++] = (srm_wire_counter_t){"qp", srm_wire_verbs_qp_num(conn->qp), 1};
+    out[n++] = (srm_wire_counter_t){"remote_qp",
+                                    srm_wire_verbs_qp_remote_num(conn->qp), 1};
+    out[n++] = (srm_wire_counter_t){"send_wrs", stats->send_wrs, 0};
+    out[n++] = (srm_wire_counter_t){"doorbells", stats->doorbells, 0};
+    out[n++] = (srm_wire_counter_t){"signaled", stats->signaled, 0};
+    out[n++] = (srm_wire_counter_t){"inline", stats->inline_wrs, 0};
+    out[n++] = (srm_wire_counter_t){"in_place", stats->in_place_wrs, 0};
+    out[n++] = (srm_wire_counter_t){"recv_wrs", stats->recv_wrs, 0};
+    return n; /* SRM_WIRE_COUNTERS_MAX */
 }
 
 const srm_wire_ops_t srm_wire_verbs_ops = {
@@ -264,7 +264,7 @@ const srm_wire_ops_t srm_wire_verbs_ops = {
     .rdma        = srm_wire_verbs_conn_rdma,
     .rdma_next   = srm_wire_verbs_conn_rdma_next,
     .usable      = srm_wire_verbs_conn_usable,
-    .describe    = srm_wire_verbs_conn_describe,
+    .counters    = srm_wire_verbs_conn_counters,
 };
 
 void srm_wire_conn_close(srm_wire_conn_t *conn)

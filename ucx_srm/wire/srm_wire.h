@@ -38,6 +38,16 @@ typedef enum {
     SRM_WIRE_CAP_ENDPOINT    = 1u << 4,
 } srm_wire_cap_t;
 
+/* One of a connection's own counters on its wire, for srmctl status. */
+typedef struct srm_wire_counter {
+    const char *name;
+    uint64_t   value;
+    int        names_object; /* a number naming something (a queue pair):
+                                shown in hex */
+} srm_wire_counter_t;
+
+#define SRM_WIRE_COUNTERS_MAX 8
+
 typedef struct srm_wire_conn {
     int            fd; /* the TCP connection */
     srm_wire_verbs_qp_t *qp; /* verbs: the queue pair, once made */
@@ -79,7 +89,8 @@ typedef struct srm_wire_ops {
     srm_log_level_t (*why)(const srm_wire_conn_t *conn, int err, char *buf,
                            size_t size);
     /* The kernel's count of retransmitted segments; UCS_ERR_UNSUPPORTED if
-     * the wire has none (SRM_WIRE_CAP_RETRANS). */
+     * the wire has none (SRM_WIRE_CAP_RETRANS), UCS_ERR_IO_ERROR if the
+     * kernel would not say. */
     ucs_status_t (*retransmits)(const srm_wire_conn_t *conn,
                                 uint32_t *count);
     /* Waits up to `timeout` seconds for what was posted to go out. */
@@ -98,8 +109,10 @@ typedef struct srm_wire_ops {
     /* A usable endpoint: no error seen. */
     int (*usable)(const srm_wire_conn_t *conn);
 
-    /* Appends " <counters>\n" for `srmctl status`; snprintf's return. */
-    int (*describe)(const srm_wire_conn_t *conn, char *buf, size_t size);
+    /* The connection's own counters (at most SRM_WIRE_COUNTERS_MAX), for
+     * `srmctl status`; how many. */
+    unsigned (*counters)(const srm_wire_conn_t *conn,
+                         srm_wire_counter_t *out);
 } srm_wire_ops_t;
 
 extern const srm_wire_ops_t srm_wire_tcp_ops;
