@@ -62,7 +62,7 @@ link_fuzz_attach="$agent/srm_agent.c $agent/srm_auth.c $agent/srm_channel.c \
     $agent/srm_place.c \
     $agent/srm_retrans.c $agent/srm_rma.c $agent/srm_rtt.c $agent/srm_sched.c \
     $agent/srm_status.c $agent/srm_status_json.c $agent/srm_json.c \
-    $wire/srm_wire.c $wire/srm_wire_tcp.c \
+    $wire/srm_wire.c $wire/srm_wire_tcp.c $wire/srm_wire_tcp_info.c \
     $wire/srm_wire_verbs_none.c $wire/srm_wire_verbs_xrc_choose.c \
     $common/srm_config.c $common/srm_frame.c $common/srm_lane_shared.c \
     $common/srm_log.c $common/srm_proto.c $common/srm_ring.c \

@@ -1,7 +1,7 @@
 /*
- * The retransmission watch (srm_retrans.h): a connection is replaced when
- * it resends `limit` segments within one window, never twice within the
- * hold, and never with the limit at 0.
+ * The retransmission watch (srm_retrans.h): a connection trips it when it
+ * resends `limit` segments within one window; its channel moves, never
+ * twice within the hold, and stays put where a move did not help.
  */
 extern "C" {
 #include <ucx_srm/agent/srm_retrans.h>
@@ -16,15 +16,17 @@ const uint32_t limit = 16;
 class retrans_test : public ::testing::Test {
 protected:
     srm_retrans_watch_t watch;
+    srm_retrans_moves_t moves;
 
     void SetUp() override
     {
         srm_retrans_watch_init(&watch);
+        srm_retrans_moves_init(&moves);
     }
 
-    int judge(uint32_t total, double now, double replaced_at = -1.0)
+    int judge(uint32_t total, double now, unsigned lim = limit)
     {
-        return srm_retrans_judge(&watch, total, now, limit, replaced_at);
+        return srm_retrans_tripped(&watch, total, 0, now, lim);
     }
 };
 
@@ -32,7 +34,7 @@ TEST_F(retrans_test, what_was_resent_before_the_first_look_does_not_count)
 {
     EXPECT_EQ(0, judge(5000, 100.0));
     EXPECT_EQ(0, judge(5000 + limit - 1, 100.5));
-    EXPECT_EQ(limit - 1, watch.in_window);
+    EXPECT_EQ(limit - 1, watch.resent);
     EXPECT_EQ(1, judge(5000 + limit, 100.6));
 }
 
@@ -56,7 +58,7 @@ TEST_F(retrans_test, a_new_window_starts_from_the_count_it_finds)
     EXPECT_EQ(0, judge(limit - 1, 10.9));
     /* The window ended: those resent in it are history. */
     EXPECT_EQ(0, judge(limit + 2, 11.0));
-    EXPECT_EQ(0u, watch.in_window);
+    EXPECT_EQ(0u, watch.resent);
     EXPECT_EQ(0, judge(2 * limit, 11.5));
     EXPECT_EQ(1, judge(2 * limit + 2, 11.6));
 }
@@ -65,14 +67,81 @@ TEST_F(retrans_test, the_count_may_wrap)
 {
     EXPECT_EQ(0, judge(UINT32_MAX - 3, 10.0));
     EXPECT_EQ(1, judge(limit - 4, 10.1));
-    EXPECT_EQ(limit, watch.in_window);
+    EXPECT_EQ(limit, watch.resent);
 }
 
-TEST_F(retrans_test, a_channel_replaces_at_most_once_per_hold)
+TEST_F(retrans_test, the_window_counts_what_was_sent_too)
 {
-    EXPECT_EQ(0, judge(0, 50.0));
-    EXPECT_EQ(0, judge(10 * limit, 50.5, 50.5 - SRM_RETRANS_HOLD / 2));
-    EXPECT_EQ(1, judge(10 * limit, 50.6, 50.6 - SRM_RETRANS_HOLD));
+    EXPECT_EQ(0, srm_retrans_tripped(&watch, 10, 1000, 5.0, limit));
+    EXPECT_EQ(1, srm_retrans_tripped(&watch, 10 + limit, 1800, 5.5, limit));
+    EXPECT_EQ(limit, watch.resent);
+    EXPECT_EQ(800u, watch.sent);
+}
+
+TEST_F(retrans_test, a_channel_moves_at_most_once_per_hold)
+{
+    EXPECT_EQ(SRM_RETRANS_MOVE, srm_retrans_decide(&moves, 50.0));
+    EXPECT_EQ(SRM_RETRANS_STAY,
+              srm_retrans_decide(&moves, 50.0 + SRM_RETRANS_HOLD / 2));
+}
+
+/* A bad link stays behind: the connection moved to does not trip, and a
+ * link that goes bad later is left as the first was. */
+TEST_F(retrans_test, a_move_that_helped_is_followed_by_another_when_needed)
+{
+    EXPECT_EQ(SRM_RETRANS_MOVE, srm_retrans_decide(&moves, 100.0));
+    EXPECT_EQ(SRM_RETRANS_MOVE,
+              srm_retrans_decide(&moves, 100.0 + SRM_RETRANS_PROOF));
+    EXPECT_EQ(SRM_RETRANS_MOVE,
+              srm_retrans_decide(&moves, 100.0 + 2 * SRM_RETRANS_PROOF + 1));
+}
+
+/* Congestion goes with the channel: the connection it moved to trips too. */
+TEST_F(retrans_test, a_move_that_did_not_help_keeps_the_channel_put)
+{
+    double now = 200.0;
+
+    EXPECT_EQ(SRM_RETRANS_MOVE, srm_retrans_decide(&moves, now));
+    now += SRM_RETRANS_HOLD + 0.1;
+    EXPECT_EQ(SRM_RETRANS_CONGESTED, srm_retrans_decide(&moves, now));
+    EXPECT_EQ(now + SRM_RETRANS_PROOF, moves.kept_until);
+    /* Trips while it is kept change nothing. */
+    EXPECT_EQ(SRM_RETRANS_STAY, srm_retrans_decide(&moves, now + 1));
+    EXPECT_EQ(SRM_RETRANS_STAY,
+              srm_retrans_decide(&moves, now + SRM_RETRANS_PROOF - 0.1));
+}
+
+TEST_F(retrans_test, congestion_that_lasts_costs_fewer_and_fewer_moves)
+{
+    double now     = 300.0;
+    int moves_made = 0, i;
+
+    /* The watch trips at every look, for ten minutes. */
+    for (i = 0; i < 600 * 20; ++i, now += SRM_RETRANS_LOOK) {
+        if (srm_retrans_decide(&moves, now) == SRM_RETRANS_MOVE) {
+            ++moves_made;
+        }
+    }
+    /* Kept for 10, 20, 40, 80, 160, 160, 160 s: one move after each. */
+    EXPECT_LE(moves_made, 8);
+    EXPECT_GE(moves_made, 5); /* a link that went bad meanwhile is left */
+    EXPECT_EQ(SRM_RETRANS_KEEP_MAX, moves.keep);
+}
+
+TEST_F(retrans_test, a_move_that_helped_starts_the_keeping_over)
+{
+    double now = 400.0;
+
+    EXPECT_EQ(SRM_RETRANS_MOVE, srm_retrans_decide(&moves, now));
+    now += SRM_RETRANS_HOLD;
+    EXPECT_EQ(SRM_RETRANS_CONGESTED, srm_retrans_decide(&moves, now));
+    now = moves.kept_until;
+    EXPECT_EQ(SRM_RETRANS_MOVE, srm_retrans_decide(&moves, now));
+    EXPECT_EQ(2 * SRM_RETRANS_PROOF, moves.keep);
+    /* That move helped: nothing tripped for the proof's time. */
+    now += SRM_RETRANS_PROOF;
+    EXPECT_EQ(SRM_RETRANS_MOVE, srm_retrans_decide(&moves, now));
+    EXPECT_EQ(SRM_RETRANS_PROOF, moves.keep);
 }
 
 TEST_F(retrans_test, a_connection_is_looked_at_once_per_look_period)
@@ -82,10 +151,10 @@ TEST_F(retrans_test, a_connection_is_looked_at_once_per_look_period)
     EXPECT_EQ(1, srm_retrans_look_due(&watch, 20.0 + SRM_RETRANS_LOOK));
 }
 
-TEST_F(retrans_test, a_limit_of_zero_never_replaces)
+TEST_F(retrans_test, a_limit_of_zero_never_trips)
 {
-    EXPECT_EQ(0, srm_retrans_judge(&watch, 0, 1.0, 0, -1.0));
-    EXPECT_EQ(0, srm_retrans_judge(&watch, 1000000, 1.5, 0, -1.0));
+    EXPECT_EQ(0, judge(0, 1.0, 0));
+    EXPECT_EQ(0, judge(1000000, 1.5, 0));
 }
 
 } // namespace

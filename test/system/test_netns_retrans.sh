@@ -11,7 +11,10 @@
 # interface of its bulk channel's active path are lost on their way (an
 # nftables rule in the first host's namespace drops them as they arrive),
 # until the second host's agent reacts or for at most
-# SRM_RETRANS_DROP_SECS (15).
+# SRM_RETRANS_DROP_SECS (40). What the drops make TCP retransmit depends on
+# how much the ranks send, which a loaded machine slows: every 5 s without
+# a reaction the share dropped doubles (up to 24%), so that the link turns
+# bad enough for the watch whatever the load.
 #
 # Checked: the drops made that host's TCP retransmit (at least the limit's
 # worth); its agent closed that connection for it ("replaced" in srmctl
@@ -25,7 +28,8 @@
 srm_netns_require --mpi mpicc mpirun
 srm_require_cmd nft nstat
 
-DROP_SECS=${SRM_RETRANS_DROP_SECS:-15}  # ends as soon as the agent reacts
+DROP_SECS=${SRM_RETRANS_DROP_SECS:-40}  # ends as soon as the agent reacts
+STEP_SECS=5                             # then the share dropped doubles
 MPI_TIMEOUT=${SRM_MPI_TIMEOUT:-180}
 LIMIT=16    # the agents' default UCX_SRM_RETRANS_LIMIT, set explicitly
 PORT=7078
@@ -103,26 +107,46 @@ srm_log "    $lossy_host: bulk channel active on path $lossy_path (eth$lossy_pat
 # way out, the sender's own TCP sees a local error and sends again later,
 # which it does not count as a retransmission (the watch would see nothing);
 # lost in flight, they are retransmitted as on a bad link.
-"$SRM_NETNS_CLUSTER" exec "$peer_host" nft -f - <<NFT
+# drop_share PERCENT: the rule, replacing the one before (its count kept)
+dropped=0
+drop_share() {
+    drop_stop
+    "$SRM_NETNS_CLUSTER" exec "$peer_host" nft -f - <<NFT
 table inet srm_retrans_test {
     chain in {
         type filter hook input priority 0;
-        iifname "eth$lossy_path" meta l4proto tcp meta length > 1000 numgen random mod 100 < 3 counter drop
+        iifname "eth$lossy_path" meta l4proto tcp meta length > 1000 numgen random mod 100 < $1 counter drop
     }
 }
 NFT
+}
+drop_stop() {
+    local n
+    n=$("$SRM_NETNS_CLUSTER" exec "$peer_host" nft list table inet srm_retrans_test 2>/dev/null |
+        grep -o 'counter packets [0-9]*' | awk '{ print $3 }') || return 0
+    [ -n "$n" ] || return 0
+    dropped=$((dropped + n))
+    "$SRM_NETNS_CLUSTER" exec "$peer_host" nft delete table inet srm_retrans_test
+}
 # Until the agent reacts, or DROP_SECS.
+share=3
+drop_share "$share"
 t0=$(srm_now_us)
+step=$t0
 while [ $(( $(srm_now_us) - t0 )) -lt $(( DROP_SECS * 1000000 )) ]; do
     srm_alive "$mpi_pid" || break
     [ "$(bulk_replaced "$lossy_host")" -gt "${lossy_before:-0}" ] 2>/dev/null &&
         break
+    if [ $(( $(srm_now_us) - step )) -ge $(( STEP_SECS * 1000000 )) ] &&
+       [ "$share" -lt 24 ]; then
+        share=$((share * 2))
+        drop_share "$share"
+        step=$(srm_now_us)
+    fi
     sleep 0.2
 done
-srm_log "    dropped for $(( ($(srm_now_us) - t0) / 1000 )) ms:" \
-        "$("$SRM_NETNS_CLUSTER" exec "$peer_host" nft list table inet srm_retrans_test |
-           grep -o 'counter packets [0-9]*' | awk '{ print $3 }') packets"
-"$SRM_NETNS_CLUSTER" exec "$peer_host" nft delete table inet srm_retrans_test
+drop_stop
+srm_log "    dropped for $(( ($(srm_now_us) - t0) / 1000 )) ms, $share% at the end: $dropped packets"
 resent=$(( $(retransmitted "$lossy_host") - before ))
 sleep 1   # traffic after the drops, too
 

@@ -60,6 +60,7 @@ void srm_channel_init(srm_agent_t *agent, srm_channel_t *chan)
 {
     memset(chan, 0, sizeof(*chan));
     srm_rtt_init(&chan->rtt);
+    srm_retrans_moves_init(&chan->retrans_moves);
 }
 
 /* Only once no queue pair can read from them: the links are gone. */

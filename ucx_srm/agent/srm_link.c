@@ -494,9 +494,11 @@ void srm_link_verbs_event(srm_agent_t *agent, unsigned path)
 static int srm_link_replace_if_lossy(srm_agent_t *agent, srm_link_t *link,
                                      double now)
 {
+    srm_retrans_verdict_t verdict;
+    char peer[64];
     srm_channel_t *chan;
     srm_link_t *standby;
-    uint32_t total;
+    uint32_t resent, sent;
 
     if ((agent->config.retrans_limit == 0) || !agent->config.failover ||
         (link->state != SRM_LINK_READY) ||
@@ -513,20 +515,34 @@ static int srm_link_replace_if_lossy(srm_agent_t *agent, srm_link_t *link,
         return 0;
     }
     link->retrans_tx_seen = chan->tx_bytes;
-    if ((link->wire->retransmits(&link->conn, &total) != UCS_OK) ||
-        !srm_retrans_judge(&link->retrans, total, now,
-                           agent->config.retrans_limit,
-                           (chan->replaced > 0) ? chan->replaced_at : -1.0)) {
+    if ((link->wire->retransmits(&link->conn, &resent, &sent) != UCS_OK) ||
+        !srm_retrans_tripped(&link->retrans, resent, sent, now,
+                             agent->config.retrans_limit)) {
+        return 0;
+    }
+    verdict = srm_retrans_decide(&chan->retrans_moves, now);
+    if (verdict == SRM_RETRANS_CONGESTED) {
+        chan->kept++;
+        srm_log(SRM_LOG_INFO, "%s channel path %d link to %s: %u of %u TCP "
+                "segments retransmitted within %.0f ms on the connection "
+                "it moved to: congestion, not a bad link; it stays for "
+                "%.0f s", srm_node_kind_name(link->kind), link->path,
+                srm_link_peer_str(link, peer, sizeof(peer)),
+                link->retrans.resent, link->retrans.sent,
+                (now - link->retrans.window_start) * 1e3,
+                chan->retrans_moves.kept_until - now);
+        return 0;
+    } else if (verdict != SRM_RETRANS_MOVE) {
         return 0;
     }
     chan->replaced++;
-    chan->replaced_at = now;
     srm_link_close(agent, link, SRM_LOG_WARN,
-                   "%u TCP segments retransmitted within %.0f ms: the "
-                   "channel moves to its standby connection "
-                   "(UCX_SRM_RETRANS_LIMIT=%u)", link->retrans.in_window,
+                   "%u TCP segments retransmitted within %.0f ms, of %u "
+                   "data segments sent: the channel moves to its standby "
+                   "connection (UCX_SRM_RETRANS_LIMIT=%u)",
+                   link->retrans.resent,
                    (now - link->retrans.window_start) * 1e3,
-                   agent->config.retrans_limit);
+                   link->retrans.sent, agent->config.retrans_limit);
     return 1;
 }
 

@@ -584,7 +584,7 @@ void srm_node_format(srm_agent_t *agent, char *buf, size_t size,
                          "taken %llu "
                          "placed %llu/%llu placing %d "
                          "connects %llu failovers %llu replaced %llu "
-                         "resent %llu dups %llu held %zu reordered %llu "
+                         "kept %llu resent %llu dups %llu held %zu reordered %llu "
                          "paused %u pauses %llu bad %llu dropped %llu "
                          "foreign %llu sources %u retired %llu "
                          "miskeyed %llu refused %u\n",
@@ -616,6 +616,7 @@ void srm_node_format(srm_agent_t *agent, char *buf, size_t size,
                          (unsigned long long)chan->connects,
                          (unsigned long long)chan->failovers,
                          (unsigned long long)chan->replaced,
+                         (unsigned long long)chan->kept,
                          (unsigned long long)chan->resent,
                          (unsigned long long)chan->duplicates,
                          node->held_bytes,
@@ -692,6 +693,7 @@ static void srm_node_channel_json(const srm_channel_t *chan, int kind,
     srm_json_uint(json, "connects", chan->connects);
     srm_json_uint(json, "failovers", chan->failovers);
     srm_json_uint(json, "replaced", chan->replaced);
+    srm_json_uint(json, "kept", chan->kept);
     srm_json_uint(json, "resent", chan->resent);
     srm_json_uint(json, "dups", chan->duplicates);
     if (link != NULL) {

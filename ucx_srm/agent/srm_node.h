@@ -144,7 +144,9 @@ typedef struct srm_channel {
     uint64_t   connects;
     uint64_t   failovers;         /* times the active link was lost */
     uint64_t   replaced;          /* of those, closed for retransmitting */
-    double     replaced_at;
+    uint64_t   kept;              /* times it stayed, retransmitting, where
+                                     a move had not helped (congestion) */
+    srm_retrans_moves_t retrans_moves;
     srm_rtt_t  rtt;               /* turn time of our frames */
     uint64_t   resent;            /* frames written more than once */
     uint64_t   ring_frames;       /* of tx, sent from the sender's TX ring */

@@ -228,7 +228,11 @@ ucs_config_field_t srm_agent_config_table[] = {
      "channel is up: the channel goes on at once on the standby, losing\n"
      "nothing, and the closed path reconnects as the new standby. A\n"
      "connection in loss recovery stalls its channel, and one that recovered\n"
-     "may stay slow. At most once per channel every 2 seconds. 0: never.",
+     "may stay slow. At most once per channel every 2 seconds; and where the\n"
+     "connection it moved to retransmits as much within 10 seconds, the move\n"
+     "did not help (congestion goes with the channel, a bad link stays\n"
+     "behind): the channel stays put for 10 seconds, doubling while that\n"
+     "goes on. 0: never.",
      offsetof(srm_agent_config_t, retrans_limit), UCS_CONFIG_TYPE_UINT},
 
     {"PEER_TIMEOUT", "5s",

@@ -63,9 +63,10 @@ static srm_log_level_t srm_wire_tcp_why(const srm_wire_conn_t *conn, int err,
 }
 
 static ucs_status_t srm_wire_tcp_conn_retransmits(const srm_wire_conn_t *conn,
-                                                  uint32_t *count)
+                                                  uint32_t *resent,
+                                                  uint32_t *sent)
 {
-    return (srm_wire_tcp_retransmits(conn->fd, count) == 0) ?
+    return (srm_wire_tcp_retransmits(conn->fd, resent, sent) == 0) ?
                    UCS_OK : UCS_ERR_IO_ERROR;
 }
 
@@ -181,7 +182,8 @@ static srm_log_level_t srm_wire_verbs_conn_why(const srm_wire_conn_t *conn,
 }
 
 static ucs_status_t srm_wire_verbs_conn_retransmits(const srm_wire_conn_t *conn,
-                                                    uint32_t *count)
+                                                    uint32_t *resent,
+                                                    uint32_t *sent)
 {
     return UCS_ERR_UNSUPPORTED; /* the device retries by itself */
 }

@@ -88,11 +88,12 @@ typedef struct srm_wire_ops {
     /* Why the last recvv or poll failed, and how loudly to say it. */
     srm_log_level_t (*why)(const srm_wire_conn_t *conn, int err, char *buf,
                            size_t size);
-    /* The kernel's count of retransmitted segments; UCS_ERR_UNSUPPORTED if
+    /* The kernel's counts of segments retransmitted and of data segments
+     * sent (*sent 0 if it does not count those); UCS_ERR_UNSUPPORTED if
      * the wire has none (SRM_WIRE_CAP_RETRANS), UCS_ERR_IO_ERROR if the
      * kernel would not say. */
     ucs_status_t (*retransmits)(const srm_wire_conn_t *conn,
-                                uint32_t *count);
+                                uint32_t *resent, uint32_t *sent);
     /* Waits up to `timeout` seconds for what was posted to go out. */
     void (*drain)(srm_wire_conn_t *conn, double timeout);
     /* Fault injection: fails as the wire itself would, and says how in

@@ -170,19 +170,6 @@ ssize_t srm_wire_tcp_recvv(int fd, const struct iovec *iov, int iovcnt)
     return ((errno == EAGAIN) || (errno == EINTR)) ? 0 : -1;
 }
 
-int srm_wire_tcp_retransmits(int fd, uint32_t *count)
-{
-    struct tcp_info info;
-    socklen_t len = sizeof(info);
-
-    memset(&info, 0, sizeof(info));
-    if (getsockopt(fd, IPPROTO_TCP, TCP_INFO, &info, &len) != 0) {
-        return -1;
-    }
-    *count = info.tcpi_total_retrans;
-    return 0;
-}
-
 const char *srm_wire_tcp_str(uint32_t ipv4, uint16_t port, char *buf,
                              size_t size)
 {

@@ -34,8 +34,9 @@ ssize_t srm_wire_tcp_sendv(int fd, const struct iovec *iov, int iovcnt);
 /* Fills the buffers in order, as one read. */
 ssize_t srm_wire_tcp_recvv(int fd, const struct iovec *iov, int iovcnt);
 
-/* Segments the connection retransmitted since it was made (TCP_INFO). */
-int srm_wire_tcp_retransmits(int fd, uint32_t *count);
+/* Segments the connection retransmitted since it was made, and data
+ * segments it sent (TCP_INFO; *sent 0 where the kernel does not count them). */
+int srm_wire_tcp_retransmits(int fd, uint32_t *resent, uint32_t *sent);
 
 /* "a.b.c.d:port" */
 const char *srm_wire_tcp_str(uint32_t ipv4, uint16_t port, char *buf,
