@@ -22,7 +22,8 @@ NAME
 
 SYNOPSIS
     $PROG [--build DIR] [--hosts N] [--ppn P] [--reps R] [--loads LIST]
-             [--duration SEC] [--link-rate MBPS] [--seed N] [--remote-only]
+             [--duration SEC] [--link-rate MBPS] [--shape [--queue BYTES]]
+             [--seed N] [--remote-only]
              [--out FILE] [--timeout SEC] [--prefix NAME] [--keep-logs]
              [--quick]
     $PROG -h | --help
@@ -47,8 +48,12 @@ DESCRIPTION
     host, 80 % short flows (64 B..8 KB) and 20 % long ones
     (100 KB..10 MB), uniformly random destinations; a flow is done when
     the receiver's ack is back; every flow's data is checked. The "link
-    rate" is nominal: the veths of the simulated hosts have no rate of
-    their own, so it only sets the arrival rates.
+    rate" is nominal unless --shape is given: the veths of the simulated
+    hosts move packets at memory speed, so it only sets the arrival rates.
+    With --shape the hosts' links have that rate (netns-cluster --rate,
+    with queues of --queue bytes at each end), so a long flow takes the
+    time it would on such a link, and a short one queued behind it on the
+    same connection waits for it: head-of-line blocking is real.
 
     Repetitions are the outer loop, and within one the configurations
     alternate for each load, so that slow drifts of the machine hit all
@@ -87,8 +92,10 @@ OPTIONS
                       (default 0.3,0.7)
     --duration SEC    seconds of flow arrivals per run (default 10; 3 with
                       --quick)
-    --link-rate MBPS  nominal link rate of a host, MB/s (2^20 B/s)
-                      (default 100)
+    --link-rate MBPS  link rate of a host, MB/s (2^20 B/s) (default 100)
+    --shape           give the links that rate (default: nominal)
+    --queue BYTES     with --shape: the queue at each end of a link
+                      (default 262144)
     --seed N          srm_flowgen --seed of repetition 1; repetition r
                       uses N+r-1 (default 1), the same for every
                       configuration and load
@@ -133,6 +140,7 @@ USAGE
 BUILD=${SRM_BUILD_DIR:-}
 REPS='' ITERS='' OUT='' PORT_BASE='' TIMEOUT=120 KEEP_LOGS=0 QUICK=0
 NHOSTS=3 PPN=2 LOADS_ARG=0.3,0.7 DURATION='' LINK_RATE=100 SEED=1
+QUEUE=262144 SHAPED=0
 REMOTE_ONLY=0 PFX=fl$$
 
 while [[ $# -gt 0 ]]; do
@@ -149,6 +157,9 @@ while [[ $# -gt 0 ]]; do
     --duration=*)  DURATION=${1#*=}; shift ;;
     --link-rate)   need_arg "$@"; LINK_RATE=$2; shift 2 ;;
     --link-rate=*) LINK_RATE=${1#*=}; shift ;;
+    --queue)       need_arg "$@"; QUEUE=$2; shift 2 ;;
+    --queue=*)     QUEUE=${1#*=}; shift ;;
+    --shape)       SHAPED=1; shift ;;
     --seed)        need_arg "$@"; SEED=$2; shift 2 ;;
     --seed=*)      SEED=${1#*=}; shift ;;
     --remote-only) REMOTE_ONLY=1; shift ;;
@@ -177,6 +188,11 @@ number_in "$DURATION" 0 3600 ||
     bad "--duration must be a number of seconds, 0 < SEC <= 3600, not '$DURATION'"
 number_in "$LINK_RATE" 0 10000000 ||
     bad "--link-rate must be a positive number of MB/s, not '$LINK_RATE'"
+in_range "$QUEUE" 65536 67108864 || bad "--queue must be 65536..67108864 bytes, not '$QUEUE'"
+# tc's rate in bits/s (its kbit, mbit are powers of 10)
+RATE_BITS=$(awk -v r="$LINK_RATE" 'BEGIN { printf "%.0f", r * 1048576 * 8 }')
+SHAPE_ARGS=()
+(( SHAPED == 0 )) || SHAPE_ARGS=(--rate "${RATE_BITS}bit" --queue "$QUEUE")
 if ! is_uint "$SEED" || (( ${#SEED} > 18 )); then
     bad "--seed must be a non-negative integer, not '$SEED'"
 fi
@@ -240,8 +256,8 @@ cpu_group_join srm-flows
 
 # ------------------------------------------------------ cluster, agents --
 
-info "bringing up $NHOSTS hosts (netns-cluster --prefix $PFX); logs in $WORK"
-cluster_up "$NHOSTS"
+info "bringing up $NHOSTS hosts (netns-cluster --prefix $PFX ${SHAPE_ARGS[*]}); logs in $WORK"
+cluster_up "$NHOSTS" "${SHAPE_ARGS[@]}"
 
 for c in srm srm-nobulk; do
     for h in "${SRM_HOSTS[@]}"; do
@@ -484,10 +500,12 @@ report() {
         "$(uname -n)" "$(nproc)" "$(cpu_model)" "$(uname -r)" "$START_DATE"
     printf -- '- UCX %s; %s; module %s\n' \
         "$([[ -n $UCX_INFO ]] && ucx_version || echo '?')" "$(srmd_version)" "$SRM_MODULE"
-    printf -- '- %d simulated hosts (netns-cluster --prefix %s) x %d processes of srm_flowgen; flows %s; link rate %s MB/s per host (nominal), %s s of arrivals per run, seeds %d..%d\n' \
+    printf -- '- %d simulated hosts (netns-cluster --prefix %s) x %d processes of srm_flowgen; flows %s; link rate %s MB/s per host (%s), %s s of arrivals per run, seeds %d..%d\n' \
         "$NHOSTS" "$PFX" "$PPN" \
         "$([[ $REMOTE_ONLY == 1 ]] && echo 'to processes on other hosts only' || echo 'to any other process')" \
-        "$LINK_RATE" "$DURATION" "$SEED" $(( SEED + REPS - 1 ))
+        "$LINK_RATE" \
+        "$( (( SHAPED == 1 )) && echo "shaped: netns-cluster ${SHAPE_ARGS[*]}, queues of $QUEUE bytes at each end" || echo 'nominal: the links are unshaped')" \
+        "$DURATION" "$SEED" $(( SEED + REPS - 1 ))
     printf -- '- flow sizes: 80 %% short, log-uniform 64 B..8 KB; 20 %% long, log-uniform 100 KB..10 MB; Poisson arrivals; FCT from arrival to the receiver'"'"'s ack at the sender; every flow checked\n'
     [[ $QUICK == 0 ]] || printf -- '- **--quick smoke run: the numbers are not a measurement**\n'
     print_inherited_ucx

@@ -4,7 +4,10 @@
 # hosts x 2 ranks run test/mpi/srm_hol.c over srm (UCX_TLS=srm): rank 0
 # (host A) streams 4 MB messages to rank 2 (host B) while rank 1 (A)
 # ping-pongs 8 B with rank 3 (B); the program prints the ping-pong's
-# p50/p99 without the stream (idle) and with it (loaded).
+# p50/p99 without the stream (idle) and with it (loaded). The hosts' links
+# have a line rate (SRM_HOL_RATE, default 2gbit, with queues of 256 KB at
+# each end: netns-cluster --rate), so the stream queues as it would on a
+# network, not at memory speed.
 #
 # Two runs, each with fresh agents in both hosts:
 #   default   UCX_SRM_LARGE_THRESH=8k: the stream takes the bulk channel
@@ -21,14 +24,16 @@ srm_netns_require --mpi mpicc mpirun
 MPI_TIMEOUT=${SRM_MPI_TIMEOUT:-180}
 IDLE=${SRM_HOL_IDLE:-3}
 LOAD=${SRM_HOL_LOAD:-5}
+RATE=${SRM_HOL_RATE:-2gbit}
+QUEUE=262144
 
 bin=$SRM_LOG/srm_hol
 srm_mpicc "$SRM_SRCDIR/test/mpi/srm_hol.c" "$bin"
 
 # --------------------------------------------------------- the cluster --
-srm_netns_up 2 "hl$$"
+srm_netns_up 2 "hl$$" --rate "$RATE" --queue "$QUEUE"
 HOSTS=("${SRM_HOSTS[@]}")
-srm_pass "cluster $SRM_NETNS_PREFIX up: ${HOSTS[*]}"
+srm_pass "cluster $SRM_NETNS_PREFIX up, links of $RATE with queues of $QUEUE bytes: ${HOSTS[*]}"
 
 # agents_start RUN [VAR=VALUE...]: fresh srmd in every host
 agents_start() {
@@ -98,7 +103,7 @@ fi
 
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a > 0 && b > 0) printf "%.2f", a / b; else print "?" }'; }
 srm_log ""
-srm_log "8 B ping-pong round trips between the hosts (us), with and without a 4 MB stream between two other ranks of the same hosts:"
+srm_log "8 B ping-pong round trips between the hosts (us), with and without a 4 MB stream between two other ranks of the same hosts, links of $RATE:"
 srm_log "$(printf '  %-8s %10s %10s %12s %12s %8s %10s  %s' RUN idle_p50 idle_p99 loaded_p50 loaded_p99 loaded_n stream_MB/s 'loaded_p99/idle_p99')"
 for l in default inf; do
     srm_log "$(printf '  %-8s %10s %10s %12s %12s %8s %10s  %s' "$l" \
