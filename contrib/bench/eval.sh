@@ -40,6 +40,9 @@ DESCRIPTION
       5  flows.sh      flow completion times: srm with and without its
                        bulk channel, UCX tcp                  -> flows.md
       6  model.sh      scaling model from the costs of 4      -> model.md
+      7  halo.sh       a 3-D stencil's halo exchange, 2 and 3 hosts,
+                       busy-polling and yielding ranks (srm vs
+                       UCX tcp)                               -> halo.md
 
     Every experiment script brings up its own simulated hosts
     (contrib/netns-cluster) and agents and takes them down again, whatever
@@ -64,6 +67,9 @@ DESCRIPTION
           than without, at every load (flows-p99.dat)
       T4  connections per host: srm constant in P (4(N-1)), tcp growing
           as P^2 (N-1), within 10 % at every P (resources-conn.dat)
+      T5  halo exchange with 16 KB faces and yielding ranks: srm's time
+          per iteration at most 1.1x tcp's, at every number of hosts
+          (halo.dat)
 
     each met, not met (with the numbers that say why), or not evaluated
     (the experiment did not run, or measured no P that applies); then
@@ -80,12 +86,12 @@ OPTIONS
                   one size (two in hosts.sh: 8 B, and 64 KB for the
                   bulk channel), one load, short runs, one experiment
                   after the other as always (make check runs this)
-    --reps N      repetitions of experiments 1-5 (their default: 3; 1 with
+    --reps N      repetitions of experiments 1-5 and 7 (their default: 3; 1 with
                   --quick and --smoke)
     --out DIR     results folder, made if missing, must be empty if it
                   exists (default ./bench-results-YYYYmmdd-HHMMSS)
-    --only LIST   run only these experiments: numbers 1-6 or names hosts,
-                  mesh, resources, flows, model, commas (2 and 3 are one
+    --only LIST   run only these experiments: numbers 1-7 or names hosts,
+                  mesh, resources, flows, model, halo, commas (2 and 3 are one
                   script); model.sh uses the costs of 4 when 4 ran, else
                   its defaults
     --tcp-cc NAME TCP congestion control of the simulated hosts of
@@ -149,8 +155,8 @@ while [[ $# -gt 0 ]]; do
 done
 [[ -z $REPS ]] || check_reps
 
-NAMES=(hosts mesh resources flows model)
-declare -A NUM_OF=([hosts]=1 [mesh]='2 and 3' [resources]=4 [flows]=5 [model]=6)
+NAMES=(hosts mesh resources flows model halo)
+declare -A NUM_OF=([hosts]=1 [mesh]='2 and 3' [resources]=4 [flows]=5 [model]=6 [halo]=7)
 declare -A SELECTED=()
 if [[ -z $ONLY ]]; then
     for n in "${NAMES[@]}"; do SELECTED[$n]=1; done
@@ -164,7 +170,8 @@ else
         4|resources)    SELECTED[resources]=1 ;;
         5|flows)        SELECTED[flows]=1 ;;
         6|model)        SELECTED[model]=1 ;;
-        *)              bad "--only: '$w' is not 1-6, hosts, mesh, resources, flows or model" ;;
+        7|halo)         SELECTED[halo]=1 ;;
+        *)              bad "--only: '$w' is not 1-7, hosts, mesh, resources, flows, model or halo" ;;
         esac
     done
     (( ${#SELECTED[@]} > 0 )) || bad "--only: empty list"
@@ -202,6 +209,8 @@ args_of() {
                            --seconds 0.1 --pingpong-yield 1 --timeout 60) ;;
     smoke/resources) ARGS=("${common[@]}" --quick --hosts 2 --procs 1 --hold 30 --timeout 60) ;;
     smoke/flows)     ARGS=("${common[@]}" --quick --hosts 2 --ppn 1 --loads 0.3 --duration 0.2
+                           --timeout 60) ;;
+    smoke/halo)      ARGS=("${common[@]}" --quick --hosts 2 --ppn 1 --yield 1 --seconds 0.2
                            --timeout 60) ;;
     esac
     if [[ $TCP_CC != default && ( $1 == hosts || $1 == mesh ) ]]; then
@@ -414,6 +423,27 @@ if [[ -s $OUTDIR/resources-conn.dat ]]; then
     fi
 else
     target "T4" "$T4" "-" "-" "not evaluated (experiment 4 not run)"
+fi
+
+# T5: the halo exchange, 16 KB faces, yielding ranks: srm <= 1.1x tcp.
+T5='halo exchange, 16 KB faces, yielding ranks: srm time per iteration <= 1.1x tcp (exp. 7)'
+if [[ -s $OUTDIR/halo.dat ]]; then
+    HX_ROWS=$(dat_rows "$OUTDIR/halo.dat" | awk '$2 == 1 && $3 == 16384')
+    if [[ -z $HX_ROWS ]]; then
+        target "T5" "$T5" "-" "-" "not evaluated (no 16 KB faces with yielding ranks measured)"
+    else
+        read -r MAXR MAXH < <(awk '{ r = ($5 > 0) ? $4 / $5 : 1e9; if (NR == 1 || r > m) { m = r; h = $1 } }
+                                  END { printf "%.2f %s\n", m, h }' <<<"$HX_ROWS")
+        MEAS=$(awk '{ printf "%s%s hosts: srm %.0f us, tcp %.0f us", s, $1, $4, $5; s = "; " }' <<<"$HX_ROWS")
+        if awk -v r="$MAXR" 'BEGIN { exit !(r + 0 <= 1.1) }'; then
+            target "T5" "$T5" "$MEAS" "srm/tcp <= ${MAXR}x" "met"
+        else
+            target "T5" "$T5" "$MEAS" "srm/tcp ${MAXR}x ($MAXH hosts)" "**not met**"
+            why T5 "srm's halo step takes ${MAXR}x tcp's with yielding ranks ($MAXH hosts; target 1.1x). Faces of 16 KB are over UCX_SRM_LARGE_THRESH, so they take the bulk channel, which the agents carry: a step's twelve faces cost each agent wakeups on both hosts, while tcp's yielding ranks write and read their own sockets. With busy-polling ranks the order is the other way round (see halo.md)." "$OUTDIR/halo.md"
+        fi
+    fi
+else
+    target "T5" "$T5" "-" "-" "not evaluated (experiment 7 not run)"
 fi
 
 # ---------------------------------------------------------------- report --

@@ -50,7 +50,7 @@ check() { if "$@"; then :; else echo "FAIL: $*"; fail=1; fi; }
 report=$out/bench-report.md
 check test -s "$report"
 check grep -q '^## Targets' "$report"
-for n in 'Experiment 1:' 'Experiments 2 and 3:' 'Experiment 4:' 'Experiment 5:' 'Experiment 6:'; do
+for n in 'Experiment 1:' 'Experiments 2 and 3:' 'Experiment 4:' 'Experiment 5:' 'Experiment 6:' 'Experiment 7:'; do
     check grep -q "^## $n" "$report"
 done
 check grep -q 'Ping-pong between two hosts' "$report"
@@ -61,6 +61,9 @@ check grep -Eq '^- srm tag_bw 64 KB: the bulk channel .* took [0-9]+ us .* per t
 # and what its agents' own work per MiB would take at 0.8 x tcp.
 check grep -Eq '^- srm tag_bw 64 KB: its two agents used [0-9.]+ CPU-ms \[[0-9.]+, [0-9.]+\] per MiB moved .* would take [0-9.]+ CPUs, of the [0-9]+ of this machine$' "$out/hosts.md"
 check test -s "$out/resources-costs.txt"
+# the halo exchange's data, and its target evaluated from it
+check test -s "$out/halo.dat"
+check grep -Eq '^\| T5 \| .* \| [0-9]+ hosts: srm [0-9]+ us, tcp [0-9]+ us \|' "$report"
 check test -s "$out/commands.sh"
 if command -v gnuplot >/dev/null 2>&1; then
     for png in hosts-lat hosts-bw hosts-mr mesh-o2m mesh-rate mesh-lat \
