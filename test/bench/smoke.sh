@@ -50,7 +50,7 @@ check() { if "$@"; then :; else echo "FAIL: $*"; fail=1; fi; }
 report=$out/bench-report.md
 check test -s "$report"
 check grep -q '^## Targets' "$report"
-for n in 'Experiment 1:' 'Experiments 2 and 3:' 'Experiment 4:' 'Experiment 5:' 'Experiment 6:' 'Experiment 7:'; do
+for n in 'Experiment 1:' 'Experiments 2 and 3:' 'Experiment 4:' 'Experiment 5:' 'Experiment 6:' 'Experiment 7:' 'Experiment 8:'; do
     check grep -q "^## $n" "$report"
 done
 check grep -q 'Ping-pong between two hosts' "$report"
@@ -64,6 +64,10 @@ check test -s "$out/resources-costs.txt"
 # the halo exchange's data, and its target evaluated from it
 check test -s "$out/halo.dat"
 check grep -Eq '^\| T5 \| .* \| [0-9]+ hosts: srm [0-9]+ us, tcp [0-9]+ us \|' "$report"
+# and the many-to-many one's (its smoke has 1 rank per host: T6 is not
+# evaluated, and says why)
+check test -s "$out/many.dat"
+check grep -Eq '^\| T6 \| .* not evaluated \(no 4 or more ranks per host' "$report"
 check test -s "$out/commands.sh"
 if command -v gnuplot >/dev/null 2>&1; then
     for png in hosts-lat hosts-bw hosts-mr mesh-o2m mesh-rate mesh-lat \
