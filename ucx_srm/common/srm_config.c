@@ -94,11 +94,14 @@ ucs_config_field_t srm_node_config_table[] = {
 };
 
 ucs_config_field_t srm_agent_config_table[] = {
-    {"POLL", "hybrid",
+    {"POLL", "auto",
      "How the node agent waits for work (read by srmd):\n"
+     " auto   - like hybrid while some core is idle, otherwise like block: an\n"
+     "          agent that spins on a full node takes the CPU from the ranks\n"
+     "          it serves (and from the other ranks' agent hops).\n"
      " hybrid - after work, spin for SPIN_TIME, then sleep: the next message\n"
      "          of a conversation usually finds it awake (best latency and\n"
-     "          message rate when ranks busy-poll every core).\n"
+     "          message rate where the agent has a core to spin on).\n"
      " local  - like hybrid after it moved a message between two processes\n"
      "          of this node, like block after any other work: an answer from\n"
      "          another node takes longer than a spin, and a sleeping agent\n"
@@ -107,7 +110,6 @@ ucs_config_field_t srm_agent_config_table[] = {
      "          but streams with answers (MPI) lose to hybrid.\n"
      " block  - sleep on its doorbell as soon as there is no work (least CPU;\n"
      "          best large-message bandwidth on a full node).\n"
-     " auto   - like hybrid while some core is idle, otherwise block.\n"
      " spin   - never sleep; only for an agent with a core of its own.",
      offsetof(srm_agent_config_t, poll_policy),
      UCS_CONFIG_TYPE_ENUM(srm_poll_policy_names)},
