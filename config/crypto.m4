@@ -1,3 +1,4 @@
+dnl SPDX-License-Identifier: BSD-3-Clause
 #
 # SRM_CHECK_CRYPTO: OpenSSL's libcrypto computes the HMAC with which agents
 # prove a shared cluster secret (UCX_SRM_SECRET_FILE). Required: an agent

@@ -1,3 +1,4 @@
+dnl SPDX-License-Identifier: BSD-3-Clause
 #
 # SRM_CHECK_GTEST: googletest for `make check` (Debian: libgtest-dev), and
 # the C++ standard it needs: C++14 (bookworm, trixie) or C++17 (sid's

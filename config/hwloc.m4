@@ -1,3 +1,4 @@
+dnl SPDX-License-Identifier: BSD-3-Clause
 #
 # SRM_CHECK_HWLOC: hwloc tells the agent which cores are free to spin on.
 #

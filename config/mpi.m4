@@ -1,3 +1,4 @@
+dnl SPDX-License-Identifier: BSD-3-Clause
 #
 # SRM_CHECK_MPI: mpicc, for the MPI correctness programs in test/mpi (built
 # by the system tests) and the flags to build MPI + UCP tools with the

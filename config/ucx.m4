@@ -1,3 +1,4 @@
+dnl SPDX-License-Identifier: BSD-3-Clause
 #
 # SRM_CHECK_UCX: finds the installed UCX with pkg-config and the matching UCX
 # source tree, whose internal headers (uct/base, ucs/debug, ...) a transport

@@ -1,3 +1,4 @@
+dnl SPDX-License-Identifier: BSD-3-Clause
 #
 # SRM_CHECK_VERBS: rdma-core's libibverbs for the verbs wire (optional).
 #

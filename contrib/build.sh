@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 #
 # build.sh - install what ucx-srm needs and build it into build/ (idempotent).
 # Used by run-tests.sh and run-main-job.sh; safe to run by hand.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # debian-chroot.sh - a cached Debian root of another suite (bookworm,
 # trixie, sid), with what ucx-srm needs, and a command run inside it on
 # this source tree.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # get-ucx-src.sh - fetch the Debian source of the installed UCX version.
 set -euo pipefail
 

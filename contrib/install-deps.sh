@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # install-deps.sh - install the Debian packages ucx-srm needs to build,
 # test and benchmark (bookworm, trixie, sid).  Idempotent: does nothing when
 # all are installed.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 #
 # run-main-job.sh - the main job: build ucx-srm, then carry real UCX traffic
 # over srm between simulated hosts (network, UTS and IPC namespaces), side

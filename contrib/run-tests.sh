@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 #
 # run-tests.sh - the one command that runs every test of ucx-srm on a fresh
 # Debian 12 machine (as root): packages, build, unit and UCT-level tests

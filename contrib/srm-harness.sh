@@ -1,4 +1,5 @@
 # shellcheck shell=bash
+# SPDX-License-Identifier: BSD-3-Clause
 # srm-harness.sh - the shell library of ucx-srm's tests and benchmarks:
 # the build under test, processes, simulated hosts (contrib/netns-cluster),
 # the agents in them and their status. test/system/lib.sh (checks, skips,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * bench_clock.h - the clock and the sort order that the timing programs of
  * contrib/bench (srm_hop_floor, srm_wake_cost) take their samples with.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # eval.sh - the evaluation of issue 6 in one command: experiments 1-6
 # (hosts.sh, mesh.sh, resources.sh, flows.sh, model.sh) for srm and the
 # comparison transports, each into one results folder, then bench-report.md

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # failover.sh - what reliability costs srm: failover times over many
 # injected faults, and throughput with failover on vs. off (vs. UCX tcp).
 set -uo pipefail

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # flows.sh - flow completion times (srm_flowgen) across simulated hosts:
 # srm with its bulk channel, srm without it, and UCX tcp, at several
 # offered loads; a markdown table and a gnuplot PNG of the short-flow p99.

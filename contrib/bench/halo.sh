@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # halo.sh - a 3-D stencil's halo exchange (contrib/bench/srm_halo.c), srm
 # vs UCX tcp, across 2 and 3 simulated hosts, with busy-polling and with
 # yielding ranks: time per iteration, median and p99.

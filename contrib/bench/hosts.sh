@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # hosts.sh - compare UCX_TLS=srm with UCX's own tcp transport between two
 # simulated hosts (contrib/netns-cluster), using ucx_perftest, and print a
 # markdown table; plot latency and bandwidth vs size and the message rate

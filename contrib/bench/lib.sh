@@ -1,4 +1,5 @@
 # shellcheck shell=bash
+# SPDX-License-Identifier: BSD-3-Clause
 # lib.sh - the benchmarks' layer on contrib/srm-harness.sh (the build,
 # processes, simulated hosts, agents, status): options, CPU accounting,
 # statistics, report tables and plots, MPI jobs. Sourced, not run.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # local.sh - compare UCX_TLS=srm with UCX's own tcp (over lo) and posix
 # transports on one host, using ucx_perftest, and print a markdown table.
 set -euo pipefail

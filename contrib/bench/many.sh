@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # many.sh - many-to-many traffic among many ranks per host (contrib/bench/
 # srm_many.c): alltoall, allreduce and an 8 B exchange among all, srm vs UCX
 # tcp, with yielding and with busy-polling ranks, against ranks per host.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # mesh.sh - experiments 2 and 3 of issue 6: one-to-many throughput and
 # full-mesh message rate and latency, srm vs UCX tcp, with Open MPI across
 # simulated hosts (contrib/bench/srm_mesh.c), and issue 3's ping-pong with

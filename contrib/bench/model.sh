@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # model.sh - experiment 6 of issue 6: a scaling model for cluster sizes
 # this machine cannot hold.  From per-connection, per-queue-pair and
 # per-port costs (measured by resources.sh, or documented defaults) it

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # resources.sh - experiment 4 of issue 6: connections and memory per host
 # as the processes per host grow, srm vs UCX tcp, with an Open MPI full
 # mesh across simulated hosts; a markdown report, gnuplot PNGs and a cost

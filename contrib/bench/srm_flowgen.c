@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * srm_flowgen - flow completion times (FCT) under a Poisson flow workload.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * srm_halo: the halo exchange of a 3-D 7-point stencil, as a molecular
  * dynamics or CFD code does it every step (contrib/bench/halo.sh).

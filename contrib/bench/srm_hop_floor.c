@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * srm_hop_floor: what an agent hop costs on this machine, with no srm and no
  * UCX in the way. An 8-byte ping-pong between two ranks, either over one TCP

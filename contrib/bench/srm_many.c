@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * srm_many: many-to-many traffic among all ranks (contrib/bench/many.sh):
  * MPI_Alltoall and MPI_Allreduce at each size of a list; an exchange in

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * srm_mesh - MPI traffic generator for the one-to-many and full-mesh
  * experiments (contrib/bench/mesh.sh, resources.sh): windowed, acknowledged

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * srm_wake_cost: what waking a sleeping process costs on this machine,
  * depending on where it sleeps. A thread blocks in epoll_wait on an eventfd

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
 #
 # smoke.sh - "make check" runs the whole evaluation (contrib/bench/eval.sh
 # --smoke: experiments 1-6 at their smallest sizes) so that it cannot rot.

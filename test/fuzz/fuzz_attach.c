@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * libFuzzer target: the agent's client protocol, end to end. A real agent
  * (no wire to other nodes) serves an abstract socket of this process; each

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 #
 # fuzz_attach_seeds.sh DIR - writes fuzz_attach's seed inputs into DIR:
 # short scripts in its op encoding (see fuzz_attach.c) that reach attached

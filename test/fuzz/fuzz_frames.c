@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * libFuzzer target: everything srmd parses from parties it does not trust.
  * The input is used three ways: as a byte stream from another agent (the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * libFuzzer target: the wire between agents, its handshake and its acks.
  * Each input starts a real agent listening on 127.0.0.1 (a fixed node id,

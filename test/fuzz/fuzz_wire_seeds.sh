@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 #
 # fuzz_wire_seeds.sh DIR - writes fuzz_wire's seed inputs into DIR: short
 # scripts in its op encoding (see fuzz_wire.c) that get peers through the

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 #
 # run.sh - builds the libFuzzer targets (clang, ASan, UBSan) and runs each
 # for a bounded time. Prints a result line per target, then

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Test helpers that speak the agent protocol directly: a private srmd on a
  * unique socket, and raw clients that attach, send and receive frames (or

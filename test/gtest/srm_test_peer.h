@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * A made-up agent on the tcp wire, for tests that need a peer which says
  * exactly what they choose: it dials an agent, says HELLO as the given node

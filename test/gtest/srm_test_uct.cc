@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 #include "srm_test_uct.h"
 
 namespace srm_test {

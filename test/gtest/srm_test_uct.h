@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Test helpers for the UCT-level tests: open the srm memory domain and an
  * interface on its one device, as UCP would.

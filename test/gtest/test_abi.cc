@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The module is compiled against UCX's internal headers with the macros in
  * config.h. If those differ from the installed libucx's build, structures

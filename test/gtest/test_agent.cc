@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * srmd end to end through its real protocol: delivery, keys, rogue clients,
  * back-pressure. Every test runs its own agent on a private socket.

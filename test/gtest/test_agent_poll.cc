@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The agent's poll policy UCX_SRM_POLL=local: it spins after moving a
  * message between two processes of its node, whose answer comes within

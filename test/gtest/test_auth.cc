@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The channel handshake's proofs (srm_auth.h): a proof checks only for the
  * same secret, role and context; every field of the context is covered,

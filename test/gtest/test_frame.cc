@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Frame header validation: everything from a client or the network. */
 extern "C" {
 #include <ucx_srm/common/srm_frame.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Memory the srm md allocates: the packed rkey (validated on unpack, never
  * trusted) and the agent's region registry (owner, generation, bounds).

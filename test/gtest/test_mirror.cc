@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The mirrored stream buffer of a channel (srm_mirror.h): the second half
  * is the first, so a run that crosses the end is contiguous, and a stream

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Placement on the tcp wire (agent/srm_place.c): a large frame whose header
  * has arrived is read on straight into its destination's RX ring. A

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The retransmission watch (srm_retrans.h): a connection trips it when it
  * resends `limit` segments within one window; its channel moves, never

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The shared-memory frame ring: order, wraparound, full, corruption. */
 extern "C" {
 #include <ucx_srm/common/srm_ring.h>

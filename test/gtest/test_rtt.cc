@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * A channel's turn time (srm_rtt.h): one frame timed at a time, from its
  * first write until an ack covers it; smoothed, with the shortest kept;

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The agent's scheduler: deficit round robin in quantum units over TX
  * rings. Fairness: a sender of small frames is not starved by a sender of

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Direct lanes (srm_lane_shared.h): a process writes small AMs to another node's
  * channel socket itself, and reads those for it. Two private agents on

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Blocking progress: an srm iface's event fd must wake a sleeping receiver
  * when a message arrives, and arm must refuse (BUSY) while data is waiting.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * What a flushed or closed interface leaves behind. A flush completes only
  * once the agent has taken every frame sent before it; whatever a process

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The iface's message limits and how they are configured. UCX_SRM_MAX_ZCOPY
  * defaults to auto, the largest AM the agent takes (its frame limit less

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Memory the srm md allocates (UCX_SRM_MEM_ALLOC=y): a memfd the private
  * agent maps and lists, an rkey that names it, a region that goes when it is

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * UCX calls most slots of a transport's ops tables without checking them,
  * and each minor version adds some (srm_ucx_compat.h lists them). Compiled

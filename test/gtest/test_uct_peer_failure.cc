@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * A remote node that stops answering fails the UCT endpoints to it: two
  * private agents on loopback (PEER_TIMEOUT 1 s, FAILOVER_TIMEOUT 200 ms),

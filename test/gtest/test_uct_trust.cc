@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The module against an agent it must not trust: one run by another user
  * (refused before anything is sent to it), one that hands over a segment it

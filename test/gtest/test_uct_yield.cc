@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * UCX_SRM_YIELD: a progress call that finds nothing, with nothing sent since
  * the last one, gives up the CPU, since what the process waits for is done

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The verbs wire's shared receive queue and send pool, on a real device:
  * queue pairs

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * XRC without a device: the choice between XRC and RC, and UCX_SRM_XRC.
  * Built in every build (the XRC objects and their tests only with

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Two agents on one machine talking over the tcp wire (loopback): frames
  * from a client of one reach a client of the other, in order, on the small

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The wire form of an XRC target and the sending agent's table of targets
  * (built with configure --enable-xrc). The XRC verbs themselves need a

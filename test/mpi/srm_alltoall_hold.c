@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * srm_alltoall_hold - every rank talks to every other rank, then keeps
  * doing so for a while, so that the connections of the job can be counted

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * srm_hol - head-of-line blocking between nodes: does a bulk stream delay
  * small messages between other ranks of the same two nodes?

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * srm_mpi_check - MPI correctness check for whatever transport UCX uses.
  *

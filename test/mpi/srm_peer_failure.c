@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * srm_peer_failure: a host disappears; UCX's peer error mode must say so.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * srm_slow_receiver - one receiving process stops polling for a while: the
  * traffic between the other process pairs of the same two hosts must keep

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * srm_stream_check: every rank streams numbered, checksummed messages to
  * every other rank at once, in rounds of WINDOW messages per peer, while a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * For the 4-rank MPI tests that need ranks 0,1 on one host and 2,3 on
  * another: gathers the host names and says whether the placement is right.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # lib.sh - the system tests' layer on contrib/srm-harness.sh (sourced,
 # bash): checks, skips and failures, the test's own agent, ucx_perftest and
 # MPI jobs, soft-RoCE guests.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * srm_rma_probe: the two sides of test_two_users, one process each.
  *

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
 #
 # test_agent_config: how srmd ends when it cannot serve, which is what UCX's
 # auto-start and the service read (exit status, and the line on stderr):

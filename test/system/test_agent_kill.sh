@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
 #
 # test_agent_kill: the agent dies under load.
 #  1. private srmd; a long srm tag_bw pair (64 KiB messages, far more

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
 #
 # test_agent_never: UCX_SRM_AGENT=never on a socket where no agent listens.
 #  - UCX_TLS=srm: ucx_perftest fails (both sides, no hang) and says which

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
 #
 # test_bench_cpu_accounting: the benchmarks' "was the machine idle" check
 # (cpu_mark / judge_run in contrib/bench/lib.sh) tells our processes from

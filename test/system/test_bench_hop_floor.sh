@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
 #
 # test_bench_hop_floor: srm_hop_floor (contrib/bench), the agent hop's cost
 # without srm that mesh.sh reports next to the ping-pong:

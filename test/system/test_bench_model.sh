@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
 #
 # test_bench_model: contrib/bench/model.sh (experiment 6) computes what
 # its formulas say, at every N and P of its default tables:

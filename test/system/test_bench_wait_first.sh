@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
 #
 # test_bench_wait_first: srm_wait_first (contrib/srm-harness.sh), with
 # which the benchmarks wait for a client or an agent, whichever ends first:

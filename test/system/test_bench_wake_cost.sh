@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
 #
 # test_bench_wake_cost: srm_wake_cost (contrib/bench), what waking a
 # sleeping process costs on this machine, which hosts.sh and mesh.sh report:

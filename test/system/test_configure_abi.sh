@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
 #
 # test_configure_abi: configure takes UCX's structure-sizing macros from the
 # installed UCX's ucx_info -b:

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
 #
 # test_configure_xrc: the verbs wire's XRC objects, which carry no frames
 # yet, are built only with configure --enable-xrc:

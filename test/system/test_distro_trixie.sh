@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
 #
 # test_distro_trixie, test_distro_sid (one file; the suite is its name):
 # ucx-srm on Debian 13 (UCX 1.18.1, Open MPI 5.0) or sid (UCX 1.23, Open

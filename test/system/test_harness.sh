@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
 #
 # test_harness: contrib/srm-harness.sh and the benchmarks' layer on it,
 # where they must hold under the benchmarks' `set -euo pipefail`, against

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
 #
 # test_install: `make install` puts everything where the README says, and
 # the installed pieces work together: the module with hidden symbols, srmd

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
 #
 # test_mpi: Open MPI (pml ucx) over srm only. Builds test/mpi/srm_mpi_check.c
 # into the log directory, runs it with 4 ranks on this node through

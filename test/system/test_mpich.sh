@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
 #
 # test_mpich: MPICH (Debian's, built with ch4:ucx) over srm, launched by
 # hydra through srm-run, which passes the module with -genv:

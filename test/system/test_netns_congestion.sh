@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
 #
 # test_netns_congestion: connections that retransmit because the network
 # is congested are not mistaken for bad links (UCX_SRM_RETRANS_LIMIT,

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
 #
 # test_netns_connections: srm needs 4 TCP connections per pair of nodes (a
 # small and a bulk channel between the nodes' agents, each with an active

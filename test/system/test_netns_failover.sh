@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
 #
 # test_netns_failover: channels fail, nothing is lost. 3 simulated hosts,
 # each with two interfaces (eth0, eth1), agents with UCX_SRM_DEVICES=

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
 #
 # test_netns_flows: srm_flowgen (the flow-completion-time generator of
 # contrib/bench/flows.sh) over srm between 2 simulated hosts x 2 ranks,

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
 #
 # test_netns_garbage_peer: srmd's node-channel port faces the network; a
 # peer that speaks garbage must not take the agent down nor disturb the

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
 #
 # test_netns_hol: head-of-line blocking between two nodes. 2 simulated
 # hosts x 2 ranks run test/mpi/srm_hol.c over srm (UCX_TLS=srm): rank 0

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
 #
 # test_netns_kill_soak: a rank killed by SIGKILL (an MPI abort, the OOM
 # killer) costs nothing but itself, however often and wherever it is.

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
 #
 # test_netns_mesh: srm_mesh (the MPI traffic of contrib/bench/mesh.sh and
 # resources.sh) over srm between 2 simulated hosts x 2 ranks, a second of

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
 #
 # test_netns_mpi: Open MPI (pml ucx) across simulated hosts over srm.
 #   1. test/mpi/srm_mpi_check.c, 3 hosts x 4 ranks, UCX_TLS=srm,self

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
 #
 # test_netns_mpirun: how contrib/netns-mpirun ends a job (it waits for
 # mpirun instead of polling it, with one watchdog process for --timeout):

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
 #
 # test_netns_peer_failure: a host that disappears for good is reported to
 # the endpoints of its peers within UCX_SRM_PEER_TIMEOUT, and the other

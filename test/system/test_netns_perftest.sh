@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
 #
 # test_netns_perftest: ucx_perftest pairs between two simulated hosts
 # (contrib/netns-cluster: network + UTS + IPC namespaces) over srm only

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
 #
 # test_netns_retrans: a channel whose connection keeps retransmitting moves
 # to its standby connection, losing nothing (UCX_SRM_RETRANS_LIMIT).

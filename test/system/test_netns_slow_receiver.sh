@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
 #
 # test_netns_slow_receiver: per-port flow control between two nodes. 2
 # simulated hosts x 2 ranks run test/mpi/srm_slow_receiver.c over srm

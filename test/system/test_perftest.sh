@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
 #
 # test_perftest: ucx_perftest server/client pairs over srm only (UCX_TLS=srm
 # for UCP, -x srm -d <srm's device> for UCT), through one private agent. Every pair

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
 #
 # test_rma: PUT/GET zcopy on memory the srm md allocates
 # (UCX_SRM_MEM_ALLOC=y), served by one private agent without a wire

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
 #
 # test_srm_run: how srm-run hands the module to each launcher (--dry-run):
 #  - Open MPI's mpirun: -x VAR=VALUE and the pml ucx flags;

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
 #
 # test_two_users: srm on a node shared by two users, root and nobody.
 # 1. An impostor: nobody runs an srmd on the socket name root's processes

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
 #
 # test_ucx_from_source: ucx-srm against a UCX that a site built itself,
 # from this source tree. UCX SRM_UCX_FROM_SOURCE (default 1.22.0, the

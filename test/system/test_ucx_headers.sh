@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
 #
 # test_ucx_headers: ucx_srm compiles, warnings as errors, against the
 # headers of every UCX source tree at hand (the one the build uses, and each

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
 #
 # test_ucx_info: UCX sees the srm module.
 #  - `srm-run ucx_info -d` (the wrapper alone, no LD_PRELOAD of ours) lists

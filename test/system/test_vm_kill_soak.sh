@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
 #
 # test_vm_kill_soak: test_netns_kill_soak on the verbs wire, in the QEMU
 # test VM on soft-RoCE (contrib/vm-rxe; SKIP, loudly, without QEMU or an

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
 #
 # test_vm_qpcount: the queue pairs of one all-to-all job shape, 3 hosts x
 # 4 ranks, on soft-RoCE in the QEMU test VM (contrib/vm-rxe): srm's verbs

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
 #
 # test_vm_rma: memory the srm md allocates (UCX_SRM_MEM_ALLOC=y) on the
 # verbs wire, on soft-RoCE in the QEMU test VM (contrib/vm-rxe); runs this

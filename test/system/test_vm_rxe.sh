@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
 #
 # test_vm_rxe: verbs over soft-RoCE (rdma_rxe) in the QEMU test VM
 # (contrib/vm-rxe), between simulated hosts with an rxe device each

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
 #
 # test_vm_verbs: srm's verbs wire (RC queue pairs owned by srmd) on
 # soft-RoCE, in the QEMU test VM (contrib/vm-rxe): this machine has no

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The agent's life: the listening socket, the event loop, and the choice
  * between spinning and sleeping (docs/design.md: never spin on a node whose

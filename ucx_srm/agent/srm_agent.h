@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * srmd, the node agent: one per node (per network namespace). It owns the
  * clients' shared rings, schedules their frames and delivers them.

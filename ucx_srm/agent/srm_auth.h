@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The cluster secret (UCX_SRM_SECRET_FILE) and the proofs agents exchange in
  * a channel handshake. Each side sends a fresh nonce; the acceptor proves

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The channel: the stream of frames of one kind between this node and
  * another, which outlives the connections (links) that carry it.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * What the channel's four files share: its life and links (srm_channel.c),
  * its outgoing stream (srm_channel_queue.c), writing that stream and taking

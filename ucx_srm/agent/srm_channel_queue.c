@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * A channel's outgoing stream (srm_channel.c has the whole picture): frames
  * appended from the clients' rings (large payloads left in the TX rings as

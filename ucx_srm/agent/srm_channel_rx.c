@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * A channel's receiving side: exactly the next frame of the channel is
  * taken, older ones (resent duplicates) are dropped, and what was taken is

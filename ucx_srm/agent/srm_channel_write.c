@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Writing a channel's stream to its active link, in as few system calls as
  * the wire takes, and taking the peer's cumulative acks, which free the

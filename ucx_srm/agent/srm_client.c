@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The client registry: accepting connections, checking who connects,
  * attaching a client (its port, key, rings and doorbells), answering srmctl,

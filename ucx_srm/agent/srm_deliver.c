@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Intra-node delivery: a frame from one client's TX ring into another
  * client's RX ring, or into the destination port's bounded backlog when that

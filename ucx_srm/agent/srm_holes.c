@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 #include "srm_agent.h"
 
 #include <ucx_srm/common/srm_log.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Frames a channel sends from its clients' TX rings where they lie
  * (docs/design.md: a ring's space is released only on the peer's ack).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * A small JSON writer into a fixed buffer, for `srmctl status --json`.
  * Commas are placed by the writer; a write past the end is dropped and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The agent's side of the direct lanes (srm_lane_shared.h): one per remote node
  * for its small channel, on the tcp wire, made when a client first asks.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Links: the connections between agents that carry channels, and their
  * handshake.

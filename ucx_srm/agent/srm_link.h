@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * What the link's three files share: its life (srm_link.c), its handshake
  * (srm_link_handshake.c) and its input (srm_link_input.c). The rest of

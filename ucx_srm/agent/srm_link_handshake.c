@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * A link's handshake (the diagram is in srm_link.c): HELLO, HELLO_ACK and
  * AUTH, the tie-break between two connections of one path, the cluster

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * A link's input: its socket or its wire's endpoint read into the link's
  * buffer (or past it, straight into a ring: srm_place.c), and the frames

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * A buffer whose pages are mapped twice, back to back: the byte at
  * base[size + i] is the byte at base[i]. A channel keeps its outgoing

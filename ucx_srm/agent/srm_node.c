@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Remote nodes: created when a client first names one (or its agent first
  * calls), kept connected on every path, and watched:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Remote nodes and the node-level channels to them (the point of SRM: one
  * small and one bulk channel per remote node, shared by every process of

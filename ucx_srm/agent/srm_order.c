@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Receive order per source port of a peer node. Each of its ports numbers
  * the frames it sends to this node (seq); they may arrive out of order

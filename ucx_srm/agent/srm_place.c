@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Placement: the payload of a large AM is read from its link (a socket, or
  * a queue pair's received buffers) straight into the destination client's

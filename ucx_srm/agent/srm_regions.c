@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The region registry (srm_regions.h): slots, generations and bounds.
  */

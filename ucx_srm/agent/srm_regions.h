@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The agent's registry of memory regions: memfds that clients allocated
  * through the srm md and handed over, mapped by the agent and (on the verbs

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The retransmission watch (srm_retrans.h): counting in one-second
  * windows against a limit; moving a channel, or keeping it where a move

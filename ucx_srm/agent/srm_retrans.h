@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Retransmission watch: whether the TCP connection carrying a channel
  * loses so much that the channel is better off on its other connection

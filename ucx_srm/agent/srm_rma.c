@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * RMA requests from clients (srm_rma.h): validated against the region
  * registry before any byte moves. Both ends on this node: a copy between

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * A channel's turn time (srm_rtt.h): one probe at a time, smoothed like
  * TCP's SRTT, with the shortest turn kept beside it.

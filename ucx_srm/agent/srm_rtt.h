@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * A channel's turn time: from writing a frame until the peer's ack of it
  * comes back, what `srmctl status` shows as rtt_us.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 #include "srm_sched.h"
 
 #include <stdlib.h>

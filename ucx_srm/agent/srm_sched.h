@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The agent's scheduler: deficit round robin over every client's TX rings
  * (one ring per client and destination-node group), in units of QUANTUM

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The text srmctl status prints: the agent, then one line per port. */
 #include "srm_agent.h"
 

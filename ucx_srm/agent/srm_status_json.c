@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * `srmctl status --json`: what srm_status.c prints, as one JSON object
  * whose schema (docs/status-json.md) scripts and monitoring can rely on:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * srmd: the SRM node agent. See srmd(8) / `srmd --help`.
  */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * What a UCX worker address carries for srm. The device address names the
  * node (its agent); the iface address names one port on it.

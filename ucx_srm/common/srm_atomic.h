@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Memory-order primitives for memory shared between processes. GCC/Clang
  * builtins on plain integers rather than C11 _Atomic, so that the same

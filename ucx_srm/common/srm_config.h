@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * UCX_SRM_* configuration shared by the module and the agent. Both parse the
  * same tables with UCX's own parser, so a name means the same thing in a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The frame: the unit that moves through the client rings, the agent's
  * scheduler and (later) the node channels. One format everywhere, so the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The direct lane's shared memory and its lock (srm_lane_shared.h).
  */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The direct lane of one remote node: how processes of this node write
  * small frames to that node's channel socket themselves, and read those

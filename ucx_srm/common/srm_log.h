@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Logging for srmd and the tools (the module logs through UCX's ucs_log).
  * One line per event: time, program, pid, level, message.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The control protocol between a client (or srmctl) and its node agent, on
  * an abstract SOCK_SEQPACKET socket: one message per packet. After ATTACH the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The packed remote key of memory the srm md allocated (uct_md_mkey_pack):
  * which agent registered it, where, and under which keys. It travels inside

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * One-sided operations on md-allocated memory (srm_rkey.h). A client puts
  * an RMA frame in its TX ring, in order with its other frames; its agent

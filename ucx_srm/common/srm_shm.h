@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The shared segment of one client port: a control block, the client's TX
  * rings (grouped by destination node) and its RX ring, in one memfd that the

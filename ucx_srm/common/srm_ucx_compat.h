@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * What differs between the UCX versions srm builds with, keyed on the
  * installed uct/api/version.h. Everything else in the tree is written once;

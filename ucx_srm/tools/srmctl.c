@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * srmctl: asks the node agent what it is doing. See `srmctl --help`.
  */

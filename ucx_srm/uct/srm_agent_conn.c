@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The client's side of the agent protocol: find the node agent (starting
  * one if allowed), attach, and map the rings it hands over.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Sends and receives that skip the agent: a small active message to
  * another node is written by this process to its node's channel socket,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The srm endpoint: a (node, port, key) triple. Every send writes one frame
  * into the TX ring of the destination's node group and rings the agent's

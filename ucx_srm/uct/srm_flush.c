@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Flush: everything sent before it has left the process. An AM has left
  * once the agent took it from the TX ring (the ring's passed index): from

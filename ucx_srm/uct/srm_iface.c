@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The srm iface: one port on the node agent. Receives by polling its RX
  * ring, sleeps on an event fd the agent signals, and turns the loss of the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The srm component and memory domain. Memory needs no registration to be
  * sent through the rings (every send is a copy into shared memory), so REG

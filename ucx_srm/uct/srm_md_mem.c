@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Memory the srm md allocates, and the keys that name it. An allocation is a
  * memfd sealed against shrinking, mapped here and handed to the node agent

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The requests behind a port's RMA frames. The agent echoes a cookie in
  * each RMA_DONE; the cookie names a slot here (index and generation), never

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The srm transport as UCX sees it: component and md (srm_md.c), iface
  * (srm_iface.c), ep (srm_ep.c), and the connection to the node agent

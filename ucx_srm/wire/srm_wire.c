@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The two wires behind the seam of srm_wire.h: the calls of each wire's
  * own file, with the few things the agent must not know of either.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The tcp wire: how one agent reaches another over any IP network. Only
  * sockets live here; what travels on them (frames, handshake, order) is the

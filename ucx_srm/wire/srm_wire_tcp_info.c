@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * What the kernel counted of a tcp wire connection (TCP_INFO). Apart from
  * srm_wire_tcp.c because it needs the kernel's struct tcp_info: the C

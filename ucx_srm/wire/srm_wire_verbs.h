@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The verbs wire: RC queue pairs between agents, owned by the agent.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The verbs wire (srm_wire_verbs.h): a device opened by its spec, its GID
  * for RoCE, and its completion and async events (XRC: srm_wire_verbs_xrc.c).

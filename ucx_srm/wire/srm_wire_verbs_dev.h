@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * Inside the verbs wire: the open device and its queue pairs, shared by
  * the device (srm_wire_verbs_dev.c), its shared receive queue (_srq.c),

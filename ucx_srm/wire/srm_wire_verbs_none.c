@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The verbs wire in a build without libibverbs: every function fails with
  * ENOSYS (srm_wire_verbs.h), so the agent runs on the tcp wire only.

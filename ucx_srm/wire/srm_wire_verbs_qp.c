@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * A verbs queue pair's byte stream: made, connected, and the channel's
  * stream sent and received over SEND/RECV, at most SRM_WIRE_VERBS_SEND_SLOTS

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The verbs wire's one-sided operations beside a queue pair's stream, and
  * the memory registrations they and in-place sends use.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The verbs wire's shared receive queue, one per device, whatever the
  * number of queue pairs. A receive completes on the queue pair that took

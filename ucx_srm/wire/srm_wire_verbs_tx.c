@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The verbs wire's pool of send buffers, one per device. Sends that are not
  * inline hold a buffer; only some sends ask for a completion (every quarter

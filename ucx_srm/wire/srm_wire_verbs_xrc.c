@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * XRC on the verbs wire (see srm_wire_verbs_xrc.h), built with configure
  * --enable-xrc: the device's choice and domain, and the verbs objects, each

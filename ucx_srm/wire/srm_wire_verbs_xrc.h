@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * XRC on the verbs wire (docs/design.md, "The verbs wire"): where the
  * device has it (ConnectX; not soft-RoCE), each client owns an XRC SRQ in a

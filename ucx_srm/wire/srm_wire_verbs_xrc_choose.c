@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * XRC or RC for a device (srm_wire_verbs_xrc.h): built in every build, so
  * that the choice and its reasons are the same whether or not the XRC

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The verbs wire built without its XRC objects (configure without
  * --enable-xrc): every device runs RC, and UCX_SRM_XRC=yes stops the agent

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* XRC targets (see srm_wire_xrc_target.h): their wire form and the table. */
 #include "srm_wire_xrc_target.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * XRC targets: where a sending agent posts to reach one client of another
  * node. On a device with XRC each client owns an XRC SRQ; a SEND on the
