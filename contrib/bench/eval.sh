@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: BSD-3-Clause
-# eval.sh - the evaluation of issue 6 in one command: experiments 1-6
-# (hosts.sh, mesh.sh, resources.sh, flows.sh, model.sh) for srm and the
+# eval.sh - the evaluation in one command: experiments 1-8 (hosts.sh,
+# mesh.sh, resources.sh, flows.sh, model.sh, halo.sh, many.sh) for srm and the
 # comparison transports, each into one results folder, then bench-report.md
 # there: the machine, the software, the exact commands, every experiment's
 # tables and plots, and the targets evaluated from the numbers.
@@ -100,7 +100,7 @@ OPTIONS
                   script); model.sh uses the costs of 4 when 4 ran, else
                   its defaults
     --tcp-cc NAME TCP congestion control of the simulated hosts of
-                  experiments 1-3 (hosts.sh and mesh.sh --tcp-cc;
+                  experiments 1-3, 7 and 8 (the scripts' --tcp-cc;
                   resources.sh and flows.sh keep the kernel's); default
                   reno, as the main job: a pacing one, this kernel's
                   bbr, makes the veths reorder packets and holds UCX's
@@ -221,7 +221,7 @@ args_of() {
     smoke/many)      ARGS=("${common[@]}" --quick --hosts 2 --procs 1 --yield 1 --seconds 0.1
                            --timeout 60) ;;
     esac
-    if [[ $TCP_CC != default && ( $1 == hosts || $1 == mesh ) ]]; then
+    if [[ $TCP_CC != default && ( $1 == hosts || $1 == mesh || $1 == halo || $1 == many ) ]]; then
         ARGS+=(--tcp-cc "$TCP_CC")
     fi
     ARGS+=(--out "$OUTDIR/$1.md")

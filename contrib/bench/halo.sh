@@ -129,7 +129,7 @@ for w in "${words[@]}"; do
     [[ $w =~ ^([0-9]{1,8})([kKmM]?)$ ]] || bad "--faces: '$w' is not a size"
     n=$(( 10#${BASH_REMATCH[1]} ))
     case ${BASH_REMATCH[2]} in k|K) n=$(( n * 1024 )) ;; m|M) n=$(( n * 1048576 )) ;; esac
-    (( n >= 64 && n <= 16777216 )) || bad "--faces: '$w' is not from 64 B to 16 MB"
+    (( n >= 64 && n <= 16777216 && n % 8 == 0 )) || bad "--faces: '$w' is not a multiple of 8 B from 64 B to 16 MB"
     FACES+=("$n")
 done
 (( ${#FACES[@]} > 0 )) || bad "--faces: empty list"

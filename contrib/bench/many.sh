@@ -129,9 +129,11 @@ RANKS_PER_HOST=("${PROCS[@]}")
 if ! is_number "$SECS" || ! awk -v s="$SECS" 'BEGIN { exit !(s >= 0.05 && s <= 600) }'; then
     bad "--seconds must be a number from 0.05 to 600, not '$SECS'"
 fi
-# sizes_of OPTION LIST: the byte counts of LIST (K suffix), multiples of 8.
+# sizes_of OPTION LIST: SIZES, the byte counts of LIST (K suffix),
+# multiples of 8; bad usage unless there is at least one.
 sizes_of() {
-    local w n out=()
+    local w n
+    SIZES=()
     IFS=$', \t\n' read -r -a words <<<"$2"
     for w in "${words[@]}"; do
         [[ -n $w ]] || continue
@@ -139,12 +141,14 @@ sizes_of() {
         n=$(( 10#${BASH_REMATCH[1]} ))
         [[ -z ${BASH_REMATCH[2]} ]] || n=$(( n * 1024 ))
         (( n >= 8 && n <= 1048576 && n % 8 == 0 )) || bad "$1: '$w' is not a multiple of 8 B up to 1 MB"
-        out+=("$n")
+        SIZES+=("$n")
     done
-    printf '%s\n' "${out[@]}"
+    (( ${#SIZES[@]} > 0 )) || bad "$1: empty list"
 }
-mapfile -t A2A_SIZES < <(sizes_of --alltoall "$A2A_ARG")
-mapfile -t RED_SIZES < <(sizes_of --allreduce "$RED_ARG")
+sizes_of --alltoall "$A2A_ARG"
+A2A_SIZES=("${SIZES[@]}")
+sizes_of --allreduce "$RED_ARG"
+RED_SIZES=("${SIZES[@]}")
 YIELDS=()
 IFS=$', \t\n' read -r -a words <<<"$YIELD_ARG"
 for w in "${words[@]}"; do

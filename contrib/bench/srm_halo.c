@@ -40,7 +40,8 @@ static void usage_exit(const char *prog, int rank)
 {
     if (rank == 0) {
         fprintf(stderr, "usage: %s [-s FACE_BYTES] [-c COMPUTE_US] "
-                        "[-t SECONDS] [-w WARMUP]\n", prog);
+                        "[-t SECONDS] [-w WARMUP] (FACE_BYTES: a multiple "
+                        "of 8, 16 B to 64 MB)\n", prog);
     }
     MPI_Finalize();
     exit(2);
@@ -64,6 +65,7 @@ static void parse(int argc, char **argv, int rank, halo_opts_t *opts)
         }
     }
     if ((opts->face < 16) || (opts->face > (64u << 20)) ||
+        ((opts->face % sizeof(uint64_t)) != 0) ||
         (opts->compute_us < 0) || (opts->seconds <= 0) ||
         (opts->warmup < 0)) {
         usage_exit(argv[0], rank);
@@ -110,6 +112,24 @@ static double compute(double us, double *cells, size_t n)
         sum += cells[n / 2];
     }
     return sum;
+}
+
+/* As contrib/bench/srm-stats: the rank ceil(q n) of n sorted values. */
+static size_t percentile_index(int n, double q)
+{
+    size_t rank = (size_t)(q * n);
+
+    if ((double)rank < q * n) {
+        ++rank; /* ceil without libm */
+    }
+    return (rank > 0) ? rank - 1 : 0;
+}
+
+/* The middle of n sorted values, the mean of the two middle ones for an
+ * even n (as srm-stats). */
+static double median(const double *sorted, int n)
+{
+    return (n % 2) ? sorted[n / 2] : (sorted[n / 2 - 1] + sorted[n / 2]) / 2;
 }
 
 static int cmp_double(const void *a, const void *b)
@@ -215,8 +235,8 @@ int main(int argc, char **argv)
             printf("halo: ranks=%d dims=%dx%dx%d face=%zu compute_us=%.0f "
                    "iters=%d p50_us=%.1f p99_us=%.1f mean_us=%.1f "
                    "max_us=%.1f bad_faces=%d\n", size, dims[0], dims[1],
-                   dims[2], opts.face, opts.compute_us, n, times[n / 2],
-                   times[(size_t)((n - 1) * 0.99)], sum / n, times[n - 1],
+                   dims[2], opts.face, opts.compute_us, n, median(times, n),
+                   times[percentile_index(n, 0.99)], sum / n, times[n - 1],
                    all_bad);
         }
         fflush(stdout);

@@ -179,6 +179,24 @@ static long run_once(many_op_t op, size_t size, int iter, int rank,
     return bad;
 }
 
+/* As contrib/bench/srm-stats: the rank ceil(q n) of n sorted values. */
+static size_t percentile_index(int n, double q)
+{
+    size_t rank = (size_t)(q * n);
+
+    if ((double)rank < q * n) {
+        ++rank; /* ceil without libm */
+    }
+    return (rank > 0) ? rank - 1 : 0;
+}
+
+/* The middle of n sorted values, the mean of the two middle ones for an
+ * even n (as srm-stats). */
+static double median(const double *sorted, int n)
+{
+    return (n % 2) ? sorted[n / 2] : (sorted[n / 2 - 1] + sorted[n / 2]) / 2;
+}
+
 static int cmp_double(const void *a, const void *b)
 {
     double x = *(const double*)a, y = *(const double*)b;
@@ -223,8 +241,8 @@ static long measure(many_op_t op, size_t size, const many_opts_t *opts,
         }
         printf("many: op=%s size=%zu ranks=%d iters=%d p50_us=%.1f "
                "p99_us=%.1f mean_us=%.1f bad=%ld\n", many_op_names[op],
-               size, nranks, n, times[n / 2],
-               times[(size_t)((n - 1) * 0.99)], sum / n, all_bad);
+               size, nranks, n, median(times, n),
+               times[percentile_index(n, 0.99)], sum / n, all_bad);
         fflush(stdout);
     }
     return all_bad;

@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: BSD-3-Clause
 #
 # smoke.sh - "make check" runs the whole evaluation (contrib/bench/eval.sh
-# --smoke: experiments 1-6 at their smallest sizes) so that it cannot rot.
+# --smoke: experiments 1-8 at their smallest sizes) so that it cannot rot.
 # Passes when eval.sh exits 0 and its results folder holds bench-report.md
 # with the Targets table, every experiment's section, the ping-pong's
 # (issue 3's yielding-ranks target, and its floor measured without srm),

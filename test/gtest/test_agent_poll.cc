@@ -4,7 +4,7 @@
  * message between two processes of its node, whose answer comes within
  * the spin, and sleeps at once after other work, where an answer from
  * another node would come after the spin. Counted by the agent's "sleeps"
- * over ping-pongs, against block and hybrid (the default).
+ * over ping-pongs, against block and hybrid.
  */
 #include "srm_test_agent.h"
 #include "srm_test_uct.h"

@@ -152,6 +152,25 @@ TEST_F(retrans_test, a_connection_is_looked_at_once_per_look_period)
     EXPECT_EQ(1, srm_retrans_look_due(&watch, 20.0 + SRM_RETRANS_LOOK));
 }
 
+/* Congestion that ended: the next trip, long after the channel was last
+ * kept, is judged afresh, with the shortest keep. */
+TEST_F(retrans_test, a_calm_spell_after_keeping_starts_over)
+{
+    double now = 500.0;
+
+    EXPECT_EQ(SRM_RETRANS_MOVE, srm_retrans_decide(&moves, now));
+    now += SRM_RETRANS_HOLD;
+    EXPECT_EQ(SRM_RETRANS_CONGESTED, srm_retrans_decide(&moves, now));
+    EXPECT_EQ(2 * SRM_RETRANS_PROOF, moves.keep);
+    now = moves.kept_until + SRM_RETRANS_PROOF + 3600;
+    EXPECT_EQ(SRM_RETRANS_MOVE, srm_retrans_decide(&moves, now));
+    EXPECT_EQ(SRM_RETRANS_PROOF, moves.keep);
+    /* and a move that then does not help keeps it for the shortest while */
+    now += SRM_RETRANS_HOLD;
+    EXPECT_EQ(SRM_RETRANS_CONGESTED, srm_retrans_decide(&moves, now));
+    EXPECT_EQ(now + SRM_RETRANS_PROOF, moves.kept_until);
+}
+
 TEST_F(retrans_test, a_limit_of_zero_never_trips)
 {
     EXPECT_EQ(0, judge(0, 1.0, 0));

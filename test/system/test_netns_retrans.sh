@@ -14,8 +14,10 @@
 # until the second host's agent reacts or for at most
 # SRM_RETRANS_DROP_SECS (40). What the drops make TCP retransmit depends on
 # how much the ranks send, which a loaded machine slows: every 5 s without
-# a reaction the share dropped doubles (up to 24%), so that the link turns
-# bad enough for the watch whatever the load.
+# a reaction the share dropped doubles (up to 12%: beyond, a retransmission
+# lost again backs TCP off past the agents' silence timeout, which fails
+# the link over for silence instead), so that the link turns bad enough
+# for the watch whatever the load.
 #
 # Checked: the drops made that host's TCP retransmit (at least the limit's
 # worth); its agent closed that connection for it ("replaced" in srmctl
@@ -139,7 +141,7 @@ while [ $(( $(srm_now_us) - t0 )) -lt $(( DROP_SECS * 1000000 )) ]; do
     [ "$(bulk_replaced "$lossy_host")" -gt "${lossy_before:-0}" ] 2>/dev/null &&
         break
     if [ $(( $(srm_now_us) - step )) -ge $(( STEP_SECS * 1000000 )) ] &&
-       [ "$share" -lt 24 ]; then
+       [ "$share" -lt 12 ]; then
         share=$((share * 2))
         drop_share "$share"
         step=$(srm_now_us)
@@ -161,8 +163,8 @@ done
 log=$SRM_LOG/srmd.$lossy_host.log
 replaced=$(( $(bulk_replaced "$lossy_host") - ${lossy_before:-0} ))
 now=$(active_path "$lossy_host")
-why=$(grep 'TCP segments retransmitted within' "$log" | tail -n 1)
-srm_log "    $lossy_host: $resent TCP segments retransmitted, bulk channel replaced ${replaced:-?}, now active on path ${now:-none}"
+why=$(grep 'moves to its standby' "$log" | tail -n 1)
+srm_log "    $lossy_host: $resent TCP segments retransmitted, bulk channel replaced ${replaced:-?} (kept $(bulk_get "$lossy_host" .kept)), now active on path ${now:-none}"
 [ -n "$why" ] && srm_log "      log: ${why#*WARN: }"
 if [ "$resent" -ge "$LIMIT" ]; then
     srm_pass "$lossy_host: the drops made its TCP retransmit $resent segments"

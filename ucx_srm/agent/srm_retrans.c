@@ -58,6 +58,9 @@ srm_retrans_verdict_t srm_retrans_decide(srm_retrans_moves_t *moves,
     if (now < moves->kept_until) {
         return SRM_RETRANS_STAY;
     }
+    if (moves->kept && ((now - moves->kept_until) >= SRM_RETRANS_PROOF)) {
+        moves->kept = 0; /* calm since it was kept: the congestion ended */
+    }
     if ((moves->moved_at >= 0) && !moves->kept &&
         ((now - moves->moved_at) < SRM_RETRANS_PROOF)) {
         /* The connection it moved to loses as well. */

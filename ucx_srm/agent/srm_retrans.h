@@ -26,7 +26,8 @@
  * doubles (SRM_RETRANS_PROOF up to SRM_RETRANS_KEEP_MAX), so congestion
  * that lasts costs a move now and then, and a link that went bad while it
  * lasted is still left. A move followed by SRM_RETRANS_PROOF without a
- * trip starts over. Between two moves at least SRM_RETRANS_HOLD pass.
+ * trip, or SRM_RETRANS_PROOF without a trip after the channel was last
+ * kept, starts over. Between two moves at least SRM_RETRANS_HOLD pass.
  */
 #ifndef SRM_RETRANS_H
 #define SRM_RETRANS_H
