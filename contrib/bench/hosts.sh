@@ -337,17 +337,6 @@ SRM_SOCKET=srm-hosts-$$
 SRM_HOSTS=("$H1" "$H2")
 NCPU=$(nproc)
 
-# size_label BYTES: "8 B", "4 KB", "1 MB" (KB = 2^10 B, MB = 2^20 B).
-size_label() {
-    if (( $1 >= 1048576 && $1 % 1048576 == 0 )); then
-        printf '%d MB' $(( $1 / 1048576 ))
-    elif (( $1 >= 1024 && $1 % 1024 == 0 )); then
-        printf '%d KB' $(( $1 / 1024 ))
-    else
-        printf '%d B' "$1"
-    fi
-}
-
 # Iteration counts (see --help).
 at_least() { echo $(( $1 > $2 ? $1 : $2 )); }
 at_most()  { echo $(( $1 < $2 ? $1 : $2 )); }

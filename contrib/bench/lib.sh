@@ -836,3 +836,76 @@ procs_list() {
     (( ${#out[@]} > 0 )) || bad "$1: empty list"
     mapfile -t PROCS < <(printf '%s\n' "${out[@]}" | sort -n -u)
 }
+
+# ------------------------------------------- MPI jobs across simulated hosts --
+
+# mpi_bench_begin NAME [TOOL...]: what the MPI benchmarks across simulated
+# hosts (mesh.sh, halo.sh, many.sh) check and set up before their runs:
+# root, the tools (and TOOLs), the build (find_srm_build), UCX_INFO, NCPU,
+# T_START, START_DATE, SRM_SOCKET srm-NAME-<pid>; the work directory
+# srm-NAME, and a cleanup on exit that kills what they started (PIDS,
+# AGENT), takes their cluster down and leaves the CPU cgroup.
+mpi_bench_begin() {
+    local name=$1
+    shift
+    T_START=$EPOCHREALTIME
+    START_DATE=$(date -u '+%Y-%m-%d %H:%M:%S UTC')
+    [[ $(id -u) == 0 ]] || die "must run as root (network namespaces)"
+    [[ -x $SRM_NETNS_CLUSTER ]] || die "$SRM_NETNS_CLUSTER not found or not executable"
+    require_tools " in PATH" ip nsenter timeout awk mpicc mpirun ucx_info jq "$@"
+    [[ -n $BUILD ]] || BUILD=$SRCDIR/build
+    [[ -d $BUILD ]] || die "build directory '$BUILD' does not exist (use --build DIR or set SRM_BUILD_DIR)"
+    find_srm_build
+    UCX_INFO=$(command -v ucx_info)
+    SRM_SOCKET=srm-$name-$$
+    NCPU=$(nproc)
+    make_work_dir "srm-$name"
+    PIDS=()
+    declare -gA AGENT=()
+    CLUSTER_UP=0
+    FAILED=1
+    cleanup() {
+        local rc=$?
+        trap - EXIT INT TERM
+        trap '' INT TERM
+        srm_kill_pids 2 "${PIDS[@]}" "${AGENT[@]}"
+        cluster_down
+        cpu_group_leave
+        drop_work_dir
+        exit "$rc"
+    }
+    set_traps
+    cpu_group_join "srm-$name"
+}
+
+# mpi_bench_hosts_up N TCP_CC: N simulated hosts (PFX), TCP_CC in them
+# (hosts_tcp_cc), one srmd each on SRM_SOCKET.
+mpi_bench_hosts_up() {
+    info "bringing up $1 hosts (netns-cluster --prefix $PFX); logs in $WORK"
+    cluster_up "$1"
+    hosts_tcp_cc "$2"
+    agents_start 0
+}
+
+# size_label BYTES: "8 B", "4 KB", "1 MB" (KB = 2^10 B, MB = 2^20 B).
+size_label() {
+    if (( $1 >= 1048576 && $1 % 1048576 == 0 )); then printf '%d MB' $(( $1 / 1048576 ))
+    elif (( $1 >= 1024 && $1 % 1024 == 0 )); then printf '%d KB' $(( $1 / 1024 ))
+    else printf '%d B' "$1"; fi
+}
+
+# yields_of OPTION LIST: YIELDS, the mpi_yield_when_idle values (0, 1) of
+# LIST, each once; bad usage unless there is at least one.
+yields_of() {
+    local w words
+    YIELDS=()
+    IFS=$', \t\n' read -r -a words <<<"$2"
+    for w in "${words[@]}"; do
+        case $w in
+        '') ;;
+        0|1) [[ " ${YIELDS[*]} " == *" $w "* ]] || YIELDS+=("$w") ;;
+        *) bad "$1: '$w' is not 0 or 1" ;;
+        esac
+    done
+    (( ${#YIELDS[@]} > 0 )) || bad "$1: empty list"
+}

@@ -149,62 +149,18 @@ sizes_of --alltoall "$A2A_ARG"
 A2A_SIZES=("${SIZES[@]}")
 sizes_of --allreduce "$RED_ARG"
 RED_SIZES=("${SIZES[@]}")
-YIELDS=()
-IFS=$', \t\n' read -r -a words <<<"$YIELD_ARG"
-for w in "${words[@]}"; do
-    case $w in
-    '') ;;
-    0|1) [[ " ${YIELDS[*]} " == *" $w "* ]] || YIELDS+=("$w") ;;
-    *) bad "--yield: '$w' is not 0 or 1" ;;
-    esac
-done
-(( ${#YIELDS[@]} > 0 )) || bad "--yield: empty list"
+yields_of --yield "$YIELD_ARG"
 
 # ---------------------------------------------------------- environment --
 
-T_START=$EPOCHREALTIME
-START_DATE=$(date -u '+%Y-%m-%d %H:%M:%S UTC')
-[[ $(id -u) == 0 ]] || die "must run as root (network namespaces)"
-require_tools " in PATH" ip nsenter timeout awk mpicc mpirun ucx_info jq
-[[ -n $BUILD ]] || BUILD=$SRCDIR/build
-[[ -d $BUILD ]] || die "build directory '$BUILD' does not exist (use --build DIR or set SRM_BUILD_DIR)"
-find_srm_build
-UCX_INFO=$(command -v ucx_info)
-SRM_SOCKET=srm-many-$$
-NCPU=$(nproc)
-
-size_label() {
-    if (( $1 >= 1024 && $1 % 1024 == 0 )); then printf '%d KB' $(( $1 / 1024 )); else printf '%d B' "$1"; fi
-}
-
-make_work_dir srm-many
-PIDS=()
-declare -A AGENT=()
-CLUSTER_UP=0
-FAILED=1
-
-cleanup() {
-    local rc=$?
-    trap - EXIT INT TERM
-    trap '' INT TERM
-    srm_kill_pids 2 "${PIDS[@]}" "${AGENT[@]}"
-    cluster_down
-    cpu_group_leave
-    drop_work_dir
-    exit "$rc"
-}
-set_traps
-cpu_group_join srm-many
+mpi_bench_begin many
 
 MANY_BIN=$WORK/srm_many
-build_program "$MANY_BIN" mpicc '# the program' srm_many.c
+build_program "$MANY_BIN" mpicc '# the program' srm_many.c bench_stats.h
 MANY_ARGS=(-a "$(IFS=,; echo "${A2A_SIZES[*]}")" -r "$(IFS=,; echo "${RED_SIZES[*]}")" -t "$SECS")
 (( PUT == 0 )) || MANY_ARGS+=(-p)
 
-info "bringing up $NHOSTS hosts (netns-cluster --prefix $PFX); logs in $WORK"
-cluster_up "$NHOSTS"
-hosts_tcp_cc "$TCP_CC"
-agents_start 0
+mpi_bench_hosts_up "$NHOSTS" "$TCP_CC"
 info "srmd in every host on @$SRM_SOCKET: $(for h in "${SRM_HOSTS[@]}"; do printf '%s ' "${AGENT[$h]}"; done)"
 
 # ------------------------------------------------------------------ runs --

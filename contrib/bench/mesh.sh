@@ -242,50 +242,12 @@ mapfile -t SIZES < <(printf '%s\n' "${SIZES[@]}" | sort -n -u)
 
 # ---------------------------------------------------------- environment --
 
-T_START=$EPOCHREALTIME
-START_DATE=$(date -u '+%Y-%m-%d %H:%M:%S UTC')
-[[ $(id -u) == 0 ]] || die "must run as root (network namespaces)"
-[[ -x $SRM_NETNS_CLUSTER ]] || die "$SRM_NETNS_CLUSTER not found or not executable"
-require_tools " in PATH" ip nsenter ss timeout awk sort ps mpicc mpirun ucx_info jq
-[[ -n $BUILD ]] || BUILD=$SRCDIR/build
-[[ -d $BUILD ]] || die "build directory '$BUILD' does not exist (use --build DIR or set SRM_BUILD_DIR)"
-find_srm_build
-UCX_INFO=$(command -v ucx_info)
-SRM_SOCKET=srm-mesh-$$
-NCPU=$(nproc)
-
-size_label() {
-    if (( $1 >= 1048576 && $1 % 1048576 == 0 )); then printf '%d MB' $(( $1 / 1048576 ))
-    elif (( $1 >= 1024 && $1 % 1024 == 0 )); then printf '%d KB' $(( $1 / 1024 ))
-    else printf '%d B' "$1"; fi
-}
-
-make_work_dir srm-mesh
-PIDS=()
-declare -A AGENT=()
-CLUSTER_UP=0
-FAILED=1
-
-cleanup() {
-    local rc=$?
-    trap - EXIT INT TERM
-    trap '' INT TERM
-    srm_kill_pids 2 "${PIDS[@]}" "${AGENT[@]}"
-    cluster_down
-    cpu_group_leave
-    drop_work_dir
-    exit "$rc"
-}
-set_traps
-cpu_group_join srm-mesh
+mpi_bench_begin mesh ss sort ps
 
 MESH_BIN=$WORK/srm_mesh
 build_mesh "$MESH_BIN"
 
-info "bringing up $NHOSTS hosts (netns-cluster --prefix $PFX); logs in $WORK"
-cluster_up "$NHOSTS"
-hosts_tcp_cc "$TCP_CC"
-agents_start 0
+mpi_bench_hosts_up "$NHOSTS" "$TCP_CC"
 AGENT_POLICY=$(srm_netns_status_get "${SRM_HOSTS[0]}" "$POLICY_JQ")
 info "srmd in every host on @$SRM_SOCKET: $(for h in "${SRM_HOSTS[@]}"; do printf '%s ' "${AGENT[$h]}"; done)($AGENT_POLICY)"
 

@@ -19,6 +19,8 @@
  *
  * Usage: srm_halo [-s FACE_BYTES] [-c COMPUTE_US] [-t SECONDS] [-w WARMUP]
  */
+#include "bench_stats.h"
+
 #include <mpi.h>
 
 #include <stdint.h>
@@ -114,31 +116,6 @@ static double compute(double us, double *cells, size_t n)
     return sum;
 }
 
-/* As contrib/bench/srm-stats: the rank ceil(q n) of n sorted values. */
-static size_t percentile_index(int n, double q)
-{
-    size_t rank = (size_t)(q * n);
-
-    if ((double)rank < q * n) {
-        ++rank; /* ceil without libm */
-    }
-    return (rank > 0) ? rank - 1 : 0;
-}
-
-/* The middle of n sorted values, the mean of the two middle ones for an
- * even n (as srm-stats). */
-static double median(const double *sorted, int n)
-{
-    return (n % 2) ? sorted[n / 2] : (sorted[n / 2 - 1] + sorted[n / 2]) / 2;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double*)a, y = *(const double*)b;
-
-    return (x > y) - (x < y);
-}
-
 int main(int argc, char **argv)
 {
     int rank, size, dims[3] = {0, 0, 0}, periods[3] = {1, 1, 1};
@@ -228,16 +205,17 @@ int main(int argc, char **argv)
             fprintf(stderr, "srm_halo: no iteration measured\n");
             all_bad = all_bad ? all_bad : -1;
         } else {
-            qsort(times, (size_t)n, sizeof(double), cmp_double);
+            bench_sort(times, n);
             for (sum = 0, k = 0; k < n; ++k) {
                 sum += times[k];
             }
             printf("halo: ranks=%d dims=%dx%dx%d face=%zu compute_us=%.0f "
                    "iters=%d p50_us=%.1f p99_us=%.1f mean_us=%.1f "
                    "max_us=%.1f bad_faces=%d\n", size, dims[0], dims[1],
-                   dims[2], opts.face, opts.compute_us, n, median(times, n),
-                   times[percentile_index(n, 0.99)], sum / n, times[n - 1],
-                   all_bad);
+                   dims[2], opts.face, opts.compute_us, n,
+                   bench_median(times, n),
+                   times[bench_percentile_index(n, 0.99)], sum / n,
+                   times[n - 1], all_bad);
         }
         fflush(stdout);
     }

@@ -22,6 +22,8 @@
  *   -p        also the one-sided 8 B exchange (Open MPI 4.1 with pml ucx
  *             creates no window over UCX_TLS=tcp or srm: MPI_ERR_WIN)
  */
+#include "bench_stats.h"
+
 #include <mpi.h>
 
 #include <stdint.h>
@@ -87,8 +89,12 @@ static void parse(int argc, char **argv, int rank, many_opts_t *opts)
     opts->warmup        = 5;
     while ((c = getopt(argc, argv, "a:r:pt:w:h")) != -1) {
         switch (c) {
-        case 'a': opts->num_alltoall = parse_sizes(optarg, opts->alltoall); break;
-        case 'r': opts->num_allreduce = parse_sizes(optarg, opts->allreduce); break;
+        case 'a':
+            opts->num_alltoall = parse_sizes(optarg, opts->alltoall);
+            break;
+        case 'r':
+            opts->num_allreduce = parse_sizes(optarg, opts->allreduce);
+            break;
         case 'p': opts->put = 1; break;
         case 't': opts->seconds = atof(optarg); break;
         case 'w': opts->warmup = atoi(optarg); break;
@@ -179,31 +185,6 @@ static long run_once(many_op_t op, size_t size, int iter, int rank,
     return bad;
 }
 
-/* As contrib/bench/srm-stats: the rank ceil(q n) of n sorted values. */
-static size_t percentile_index(int n, double q)
-{
-    size_t rank = (size_t)(q * n);
-
-    if ((double)rank < q * n) {
-        ++rank; /* ceil without libm */
-    }
-    return (rank > 0) ? rank - 1 : 0;
-}
-
-/* The middle of n sorted values, the mean of the two middle ones for an
- * even n (as srm-stats). */
-static double median(const double *sorted, int n)
-{
-    return (n % 2) ? sorted[n / 2] : (sorted[n / 2 - 1] + sorted[n / 2]) / 2;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double*)a, y = *(const double*)b;
-
-    return (x > y) - (x < y);
-}
-
 /* Runs one operation and size; rank 0 prints its line. The wrong words. */
 static long measure(many_op_t op, size_t size, const many_opts_t *opts,
                     int rank, int nranks, uint64_t *send, uint64_t *recv,
@@ -235,14 +216,14 @@ static long measure(many_op_t op, size_t size, const many_opts_t *opts,
     }
     MPI_Reduce(&bad, &all_bad, 1, MPI_LONG, MPI_SUM, 0, MPI_COMM_WORLD);
     if (rank == 0) {
-        qsort(times, (size_t)n, sizeof(double), cmp_double);
+        bench_sort(times, n);
         for (k = 0; k < n; ++k) {
             sum += times[k];
         }
         printf("many: op=%s size=%zu ranks=%d iters=%d p50_us=%.1f "
                "p99_us=%.1f mean_us=%.1f bad=%ld\n", many_op_names[op],
-               size, nranks, n, median(times, n),
-               times[percentile_index(n, 0.99)], sum / n, all_bad);
+               size, nranks, n, bench_median(times, n),
+               times[bench_percentile_index(n, 0.99)], sum / n, all_bad);
         fflush(stdout);
     }
     return all_bad;

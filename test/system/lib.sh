@@ -574,6 +574,39 @@ srm_netns_mpirun_cmd() {
     done
 }
 
+# srm_netns_stream_start BIN PPN ARGS...: test/mpi/srm_stream_check (BIN)
+# over UCX_TLS=srm on every host, PPN ranks each, in the background, until
+# srm_netns_stream_finish; sets SRM_STREAM_PID, SRM_STREAM_OUT (its output)
+# and SRM_STREAM_STOP (the stop file it watches).
+srm_netns_stream_start() {
+    local bin=$1 ppn=$2
+    shift 2
+    SRM_STREAM_OUT=$SRM_LOG/srm_stream_check.log
+    SRM_STREAM_STOP=$SRM_LOG/stop
+    rm -f "$SRM_STREAM_STOP"
+    srm_netns_mpirun_cmd "$SRM_NETNS_HOST_LIST" "$ppn" "${SRM_MPI_TIMEOUT:-180}" srm
+    "${SRM_MPIRUN[@]}" -- "$bin" -f "$SRM_STREAM_STOP" "$@" \
+        >"$SRM_STREAM_OUT" 2>&1 &
+    SRM_STREAM_PID=$!
+    srm_track "$SRM_STREAM_PID"
+}
+
+# srm_netns_wait_hosts PID COMMAND WANT: until COMMAND HOST prints WANT for
+# every host of SRM_HOSTS (30 s at most, while PID lives); 1 if not.
+srm_netns_wait_hosts() {
+    local pid=$1 cmd=$2 want=$3 h ready
+    for _ in $(seq 1 150); do
+        srm_alive "$pid" || return 1
+        ready=0
+        for h in "${SRM_HOSTS[@]}"; do
+            [ "$("$cmd" "$h")" = "$want" ] && ready=$((ready + 1))
+        done
+        [ "$ready" -eq "${#SRM_HOSTS[@]}" ] && return 0
+        sleep 0.2
+    done
+    return 1
+}
+
 # srm_netns_stream_finish PID OUT STOP: end test/mpi/srm_stream_check
 # running as PID (writing OUT, watching the stop file STOP), wait for it
 # and judge it: PASS if every rank counted nothing lost, duplicated, out

@@ -35,7 +35,6 @@ if ! [ "$STREAM_SECS" -le 10 ] 2>/dev/null; then
     srm_fail "SRM_CONGESTION_SECS must be a number of seconds up to 10, not '$STREAM_SECS'"
     srm_done
 fi
-MPI_TIMEOUT=${SRM_MPI_TIMEOUT:-180}
 LIMIT=16    # the agents' default UCX_SRM_RETRANS_LIMIT, set explicitly
 RATE=200mbit
 QUEUE=131072
@@ -72,32 +71,14 @@ ready_paths() {
     srm_netns_status_get "$1" '[.nodes[].channels[].paths[] | select(.state == "ready")] | length'
 }
 
-out=$SRM_LOG/srm_stream_check.log
-stop=$SRM_LOG/stop
-rm -f "$stop"
 srm_log ""
 srm_log "--- 3 hosts x 1 rank, UCX_TLS=srm, everyone streaming to everyone for ${STREAM_SECS} s"
-srm_netns_mpirun_cmd "$SRM_NETNS_HOST_LIST" 1 "$MPI_TIMEOUT" srm
-"${SRM_MPIRUN[@]}" -- "$bin" -n 2000000 -s 4194304 -w 8 -f "$stop" \
-    >"$out" 2>&1 &
-mpi_pid=$!
-srm_track "$mpi_pid"
-
+srm_netns_stream_start "$bin" 1 -n 2000000 -s 4194304 -w 8
 # Both channels to both other hosts, and their standbys: 8 paths a host.
-ready=0
-for _ in $(seq 1 150); do
-    srm_alive "$mpi_pid" || break
-    ready=0
-    for h in "${HOSTS[@]}"; do
-        [ "$(ready_paths "$h")" = 8 ] && ready=$((ready + 1))
-    done
-    [ "$ready" -eq "${#HOSTS[@]}" ] && break
-    sleep 0.2
-done
-if [ "$ready" -ne "${#HOSTS[@]}" ]; then
+if ! srm_netns_wait_hosts "$SRM_STREAM_PID" ready_paths 8; then
     srm_fail "the channels and their standbys did not come up"
-    srm_show_log "$out"
-    touch "$stop"
+    srm_show_log "$SRM_STREAM_OUT"
+    touch "$SRM_STREAM_STOP"
     srm_done
 fi
 
@@ -109,7 +90,7 @@ for h in "${HOSTS[@]}"; do
 done
 t0=$(srm_now_us)
 while [ $(( $(srm_now_us) - t0 )) -lt $(( STREAM_SECS * 1000000 )) ]; do
-    srm_alive "$mpi_pid" || break
+    srm_alive "$SRM_STREAM_PID" || break
     sleep 0.2
 done
 secs=$(( ($(srm_now_us) - t0) / 1000000 ))
@@ -136,7 +117,7 @@ for h in "${HOSTS[@]}"; do
     [ "$resent" -gt "$most" ] && most=$resent
 done
 
-srm_netns_stream_finish "$mpi_pid" "$out" "$stop"
+srm_netns_stream_finish "$SRM_STREAM_PID" "$SRM_STREAM_OUT" "$SRM_STREAM_STOP"
 
 for h in "${HOSTS[@]}"; do
     srm_netns_agent_answers "$h" "$SRM_LOG/srmd.$h.log" ||

@@ -33,7 +33,6 @@ srm_require_cmd nft nstat
 
 DROP_SECS=${SRM_RETRANS_DROP_SECS:-40}  # ends as soon as the agent reacts
 STEP_SECS=5                             # then the share dropped doubles
-MPI_TIMEOUT=${SRM_MPI_TIMEOUT:-180}
 LIMIT=16    # the agents' default UCX_SRM_RETRANS_LIMIT, set explicitly
 PORT=7078
 
@@ -63,34 +62,17 @@ retransmitted() {
         awk '$1 == "TcpRetransSegs" { print $2 }'
 }
 
-out=$SRM_LOG/srm_stream_check.log
-stop=$SRM_LOG/stop
-rm -f "$stop"
 srm_log ""
 srm_log "--- 2 hosts x 1 rank, UCX_TLS=srm, streaming while ${HOSTS[1]} drops" \
         "3% of its large TCP packets on its bulk channel's active link"
-srm_netns_mpirun_cmd "$SRM_NETNS_HOST_LIST" 1 "$MPI_TIMEOUT" srm
-"${SRM_MPIRUN[@]}" -- "$bin" -n 2000000 -s 4194304 -w 8 -f "$stop" \
-    >"$out" 2>&1 &
-mpi_pid=$!
-srm_track "$mpi_pid"
-
+srm_netns_stream_start "$bin" 1 -n 2000000 -s 4194304 -w 8
+# ready_bulk HOST: paths of HOST's bulk channel that are ready
+ready_bulk() { bulk_get "$1" '[.paths[] | select(.state == "ready")] | length'; }
 # Every channel and its standby up, on both hosts.
-ready=0
-for _ in $(seq 1 150); do
-    srm_alive "$mpi_pid" || break
-    ready=0
-    for h in "${HOSTS[@]}"; do
-        [ "$(bulk_get "$h" '[.paths[] | select(.state == "ready")] | length')" = 2 ] &&
-            ready=$((ready + 1))
-    done
-    [ "$ready" -eq "${#HOSTS[@]}" ] && break
-    sleep 0.2
-done
-if [ "$ready" -ne "${#HOSTS[@]}" ]; then
+if ! srm_netns_wait_hosts "$SRM_STREAM_PID" ready_bulk 2; then
     srm_fail "the bulk channels and their standbys did not come up"
-    srm_show_log "$out"
-    touch "$stop"
+    srm_show_log "$SRM_STREAM_OUT"
+    touch "$SRM_STREAM_STOP"
     srm_done
 fi
 
@@ -137,7 +119,7 @@ drop_share "$share"
 t0=$(srm_now_us)
 step=$t0
 while [ $(( $(srm_now_us) - t0 )) -lt $(( DROP_SECS * 1000000 )) ]; do
-    srm_alive "$mpi_pid" || break
+    srm_alive "$SRM_STREAM_PID" || break
     [ "$(bulk_replaced "$lossy_host")" -gt "${lossy_before:-0}" ] 2>/dev/null &&
         break
     if [ $(( $(srm_now_us) - step )) -ge $(( STEP_SECS * 1000000 )) ] &&
@@ -153,7 +135,7 @@ srm_log "    dropped for $(( ($(srm_now_us) - t0) / 1000 )) ms, $share% at the e
 resent=$(( $(retransmitted "$lossy_host") - before ))
 sleep 1   # traffic after the drops, too
 
-srm_netns_stream_finish "$mpi_pid" "$out" "$stop"
+srm_netns_stream_finish "$SRM_STREAM_PID" "$SRM_STREAM_OUT" "$SRM_STREAM_STOP"
 
 for h in "${HOSTS[@]}"; do
     srm_netns_agent_answers "$h" "$SRM_LOG/srmd.$h.log" ||
