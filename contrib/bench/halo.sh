@@ -144,7 +144,6 @@ HALO_BIN=$WORK/srm_halo
 build_program "$HALO_BIN" mpicc '# the program' srm_halo.c bench_stats.h
 
 mpi_bench_hosts_up "$NHOSTS" "$TCP_CC"
-info "srmd in every host on @$SRM_SOCKET: $(for h in "${SRM_HOSTS[@]}"; do printf '%s ' "${AGENT[$h]}"; done)"
 
 # ------------------------------------------------------------------ runs --
 
@@ -160,33 +159,19 @@ for (( rep = 1; rep <= REPS; rep++ )); do
     done
 done
 TOTAL_RUNS=${#RUNS[@]}
-DONE_RUNS=0 DISTURBED_RUNS=0 FOREIGN_CPU_TOTAL=0
-declare -A VALUES=() DISTURBED_IN=() FOREIGN_NAMES=() HALO=()
-
-# note VALUE KEY: add VALUE to VALUES[tl/KEY] (and the disturbance mark).
-note() {
-    VALUES[$tl/$2]+="$1 "
-    (( DISTURBED == 0 )) || DISTURBED_IN[$tl/$2]=$(( ${DISTURBED_IN[$tl/$2]:-0} + 1 ))
-}
+declare -A HALO=()
 
 info "$TOTAL_RUNS jobs, $SECS s measured each, timeout $TIMEOUT s"
 for run in "${RUNS[@]}"; do
     IFS='|' read -r rep tl n y f <<<"$run"
-    agents_alive || die "an srmd is gone before a job ($tl, $n hosts, rep $rep)"
     JOB_HOSTS=$(IFS=,; echo "${SRM_HOSTS[*]:0:$n}")
     JOB_YIELD=$y
     id="h$n-y$y-f$f"
-    mpi_job_start "$id-$tl-r$rep" "$tl" "$PPN" "$HALO_BIN" -s "$f" \
+    mpi_job_run "$id-$tl-r$rep" "$tl" "$PPN" "$HALO_BIN" -s "$f" \
         -c "$COMPUTE_US" -t "$SECS"
-    mark_start "${AGENT[@]}"
-    mpi_job_wait
-    mark_end "${AGENT[@]}"
-    judge_run "$(foreign_load "${AGENT[@]}")"
-    agents_alive || job_failure "an srmd died during job $JOB_DIR"
     result_line "$JOB_OUT" 'halo: ' HALO
     (( RESULT_LINES == 1 )) || job_failure "job $JOB_DIR printed $RESULT_LINES result lines, want 1"
     [[ ${HALO[bad_faces]:-} == 0 ]] || job_failure "job $JOB_DIR: ${HALO[bad_faces]:-no count of} bad faces"
-    (( DISTURBED == 0 )) || tally_disturbed
     note "${HALO[p50_us]}" "$id-p50"
     note "${HALO[p99_us]}" "$id-p99"
     DONE_RUNS=$(( DONE_RUNS + 1 ))

@@ -864,6 +864,8 @@ mpi_bench_begin() {
     declare -gA AGENT=()
     CLUSTER_UP=0
     FAILED=1
+    DONE_RUNS=0 DISTURBED_RUNS=0 FOREIGN_CPU_TOTAL=0
+    declare -gA VALUES=() DISTURBED_IN=() FOREIGN_NAMES=()
     cleanup() {
         local rc=$?
         trap - EXIT INT TERM
@@ -879,12 +881,37 @@ mpi_bench_begin() {
 }
 
 # mpi_bench_hosts_up N TCP_CC: N simulated hosts (PFX), TCP_CC in them
-# (hosts_tcp_cc), one srmd each on SRM_SOCKET.
+# (hosts_tcp_cc), one srmd each on SRM_SOCKET; AGENT_POLICY for reports.
 mpi_bench_hosts_up() {
+    local h pids=''
     info "bringing up $1 hosts (netns-cluster --prefix $PFX); logs in $WORK"
     cluster_up "$1"
     hosts_tcp_cc "$2"
     agents_start 0
+    AGENT_POLICY=$(srm_netns_status_get "${SRM_HOSTS[0]}" "$POLICY_JQ")
+    for h in "${SRM_HOSTS[@]}"; do pids+="${AGENT[$h]} "; done
+    info "srmd in every host on @$SRM_SOCKET: $pids($AGENT_POLICY)"
+}
+
+# mpi_job_run LABEL TL PPN PROGRAM [ARGS...]: one job (mpi_job_start, on
+# JOB_HOSTS with JOB_YIELD) to its end; whether other processes disturbed
+# it (judge_run, tallied); dies if an agent is gone before or after it.
+mpi_job_run() {
+    agents_alive || die "an srmd is gone before job $1"
+    mpi_job_start "$@"
+    mark_start "${AGENT[@]}"
+    mpi_job_wait
+    mark_end "${AGENT[@]}"
+    judge_run "$(foreign_load "${AGENT[@]}")"
+    agents_alive || job_failure "an srmd died during job $JOB_DIR"
+    (( DISTURBED == 0 )) || tally_disturbed
+}
+
+# note VALUE KEY: add VALUE to VALUES[tl/KEY] (tl: the caller's transport
+# of the job) and count it in DISTURBED_IN if the job was disturbed.
+note() {
+    VALUES[$tl/$2]+="$1 "
+    (( DISTURBED == 0 )) || DISTURBED_IN[$tl/$2]=$(( ${DISTURBED_IN[$tl/$2]:-0} + 1 ))
 }
 
 # size_label BYTES: "8 B", "4 KB", "1 MB" (KB = 2^10 B, MB = 2^20 B).

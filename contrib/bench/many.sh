@@ -161,7 +161,6 @@ MANY_ARGS=(-a "$(IFS=,; echo "${A2A_SIZES[*]}")" -r "$(IFS=,; echo "${RED_SIZES[
 (( PUT == 0 )) || MANY_ARGS+=(-p)
 
 mpi_bench_hosts_up "$NHOSTS" "$TCP_CC"
-info "srmd in every host on @$SRM_SOCKET: $(for h in "${SRM_HOSTS[@]}"; do printf '%s ' "${AGENT[$h]}"; done)"
 
 # ------------------------------------------------------------------ runs --
 
@@ -175,19 +174,11 @@ for (( rep = 1; rep <= REPS; rep++ )); do
     done
 done
 TOTAL_RUNS=${#RUNS[@]}
-DONE_RUNS=0 DISTURBED_RUNS=0 FOREIGN_CPU_TOTAL=0
-declare -A VALUES=() DISTURBED_IN=() FOREIGN_NAMES=()
 OPS=()        # "op size" in the order srm_many prints them
 for s in "${A2A_SIZES[@]}"; do OPS+=("alltoall $s"); done
 for s in "${RED_SIZES[@]}"; do OPS+=("allreduce $s"); done
 OPS+=("exchange 8")
 (( PUT == 0 )) || OPS+=("put 8")
-
-# note VALUE KEY: add VALUE to VALUES[tl/KEY] (and the disturbance mark).
-note() {
-    VALUES[$tl/$2]+="$1 "
-    (( DISTURBED == 0 )) || DISTURBED_IN[$tl/$2]=$(( ${DISTURBED_IN[$tl/$2]:-0} + 1 ))
-}
 
 # take_results: every "many:" line of JOB_OUT into VALUES; dies unless
 # there is one per operation and size, each with bad=0.
@@ -209,16 +200,9 @@ take_results() {
 info "$TOTAL_RUNS jobs, ${#OPS[@]} operations each, $SECS s measured each, timeout $TIMEOUT s"
 for run in "${RUNS[@]}"; do
     IFS='|' read -r rep tl p y <<<"$run"
-    agents_alive || die "an srmd is gone before a job ($tl, $p ranks per host, rep $rep)"
     JOB_HOSTS='' JOB_YIELD=$y
-    mpi_job_start "p$p-y$y-$tl-r$rep" "$tl" "$p" "$MANY_BIN" "${MANY_ARGS[@]}"
-    mark_start "${AGENT[@]}"
-    mpi_job_wait
-    mark_end "${AGENT[@]}"
-    judge_run "$(foreign_load "${AGENT[@]}")"
-    agents_alive || job_failure "an srmd died during job $JOB_DIR"
+    mpi_job_run "p$p-y$y-$tl-r$rep" "$tl" "$p" "$MANY_BIN" "${MANY_ARGS[@]}"
     take_results
-    (( DISTURBED == 0 )) || tally_disturbed
     DONE_RUNS=$(( DONE_RUNS + 1 ))
     line="[$DONE_RUNS/$TOTAL_RUNS] $tl, $NHOSTS x $p ranks, yield $y, rep $rep:"
     line+=" alltoall ${A2A_SIZES[0]} B p50 $(awk '{ print $NF }' <<<"${VALUES[$tl/p$p-y$y-alltoall-${A2A_SIZES[0]}-p50]:-?}") us"

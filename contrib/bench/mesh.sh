@@ -248,8 +248,6 @@ MESH_BIN=$WORK/srm_mesh
 build_mesh "$MESH_BIN"
 
 mpi_bench_hosts_up "$NHOSTS" "$TCP_CC"
-AGENT_POLICY=$(srm_netns_status_get "${SRM_HOSTS[0]}" "$POLICY_JQ")
-info "srmd in every host on @$SRM_SOCKET: $(for h in "${SRM_HOSTS[@]}"; do printf '%s ' "${AGENT[$h]}"; done)($AGENT_POLICY)"
 
 # ------------------------------------------------------------------ runs --
 
@@ -267,14 +265,6 @@ for y in "${PP_YIELDS[@]}"; do
 done
 TRANSPORTS=(srm tcp)
 TOTAL_RUNS=$(( ${#JOBS[@]} * ${#TRANSPORTS[@]} * REPS ))
-DONE_RUNS=0 DISTURBED_RUNS=0 FOREIGN_CPU_TOTAL=0
-declare -A VALUES=() DISTURBED_IN=() FOREIGN_NAMES=()
-
-# note VALUE KEY: add VALUE to VALUES[tl/KEY] (and the disturbance mark).
-note() {
-    VALUES[$tl/$2]+="$1 "
-    (( DISTURBED == 0 )) || DISTURBED_IN[$tl/$2]=$(( ${DISTURBED_IN[$tl/$2]:-0} + 1 ))
-}
 
 # Every job in order: "rep|tl|job spec".
 RUNS=()
@@ -284,26 +274,19 @@ for (( rep = 1; rep <= REPS; rep++ )); do
     done
 done
 
-# launch_run I: start the job of RUNS[I] (mpi_job_start).
+# launch_run I: the job of RUNS[I], to its end (mpi_job_run).
 launch_run() {
     local rep tl id pattern ppn args argv JOB_YIELD JOB_HOSTS
     IFS='|' read -r rep tl id pattern ppn args JOB_YIELD JOB_HOSTS <<<"${RUNS[$1]}"
     read -r -a argv <<<"$args"
-    mpi_job_start "$id-$tl-r$rep" "$tl" "$ppn" "$MESH_BIN" "${argv[@]}" -t "$SECS"
+    mpi_job_run "$id-$tl-r$rep" "$tl" "$ppn" "$MESH_BIN" "${argv[@]}" -t "$SECS"
 }
 
 info "$TOTAL_RUNS jobs: ${#JOBS[@]} x ${#TRANSPORTS[@]} transports x $REPS rep(s), $SECS s measured each, timeout $TIMEOUT s"
 for (( i = 0; i < ${#RUNS[@]}; i++ )); do
     IFS='|' read -r rep tl id pattern _ <<<"${RUNS[$i]}"
-    agents_alive || die "an srmd is gone before job $id ($tl, rep $rep)"
     launch_run "$i"
-    mark_start "${AGENT[@]}"
-    mpi_job_wait
-    mark_end "${AGENT[@]}"
-    judge_run "$(foreign_load "${AGENT[@]}")"
-    agents_alive || job_failure "an srmd died during job $JOB_DIR"
     mesh_result
-    if (( DISTURBED )); then tally_disturbed; fi
     case $pattern in
     one-to-many)
         note "${MESH[msg_rate]}" "$id-mr"
