@@ -1,2 +1,1 @@
-# SPDX-License-Identifier: BSD-3-Clause
 test_distro_trixie.sh
