@@ -125,13 +125,16 @@ protected:
     }
 
     /* Paced rounds of 100 until the agent counts `direct` frames written
-     * directly, at most 10: after a reset, sends go by the ring until the
-     * new connection and lane are up, which takes longer on a busy
-     * machine. */
+     * directly, for at most 30 s: after a reset, sends go by the ring until
+     * the new connection and lane are up, which on a busy machine takes
+     * longer than any number of rounds (10 of them once took 0.3 s, and
+     * the lane came in the last). */
     void paced_until_direct(unsigned long long direct_wanted)
     {
-        for (int round = 0; (round < 10) && (direct() < direct_wanted);
-             ++round) {
+        auto deadline = std::chrono::steady_clock::now() +
+                        std::chrono::seconds(30);
+        while ((direct() < direct_wanted) &&
+               (std::chrono::steady_clock::now() < deadline)) {
             ASSERT_NO_FATAL_FAILURE(paced(100));
         }
     }
