@@ -195,7 +195,9 @@ static fuzz_stamp_t       fuzz_stamps[FUZZ_MAX_STAMPS];
 static uint32_t           fuzz_num_stamps;
 static uint32_t           fuzz_stamp_magic; /* from the input: unforgeable */
 static int                fuzz_tainted;     /* the channel models may lie */
-static srm_lane_t         *fuzz_lanes[FUZZ_PEERS]; /* mapped, written into */
+static srm_lane_t         *fuzz_lanes[FUZZ_PEERS][SRM_CHANNEL_KINDS]; /* mapped,
+                                                            written into */
+static uint32_t           fuzz_lane_log_sizes[FUZZ_PEERS][SRM_CHANNEL_KINDS];
 static int                fuzz_lane_written; /* frames of nobody's may come */
 static int                fuzz_winding_down;
 static size_t             fuzz_bytes;
@@ -511,12 +513,15 @@ static void fuzz_client_attach(void)
 
 static void fuzz_lanes_unmap(void)
 {
-    int peer;
+    int peer, kind;
 
     for (peer = 0; peer < FUZZ_PEERS; ++peer) {
-        if (fuzz_lanes[peer] != NULL) {
-            srm_lane_unmap(fuzz_lanes[peer]);
-            fuzz_lanes[peer] = NULL;
+        for (kind = 0; kind < SRM_CHANNEL_KINDS; ++kind) {
+            if (fuzz_lanes[peer][kind] != NULL) {
+                srm_lane_unmap(fuzz_lanes[peer][kind],
+                               fuzz_lane_log_sizes[peer][kind]);
+                fuzz_lanes[peer][kind] = NULL;
+            }
         }
     }
 }
@@ -1789,9 +1794,10 @@ static void fuzz_op_recv(fuzz_input_t *in)
     fuzz_client_recv((b == 0) ? UINT32_MAX : b);
 }
 
-/* The client's direct lane to a peer's node, asked for on a connection of
- * its own (as the module's md does) and mapped; NULL if refused. */
-static srm_lane_t *fuzz_lane_get(int peer)
+/* The client's direct lane to a peer's node for a channel, asked for on a
+ * connection of its own (as the module's md does) and mapped; NULL if
+ * refused. */
+static srm_lane_t *fuzz_lane_get(int peer, int kind)
 {
     int fds[SRM_PROTO_MAX_FDS], nfds = 0, fd, steps, i;
     srm_lane_rep_t rep;
@@ -1799,15 +1805,16 @@ static srm_lane_t *fuzz_lane_get(int peer)
     srm_lane_t *lane = NULL;
     ssize_t len = -1;
 
-    if (fuzz_lanes[peer] != NULL) {
-        return fuzz_lanes[peer];
+    if (fuzz_lanes[peer][kind] != NULL) {
+        return fuzz_lanes[peer][kind];
     }
     memset(&req, 0, sizeof(req));
     srm_msg_hdr_init(&req.hdr, SRM_MSG_LANE_REQ);
     req.port = fuzz_client.port;
     req.key  = fuzz_client.key;
-    req.node = (uint32_t)peer + 1;
-    fd       = fuzz_unix_connect();
+    req.node    = (uint32_t)peer + 1;
+    req.channel = (uint32_t)kind;
+    fd          = fuzz_unix_connect();
     if (srm_sock_send(fd, &req, sizeof(req), NULL, 0) < 0) {
         fuzz_fail("cannot send a lane request");
     }
@@ -1820,14 +1827,15 @@ static srm_lane_t *fuzz_lane_get(int peer)
         }
     }
     if ((len == sizeof(rep)) && (rep.status == 0) && (nfds >= 1) &&
-        (srm_lane_map(fds[0], &lane) != 0)) {
+        (srm_lane_map(fds[0], &lane, &fuzz_lane_log_sizes[peer][kind]) !=
+         0)) {
         fuzz_fail("the agent's lane does not map");
     }
     for (i = 0; (len > 0) && (i < nfds); ++i) {
         close(fds[i]); /* the socket too: only the log is written */
     }
     close(fd);
-    fuzz_lanes[peer] = lane;
+    fuzz_lanes[peer][kind] = lane;
     return lane;
 }
 
@@ -1869,7 +1877,9 @@ static void fuzz_lane_records(fuzz_input_t *in, srm_lane_t *lane, unsigned n)
 static void fuzz_op_lane(fuzz_input_t *in, uint8_t b)
 {
     uint8_t n = fuzz_u8(in), v = fuzz_u8(in);
-    srm_lane_t *lane = fuzz_lane_get(b & (FUZZ_PEERS - 1));
+    int peer  = b & (FUZZ_PEERS - 1), kind = (b >> 6) & 1;
+    srm_lane_t *lane = fuzz_lane_get(peer, kind);
+    uint32_t size    = fuzz_lane_log_sizes[peer][kind];
     srm_frame_hdr_t hdr;
     uint32_t len;
 
@@ -1881,14 +1891,13 @@ static void fuzz_op_lane(fuzz_input_t *in, uint8_t b)
     len = srm_load_relaxed(&lane->log_len) & ~SRM_LANE_SEALED;
     switch ((b >> 2) & 7) {
     case 0: /* bytes */
-        if ((len <= sizeof(lane->log)) && (n <= sizeof(lane->log) - len)) {
+        if ((len <= size) && (n <= size - len)) {
             fuzz_take(in, lane->log + len, n);
             lane->log_len = len + n;
         }
         break;
     case 1: /* an AM of a port with no lane, numbered right or not */
-        if ((len <= sizeof(lane->log)) &&
-            (sizeof(hdr) + n <= sizeof(lane->log) - len)) {
+        if ((len <= size) && (sizeof(hdr) + n <= size - len)) {
             srm_frame_hdr_init(&hdr, SRM_FRAME_AM, n);
             hdr.src_port = 0x7000u + v;
             hdr.dst_port = fuzz_src_ports[v & 3];

@@ -49,6 +49,7 @@ protected:
         two_port_test::TearDown();
         unsetenv("UCX_SRM_DIRECT");
         unsetenv("UCX_SRM_DIRECT_RECV");
+        unsetenv("UCX_SRM_DIRECT_BULK");
     }
 
     static ucs_status_t on_am(void *arg, void *data, size_t length,
@@ -124,6 +125,26 @@ protected:
         }
     }
 
+    /* Sends an AM of `length` bytes by zcopy (as UCP sends large ones), its
+     * number first, once the one before it arrived. */
+    void send_paced_zcopy(size_t length)
+    {
+        std::vector<char> payload(length, 'p');
+        memcpy(payload.data(), &sent_, sizeof(sent_));
+        uct_iov_t iov = {};
+        iov.buffer    = payload.data();
+        iov.length    = payload.size();
+        iov.memh      = UCT_MEM_HANDLE_NULL;
+        iov.count     = 1;
+        ASSERT_TRUE(progress_until([&] {
+            return uct_ep_am_zcopy(ep_, 9, nullptr, 0, &iov, 1, 0, nullptr) ==
+                   UCS_OK;
+        }, 10));
+        ++sent_;
+        ASSERT_TRUE(progress_until([&] { return received_ >= sent_; }, 10))
+                << node_b_->status();
+    }
+
     /* Paced rounds of 100 until the agent counts `direct` frames written
      * directly, for at most 30 s: after a reset, sends go by the ring until
      * the new connection and lane are up, which on a busy machine takes
@@ -177,14 +198,15 @@ protected:
     unsigned out_of_order_ = 0;
 };
 
-/* The lanes this process mapped, found by their memfds' names. */
-std::vector<srm_lane_t*> mapped_lanes()
+/* The small channels' lanes this process mapped (or the bulk ones'),
+ * found by their memfds' names. */
+std::vector<srm_lane_t*> mapped_lanes(const char *name = "memfd:srm-lane-")
 {
     std::ifstream maps("/proc/self/maps");
     std::vector<srm_lane_t*> lanes;
     std::string line;
     while (std::getline(maps, line)) {
-        if (line.find("memfd:srm-lane-") != std::string::npos) {
+        if (line.find(name) != std::string::npos) {
             lanes.push_back(reinterpret_cast<srm_lane_t*>(
                     std::strtoull(line.c_str(), nullptr, 16)));
         }
@@ -192,12 +214,23 @@ std::vector<srm_lane_t*> mapped_lanes()
     return lanes;
 }
 
-/* The first lane this process mapped. */
-srm_lane_t *mapped_lane()
+/* Of the lanes this process mapped (both ports map theirs as their eps
+ * are made), the one most frames were written to: port 0's, in the tests
+ * that send from port 0 before they look. */
+srm_lane_t *mapped_lane(const char *name = "memfd:srm-lane-")
 {
-    std::vector<srm_lane_t*> lanes = mapped_lanes();
-    return lanes.empty() ? nullptr : lanes[0];
+    srm_lane_t *most = nullptr;
+    for (srm_lane_t *lane : mapped_lanes(name)) {
+        if ((most == nullptr) ||
+            (srm_load_relaxed(&lane->next_chan_seq) >
+             srm_load_relaxed(&most->next_chan_seq))) {
+            most = lane;
+        }
+    }
+    return most;
 }
+
+const char kBulkLane[] = "memfd:srm-bulk-lane-";
 
 /* Packs a 4 KB AM that begins with its number. */
 size_t pack_numbered_4k(void *dest, void *arg)
@@ -618,20 +651,32 @@ TEST_F(uct_direct_test, with_direct_recv_off_the_agents_read_everything)
 }
 
 /* Frames an agent's bulk channel received, from its status. */
-static unsigned long long bulk_rx_frames(const agent &node)
+/* A counter of the node's bulk channel in the agent's status. */
+static unsigned long long bulk_counter(const agent &node,
+                                       const std::string &name)
 {
     std::string status = node.status();
     size_t bulk        = status.find(" bulk ");
     EXPECT_NE(std::string::npos, bulk) << status;
-    return (bulk == std::string::npos) ? 0 :
-           std::strtoull(status.c_str() + status.find(" rx ", bulk) + 4,
-                         nullptr, 10);
+    size_t at = (bulk == std::string::npos) ?
+                        std::string::npos : status.find(" " + name + " ", bulk);
+    EXPECT_NE(std::string::npos, at) << status;
+    return (at == std::string::npos) ?
+                   0 : std::strtoull(status.c_str() + at + name.size() + 2,
+                                     nullptr, 10);
+}
+
+static unsigned long long bulk_rx_frames(const agent &node)
+{
+    return bulk_counter(node, "rx");
 }
 
 TEST_F(uct_direct_test, order_holds_when_receivers_read_one_channel_of_two)
 {
-    /* Messages over 1 KB take the bulk channel, which only agents read;
-     * the short ones between them may be taken from the small one. */
+    /* Messages over 1 KB take the bulk channel, the short ones between
+     * them the small one; with the bulk lane off, only agents read the
+     * bulk channel, while the short ones may be taken from the small. */
+    setenv("UCX_SRM_DIRECT_BULK", "n", 1);
     ASSERT_NO_FATAL_FAILURE(start("always", {"UCX_SRM_LARGE_THRESH=1k"}));
     ASSERT_NO_FATAL_FAILURE(ping_pong(20));
     unsigned long long taken_b = node_b_->counter("taken");
@@ -656,6 +701,110 @@ TEST_F(uct_direct_test, order_holds_when_receivers_read_one_channel_of_two)
     EXPECT_GT(node_b_->counter("taken"), taken_b) << node_b_->status();
     /* Every third one came by the bulk channel. */
     EXPECT_EQ(1000u, bulk_rx_frames(*node_b_)) << node_b_->status();
+}
+
+/* Both lanes at once: every third message takes the bulk channel, and
+ * both are written and read directly; the order holds across them (a
+ * port's frame waits while its last one may still be in the other lane's
+ * log). */
+TEST_F(uct_direct_test, order_holds_when_both_channels_are_written_directly)
+{
+    ASSERT_NO_FATAL_FAILURE(start("always", {"UCX_SRM_LARGE_THRESH=1k"}));
+    ASSERT_NO_FATAL_FAILURE(ping_pong(20));
+    uint64_t end = sent_ + 3000;
+    ASSERT_TRUE(progress_until([&] {
+        ucs_status_t status;
+        if (sent_ == end) {
+            return true;
+        } else if ((sent_ % 3) == 0) {
+            ssize_t length = uct_ep_am_bcopy(ep_, 9, pack_numbered_4k, &sent_,
+                                             0);
+            status = (length < 0) ? (ucs_status_t)length : UCS_OK;
+        } else {
+            status = uct_ep_am_short(ep_, 9, sent_, "payload", 7);
+        }
+        if (status == UCS_OK) {
+            ++sent_;
+        }
+        return false;
+    }, 60)) << "sent " << sent_ << " of " << end;
+    expect_all_arrive();
+    EXPECT_EQ(1000u, bulk_rx_frames(*node_b_)) << node_b_->status();
+    EXPECT_GT(bulk_counter(*node_a_, "direct"), 0u) << node_a_->status();
+    EXPECT_GT(bulk_counter(*node_b_, "taken"), 0u) << node_b_->status();
+}
+
+/* A 64 KB message between two polling processes goes rank -> socket ->
+ * rank on the bulk channel, as a small one does on the small channel
+ * (UCX_SRM_DIRECT=auto, the default): neither agent carries it. With
+ * DIRECT_BULK=n both agents do. */
+TEST_F(uct_direct_test, a_large_message_skips_both_agents_on_the_bulk_channel)
+{
+    ASSERT_NO_FATAL_FAILURE(start("auto"));
+    ASSERT_NO_FATAL_FAILURE(ping_pong(20));
+    for (int i = 0; i < 100; ++i) {
+        ASSERT_NO_FATAL_FAILURE(send_paced_zcopy(64 * 1024));
+    }
+    expect_all_arrive();
+    EXPECT_EQ(100u, bulk_rx_frames(*node_b_)) << node_b_->status();
+    /* Most: the lane is shut for a moment while an agent writes (an ack),
+     * and a send then goes by the ring. */
+    EXPECT_GE(bulk_counter(*node_a_, "direct"), 60u) << node_a_->status();
+    EXPECT_GE(bulk_counter(*node_b_, "taken"), 60u) << node_b_->status();
+}
+
+TEST_F(uct_direct_test, with_direct_bulk_off_the_agents_carry_large_messages)
+{
+    setenv("UCX_SRM_DIRECT_BULK", "n", 1);
+    ASSERT_NO_FATAL_FAILURE(start("always"));
+    ASSERT_NO_FATAL_FAILURE(ping_pong(20));
+    for (int i = 0; i < 20; ++i) {
+        ASSERT_NO_FATAL_FAILURE(send_paced_zcopy(64 * 1024));
+    }
+    expect_all_arrive();
+    EXPECT_EQ(20u, bulk_rx_frames(*node_b_)) << node_b_->status();
+    EXPECT_EQ(0u, bulk_counter(*node_a_, "direct")) << node_a_->status();
+    EXPECT_EQ(0u, bulk_counter(*node_b_, "taken")) << node_b_->status();
+    EXPECT_TRUE(mapped_lanes(kBulkLane).empty());
+}
+
+/* A process dies holding the bulk lane's lock (killed while writing or
+ * reading its socket): the agent mends it at its next enter (the socket
+ * may hold part of a frame: a new connection resends from the oldest
+ * unacknowledged one), and large messages go on, directly again. */
+TEST_F(uct_direct_test, a_writer_that_dies_holding_the_bulk_lock_stops_nothing)
+{
+    ASSERT_NO_FATAL_FAILURE(start("always"));
+    ASSERT_NO_FATAL_FAILURE(ping_pong(20));
+    for (int i = 0; i < 20; ++i) {
+        ASSERT_NO_FATAL_FAILURE(send_paced_zcopy(16 * 1024));
+    }
+    srm_lane_t *lane = mapped_lane(kBulkLane);
+    ASSERT_NE(nullptr, lane);
+
+    pid_t pid = fork();
+    if (pid == 0) {
+        pthread_mutex_lock(&lane->lock);
+        _exit(0); /* the robust lock remembers who held it */
+    }
+    ASSERT_GT(pid, 0);
+    int wstatus;
+    ASSERT_EQ(pid, waitpid(pid, &wstatus, 0));
+
+    unsigned long long before = bulk_counter(*node_a_, "direct");
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    while ((bulk_counter(*node_a_, "direct") < before + 50u) &&
+           (std::chrono::steady_clock::now() < deadline)) {
+        for (int i = 0; i < 20; ++i) {
+            ASSERT_NO_FATAL_FAILURE(send_paced_zcopy(16 * 1024));
+        }
+    }
+    expect_all_arrive();
+    EXPECT_GE(bulk_counter(*node_a_, "failovers"), 1u) << node_a_->status();
+    EXPECT_GE(bulk_counter(*node_a_, "direct"), before + 50u)
+            << node_a_->status();
+    EXPECT_EQ(0, pthread_mutex_trylock(&lane->lock));
+    pthread_mutex_unlock(&lane->lock);
 }
 
 /* An 8 KB message is not one over LARGE_THRESH (8k): the AM header of the
@@ -772,7 +921,7 @@ TEST_F(uct_direct_test, a_frame_packed_for_a_retired_lane_goes_by_the_ring)
     std::string log = agent_log_path("lane-packed");
     ASSERT_NO_FATAL_FAILURE(start("always", {"UCX_SRM_LOG_FILE=" + log}));
     ASSERT_NO_FATAL_FAILURE(paced(50));
-    srm_lane_t *lane = mapped_lane(); /* the only one yet: port 0's */
+    srm_lane_t *lane = mapped_lane(); /* port 0's */
     ASSERT_NE(nullptr, lane);
     ASSERT_NO_FATAL_FAILURE(ping_pong(20));
     /* The agent reads the socket under the lane's lock too: let it finish

@@ -316,12 +316,12 @@ int srm_channel_is_next(srm_node_t *node, int kind,
 /* Books such an AM that srm_place.c read into its port's ring. */
 void srm_channel_placed(srm_agent_t *agent, srm_link_t *link,
                         const srm_frame_hdr_t *hdr);
-/* Books a frame a client read from the small channel's socket itself
+/* Books a frame a client read from a channel's socket itself
  * (srm_lane_shared.h): an AM, which must be the next one, or an ACK.
  * UCS_ERR_INVALID_PARAM if it was neither, UCS_ERR_OUT_OF_RANGE an ack of
  * frames never sent. */
 ucs_status_t srm_channel_taken(srm_agent_t *agent, srm_node_t *node,
-                               const srm_frame_hdr_t *hdr);
+                               int kind, const srm_frame_hdr_t *hdr);
 /* UCS_ERR_OUT_OF_RANGE: ack acknowledges frames never sent. */
 ucs_status_t srm_channel_on_ack(srm_agent_t *agent, srm_link_t *link,
                                 uint32_t ack);
@@ -335,11 +335,11 @@ typedef struct srm_absorb_result {
     unsigned foreign;     /* frames of no writer of the lane, or out of
                              their port's order (srm_lane_check_writer) */
 } srm_absorb_result_t;
-/* Takes frames clients wrote to the small channel's active link
- * themselves into its stream, checked as they are copied; UCS_ERR_NO_MEMORY
- * (nothing taken). */
+/* Takes frames clients wrote to a channel's active link themselves into
+ * its stream, checked as they are copied; UCS_ERR_NO_MEMORY (nothing
+ * taken). */
 ucs_status_t srm_channel_absorb(srm_agent_t *agent, srm_node_t *node,
-                                const uint8_t *frames, size_t len,
+                                int kind, const uint8_t *frames, size_t len,
                                 size_t unwritten, srm_absorb_result_t *result);
 size_t srm_channel_queued(const srm_channel_t *chan);
 /* Counts a frame of the channel kind delivered to a port of this node. */
@@ -494,7 +494,7 @@ static inline void srm_agent_timer_by(srm_agent_t *agent, double due)
     }
 }
 
-/* srm_lane.c: clients that write the small channel's socket themselves */
+/* srm_lane.c: clients that write and read the channels' sockets themselves */
 void srm_lane_enter(srm_agent_t *agent, srm_node_t *node);
 /* A frame a client wrote directly to the node: UCS_OK if its source port
  * is a writer of the lane and its seq the next the agent counted for it,

@@ -130,6 +130,22 @@ static void srm_channel_activate(srm_agent_t *agent, srm_node_t *node,
     srm_rtt_restart(&chan->rtt);
 }
 
+void srm_channel_follow_peer(srm_agent_t *agent, srm_link_t *link)
+{
+    srm_node_t *node    = link->node;
+    srm_channel_t *chan = &node->chan[link->kind];
+    srm_link_t *active  = chan->links[chan->active];
+
+    if ((active == link) || (link->state != SRM_LINK_READY) ||
+        (agent->node_id > node->node_id) || (chan->head != chan->tail) ||
+        ((active != NULL) && (active->ctl_left > 0))) {
+        return;
+    }
+    srm_debug("node %u %s channel: follows its peer to path %d",
+              node->index, srm_node_kind_name(link->kind), link->path);
+    srm_channel_activate(agent, node, link->kind, link->path);
+}
+
 void srm_channel_link_ready(srm_agent_t *agent, srm_link_t *link)
 {
     srm_channel_t *chan = &link->node->chan[link->kind];
@@ -199,9 +215,7 @@ void srm_channel_link_lost(srm_agent_t *agent, srm_link_t *link)
     int kind         = link->kind;
 
     srm_channel_enter(agent, node, kind);
-    if (kind == SRM_CHANNEL_SMALL) {
-        srm_lane_link_lost(node, link);
-    }
+    srm_lane_link_lost(node, link);
     srm_channel_switch_path(agent, link);
     srm_channel_leave(agent, node, kind);
 }

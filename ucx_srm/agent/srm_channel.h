@@ -31,8 +31,18 @@ void srm_node_set_paused(srm_node_t *node, uint32_t port, int paused);
 void srm_channel_advance(srm_agent_t *agent, srm_channel_t *chan,
                          size_t bytes, double write_at);
 
-/* Around the small channel's sending state, shared with its lane's
- * writers (the lane's lock); nothing for the bulk channel. */
+/*
+ * A frame or an ack came on a link of the channel that is not its active
+ * one: the peer writes on the other path. Where both sides write on one connection,
+ * a process that reads the channel's socket directly finds what it waits
+ * for (srm_lane.c); so the agent of the lower node id moves to the peer's
+ * path, while nothing of its own is unacknowledged (only one side moves,
+ * or both could swap paths for ever). Inside the lanes' enter.
+ */
+void srm_channel_follow_peer(srm_agent_t *agent, srm_link_t *link);
+
+/* Around a channel's sending state, shared with its lane's writers (the
+ * lanes' locks). */
 void srm_channel_enter(srm_agent_t *agent, srm_node_t *node, int kind);
 
 void srm_channel_leave(srm_agent_t *agent, srm_node_t *node, int kind);

@@ -406,10 +406,10 @@ static void srm_channel_blank_frame(uint8_t *at, const srm_frame_hdr_t *hdr,
 }
 
 ucs_status_t srm_channel_absorb(srm_agent_t *agent, srm_node_t *node,
-                                const uint8_t *frames, size_t len,
+                                int kind, const uint8_t *frames, size_t len,
                                 size_t unwritten, srm_absorb_result_t *result)
 {
-    srm_channel_t *chan = &node->chan[SRM_CHANNEL_SMALL];
+    srm_channel_t *chan = &node->chan[kind];
     int written         = (chan->sent == chan->tail);
     uint64_t count = 0, bytes = 0;
     srm_frame_hdr_t hdr;

@@ -134,6 +134,9 @@ ucs_status_t srm_channel_receive(srm_agent_t *agent, srm_link_t *link,
         if (srm_channel_deliver(agent, link, hdr, payload) != UCS_OK) {
             return UCS_ERR_NO_RESOURCE;
         }
+        if (link != chan->links[chan->active]) {
+            srm_channel_follow_peer(agent, link);
+        }
     } else if (hdr->type == SRM_FRAME_PORT_GONE) {
         srm_order_port_gone(node, hdr->src_port, hdr->seq);
         srm_lane_enter(agent, node);
@@ -170,18 +173,19 @@ int srm_channel_is_next(srm_node_t *node, int kind, const srm_frame_hdr_t *hdr)
 }
 
 ucs_status_t srm_channel_taken(srm_agent_t *agent, srm_node_t *node,
-                               const srm_frame_hdr_t *hdr)
+                               int kind, const srm_frame_hdr_t *hdr)
 {
-    srm_channel_t *chan = &node->chan[SRM_CHANNEL_SMALL];
+    srm_channel_t *chan = &node->chan[kind];
+    srm_link_t *link    = node->lanes[kind].link;
     srm_order_t *order;
     srm_client_t *dst;
 
     if (hdr->type == SRM_FRAME_ACK) {
         /* Without its link the next one resends what was not acked. */
-        return (node->lane_link == NULL) ?
-               UCS_OK : srm_channel_on_ack(agent, node->lane_link, hdr->seq);
+        return (link == NULL) ? UCS_OK :
+                                srm_channel_on_ack(agent, link, hdr->seq);
     } else if ((hdr->type != SRM_FRAME_AM) ||
-               !srm_channel_is_next(node, SRM_CHANNEL_SMALL, hdr)) {
+               !srm_channel_is_next(node, kind, hdr)) {
         return UCS_ERR_INVALID_PARAM;
     }
     order = srm_order_get(node, hdr->src_port);
@@ -191,7 +195,7 @@ ucs_status_t srm_channel_taken(srm_agent_t *agent, srm_node_t *node,
         dst->stats.rx_bytes += hdr->length;
     }
     chan->taken_frames++;
-    srm_order_advance(agent, node, order, SRM_CHANNEL_SMALL, hdr);
+    srm_order_advance(agent, node, order, kind, hdr);
     srm_channel_consumed(agent, node, chan, hdr);
     return UCS_OK;
 }
@@ -204,6 +208,9 @@ void srm_channel_placed(srm_agent_t *agent, srm_link_t *link,
 
     chan->placed_frames++;
     chan->placed_bytes += hdr->length;
+    if (link != chan->links[chan->active]) {
+        srm_channel_follow_peer(agent, link);
+    }
     srm_order_advance(agent, node, srm_order_get(node, hdr->src_port),
                       link->kind, hdr);
     srm_channel_consumed(agent, node, chan, hdr);

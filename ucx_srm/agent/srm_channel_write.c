@@ -207,19 +207,17 @@ static int srm_channel_flush_locked(srm_agent_t *agent, srm_node_t *node,
     return srm_channel_write(agent, node, kind, link, ack);
 }
 
-/* The small channel's sending state is shared with its lane's writers. */
+/* A channel's sending state is shared with its lane's writers. */
 void srm_channel_enter(srm_agent_t *agent, srm_node_t *node, int kind)
 {
-    if (kind == SRM_CHANNEL_SMALL) {
-        srm_lane_enter(agent, node);
-    }
+    (void)kind; /* the lanes are entered together */
+    srm_lane_enter(agent, node);
 }
 
 void srm_channel_leave(srm_agent_t *agent, srm_node_t *node, int kind)
 {
-    if (kind == SRM_CHANNEL_SMALL) {
-        srm_lane_leave(agent, node);
-    }
+    (void)kind;
+    srm_lane_leave(agent, node);
 }
 
 int srm_channel_flush(srm_agent_t *agent, srm_node_t *node, int kind)
@@ -271,6 +269,10 @@ srm_channel_on_ack(srm_agent_t *agent, srm_link_t *link, uint32_t ack)
     /* Frames written directly are acknowledged too: absorbed first. */
     srm_channel_enter(agent, node, kind);
     status = srm_channel_take_ack(agent, &node->chan[kind], node, ack);
+    if ((status == UCS_OK) &&
+        (link != node->chan[kind].links[node->chan[kind].active])) {
+        srm_channel_follow_peer(agent, link); /* now that all may be acked */
+    }
     srm_channel_leave(agent, node, kind);
     return status;
 }

@@ -1,16 +1,21 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * The agent's side of the direct lanes (srm_lane_shared.h): one per remote node
- * for its small channel, on the tcp wire, made when a client first asks.
+ * The agent's side of the direct lanes (srm_lane_shared.h): one per remote
+ * node and channel, on the tcp wire, made when a client first asks.
  *
- * Every change the agent makes to the small channel's sending state,
- * every write to its socket, every read from the node's links and every
- * change to the node's receive order happens between srm_lane_enter and
- * srm_lane_leave. Enter takes the lane's lock and absorbs what clients
- * wrote and read directly, so the channel's streams are whole again;
- * leave decides whether clients may write (open) and read (rx_open),
- * publishes what they need to check the order, and lets go. They nest:
- * closing a link inside a write closes it inside the same lock.
+ * Every change the agent makes to a channel's sending state, every write
+ * to its socket, every read from the node's links and every change to the
+ * node's receive order happens between srm_lane_enter and srm_lane_leave.
+ * Enter takes the locks of the node's lanes (small, then bulk: clients
+ * only ever try one) and absorbs what clients wrote and read directly, so
+ * the channels' streams are whole again (the small log first: a client
+ * writes a small frame after a bulk one only once the bulk log it went to
+ * was taken, so each port's frames come in its order); leave decides whether clients may
+ * write (open) and read (rx_open), publishes what they need to check the
+ * order, and lets go. They nest: closing a link inside a write closes it
+ * inside the same locks. Both lanes are held together because the receive
+ * order spans both channels: a frame taken from one moves what the
+ * clients of the other check against.
  */
 #define _GNU_SOURCE
 #include "srm_agent.h"
@@ -50,17 +55,18 @@ static uint32_t srm_lane_entry_of(const srm_client_t *client,
  * holder that is not next in the channel's order is its reader's fault.
  */
 static ucs_status_t srm_lane_book_rx(srm_agent_t *agent, srm_node_t *node,
-                                     const srm_frame_hdr_t *hdr)
+                                     int kind, const srm_frame_hdr_t *hdr)
 {
     srm_client_t *reader;
 
     if (hdr->type == SRM_FRAME_AM) {
         reader = srm_client_lookup_attached(agent, hdr->dst_port);
         if ((reader == NULL) || (srm_lane_entry_of(reader, node) == 0) ||
-            (hdr->length > srm_channel_small_max(agent))) {
+            ((kind == SRM_CHANNEL_SMALL) &&
+             (hdr->length > srm_channel_small_max(agent)))) {
             return UCS_ERR_INVALID_PARAM;
         }
-        if (srm_channel_taken(agent, node, hdr) != UCS_OK) {
+        if (srm_channel_taken(agent, node, kind, hdr) != UCS_OK) {
             srm_client_fail(agent, reader, "it recorded a frame it read "
                                            "directly that was not the "
                                            "next in the channel's order");
@@ -68,7 +74,7 @@ static ucs_status_t srm_lane_book_rx(srm_agent_t *agent, srm_node_t *node,
         }
         return UCS_OK;
     }
-    return srm_channel_taken(agent, node, hdr);
+    return srm_channel_taken(agent, node, kind, hdr);
 }
 
 /*
@@ -79,18 +85,18 @@ static ucs_status_t srm_lane_book_rx(srm_agent_t *agent, srm_node_t *node,
  * the count is impossible.
  */
 static uint32_t srm_lane_absorb_rx(srm_agent_t *agent, srm_node_t *node,
-                                   uint32_t taken)
+                                   int kind, uint32_t taken)
 {
     srm_frame_hdr_t copy[SRM_LANE_RX_LOG];
-    srm_link_t *link = node->lane_link;
+    srm_link_t *link = node->lanes[kind].link;
     uint32_t i, bad  = 0;
 
     if (taken > SRM_LANE_RX_LOG) {
         return taken;
     }
-    memcpy(copy, node->lane->rx_log, taken * sizeof(copy[0]));
+    memcpy(copy, node->lanes[kind].shm->rx_log, taken * sizeof(copy[0]));
     for (i = 0; i < taken; ++i) {
-        bad += (srm_lane_book_rx(agent, node, &copy[i]) != UCS_OK);
+        bad += (srm_lane_book_rx(agent, node, kind, &copy[i]) != UCS_OK);
     }
     if ((taken > bad) && (link != NULL)) {
         link->last_rx = srm_agent_now(); /* its peer is alive */
@@ -111,8 +117,8 @@ static void srm_lane_shut_link(srm_agent_t *agent, srm_node_t *node,
     if (link->lane_shut) {
         return;
     }
-    srm_warn("node %u: %s; resetting its small channel's connection",
-             node->index, why);
+    srm_warn("node %u: %s; resetting its %s channel's connection",
+             node->index, why, srm_node_kind_name(link->kind));
     link->lane_shut = 1;
     srm_lane_set_polled(agent, link, 0);
     shutdown(link->conn.fd, SHUT_RDWR);
@@ -165,10 +171,11 @@ static uint64_t srm_lane_count_logged(const srm_lane_t *lane, uint32_t len)
 /* Takes the frames of the log into the channel: why the connection must be
  * reset, or NULL. */
 static const char *srm_lane_take_log(srm_agent_t *agent, srm_node_t *node,
-                                     uint32_t len, uint32_t unwritten)
+                                     int kind, uint32_t len,
+                                     uint32_t unwritten)
 {
-    srm_lane_t *lane    = node->lane;
-    srm_channel_t *chan = &node->chan[SRM_CHANNEL_SMALL];
+    srm_lane_t *lane    = node->lanes[kind].shm;
+    srm_channel_t *chan = &node->chan[kind];
     srm_absorb_result_t result = {0};
 
     if (node->state == SRM_NODE_INVALID) {
@@ -178,7 +185,7 @@ static const char *srm_lane_take_log(srm_agent_t *agent, srm_node_t *node,
         node->dropped += srm_lane_count_logged(lane, len);
         return NULL;
     }
-    if ((len > 0) && (srm_channel_absorb(agent, node, lane->log, len,
+    if ((len > 0) && (srm_channel_absorb(agent, node, kind, lane->log, len,
                                          unwritten, &result) != UCS_OK)) {
         return "no memory to keep the frames written to it directly";
     }
@@ -203,10 +210,11 @@ static const char *srm_lane_take_log(srm_agent_t *agent, srm_node_t *node,
                    "a process numbered a frame it did not log";
 }
 
-static void srm_lane_absorb(srm_agent_t *agent, srm_node_t *node)
+static void srm_lane_absorb(srm_agent_t *agent, srm_node_t *node, int kind)
 {
-    srm_lane_t *lane    = node->lane;
-    srm_channel_t *chan = &node->chan[SRM_CHANNEL_SMALL];
+    srm_node_lane_t *nl = &node->lanes[kind];
+    srm_lane_t *lane    = nl->shm;
+    srm_channel_t *chan = &node->chan[kind];
     uint32_t len        = lane->log_len;
     uint32_t unwritten  = lane->unwritten;
     srm_link_t *link    = chan->links[chan->active];
@@ -218,13 +226,13 @@ static void srm_lane_absorb(srm_agent_t *agent, srm_node_t *node)
          * whole, and the connection is reset anyway. */
         unwritten = 0;
     }
-    if ((len > sizeof(lane->log)) || (unwritten > len)) {
-        srm_error("node %u: a process left its direct lane's log corrupt "
+    if ((len > nl->log_size) || (unwritten > len)) {
+        srm_error("node %u: a process left its %s lane's log corrupt "
                   "(%u bytes, %u unwritten): the frames in it are lost",
-                  node->index, len, unwritten);
+                  node->index, srm_node_kind_name(kind), len, unwritten);
         why = "a process left a corrupt lane log";
     } else {
-        why = srm_lane_take_log(agent, node, len, unwritten);
+        why = srm_lane_take_log(agent, node, kind, len, unwritten);
     }
     if (lane->owner_died) {
         why = "a process died writing to it directly";
@@ -232,14 +240,17 @@ static void srm_lane_absorb(srm_agent_t *agent, srm_node_t *node)
     lane->log_len    = 0;
     lane->unwritten  = 0;
     lane->owner_died = 0;
+    if (len > 0) {
+        srm_store_release(&lane->absorbs, lane->absorbs + 1);
+    }
     if ((why != NULL) && (link != NULL)) {
         srm_lane_shut_link(agent, node, link, why);
     }
 
     /* After the frames written: an ack read may acknowledge them. */
-    if ((srm_lane_absorb_rx(agent, node, lane->rx_taken) != 0) &&
-        (node->lane_link != NULL)) {
-        srm_lane_shut_link(agent, node, node->lane_link,
+    if ((srm_lane_absorb_rx(agent, node, kind, lane->rx_taken) != 0) &&
+        (nl->link != NULL)) {
+        srm_lane_shut_link(agent, node, nl->link,
                            "a process recorded a frame it read from it "
                            "directly that it may not have read");
     }
@@ -256,60 +267,70 @@ static void srm_lane_absorb(srm_agent_t *agent, srm_node_t *node)
  * resends what was not acknowledged. Clients see `retired` and ask for the
  * new lane.
  */
-static void srm_lane_retire(srm_agent_t *agent, srm_node_t *node)
+static void srm_lane_retire(srm_agent_t *agent, srm_node_t *node, int kind)
 {
-    srm_lane_t *lane = node->lane;
-    srm_link_t *link = node->lane_link;
-    uint32_t len     = srm_lane_seal(lane);
-    uint32_t taken   = srm_lane_seal_len(&lane->rx_taken);
+    srm_node_lane_t *nl = &node->lanes[kind];
+    srm_lane_t *lane    = nl->shm;
+    srm_link_t *link    = nl->link;
+    uint32_t len        = srm_lane_seal(lane);
+    uint32_t taken      = srm_lane_seal_len(&lane->rx_taken);
 
     srm_store_relaxed(&lane->open, 0);
     srm_store_relaxed(&lane->rx_open, 0);
     srm_store_release(&lane->retired, 1);
     srm_warn("node %u: a process held its direct lane for over %d ms "
-             "(stopped?): the lane is retired and its connection reset; "
-             "a new lane is made when asked", node->index,
-             SRM_LANE_HOLD_LIMIT_MS);
-    if ((len > sizeof(lane->log)) ||
-        (srm_lane_take_log(agent, node, len, 0) != NULL)) {
+             "(%s channel; stopped?): the lane is retired and its "
+             "connection reset; a new lane is made when asked", node->index,
+             SRM_LANE_HOLD_LIMIT_MS, srm_node_kind_name(kind));
+    if ((len > nl->log_size) ||
+        (srm_lane_take_log(agent, node, kind, len, 0) != NULL)) {
         srm_warn("node %u: the retired lane's log (%u bytes) is corrupt or "
                  "too large to keep; what it holds may be lost",
                  node->index, len);
     }
-    if (srm_lane_absorb_rx(agent, node, taken) != 0) {
+    if (srm_lane_absorb_rx(agent, node, kind, taken) != 0) {
         srm_warn("node %u: the retired lane's receive log has records the "
                  "agent could not book; their frames come again", node->index);
     }
     if (link != NULL) {
         shutdown(link->conn.fd, SHUT_RDWR); /* its reads see the end: it closes */
     }
-    node->lane       = NULL;
-    node->lane_link  = NULL;
-    node->lane_depth = 0;
-    srm_lane_unmap(lane);
-    close(node->lane_fd);
-    node->lane_fd = -1;
+    nl->shm  = NULL;
+    nl->link = NULL;
+    srm_lane_unmap(lane, nl->log_size);
+    close(nl->fd);
+    nl->fd = -1;
 }
 
 void srm_lane_enter(srm_agent_t *agent, srm_node_t *node)
 {
-    if ((node->lane == NULL) || (node->lane_depth++ > 0)) {
+    srm_node_lane_t *nl;
+    int kind;
+
+    if (node->lane_depth++ > 0) {
         return;
     }
-    if (srm_lane_lock_timed(node->lane, SRM_LANE_HOLD_LIMIT_MS) < 0) {
-        if (errno == ETIMEDOUT) {
-            srm_lane_retire(agent, node);
-            return;
+    for (kind = 0; kind < SRM_CHANNEL_KINDS; ++kind) {
+        nl = &node->lanes[kind];
+        if (nl->shm == NULL) {
+            continue;
         }
-        srm_error("node %u: cannot lock its direct lane: %m", node->index);
+        if (srm_lane_lock_timed(nl->shm, SRM_LANE_HOLD_LIMIT_MS) < 0) {
+            if (errno == ETIMEDOUT) {
+                srm_lane_retire(agent, node, kind);
+                continue;
+            }
+            srm_error("node %u: cannot lock its %s direct lane: %m",
+                      node->index, srm_node_kind_name(kind));
+        }
+        srm_lane_absorb(agent, node, kind);
     }
-    srm_lane_absorb(agent, node);
 }
 
-/* Whether clients may write the small channel's socket now. */
-static srm_link_t *srm_lane_writable_link(const srm_node_t *node)
+/* Whether clients may write the channel's socket now. */
+static srm_link_t *srm_lane_writable_link(const srm_node_t *node, int kind)
 {
-    const srm_channel_t *chan = &node->chan[SRM_CHANNEL_SMALL];
+    const srm_channel_t *chan = &node->chan[kind];
     srm_link_t *link          = chan->links[chan->active];
 
     if ((link == NULL) || (link->state != SRM_LINK_READY) ||
@@ -328,9 +349,9 @@ static srm_link_t *srm_lane_writable_link(const srm_node_t *node)
  * from it is empty (at a frame boundary), and no frame of the node waits
  * in a port's backlog, where the order checks do not see it.
  */
-static int srm_lane_readable(const srm_node_t *node)
+static int srm_lane_readable(const srm_node_t *node, int kind)
 {
-    const srm_link_t *link = node->lane_link;
+    const srm_link_t *link = node->lanes[kind].link;
 
     return (link != NULL) && (link->state == SRM_LINK_READY) &&
            (link->in_len == 0) && (link->place.dst == NULL) &&
@@ -353,26 +374,27 @@ static void srm_lane_set_polled(srm_agent_t *agent, srm_link_t *link,
  * frames of the others at the head), the agent reads the socket alone,
  * and lets them try again only every SRM_LANE_LISTEN_WINDOWS windows.
  */
-static int srm_lane_clients_take(srm_node_t *node, double now)
+static int srm_lane_clients_take(srm_node_t *node, int kind, double now)
 {
-    const srm_channel_t *chan = &node->chan[SRM_CHANNEL_SMALL];
+    const srm_channel_t *chan = &node->chan[kind];
+    srm_node_lane_t *nl       = &node->lanes[kind];
     uint64_t rx, taken;
 
-    if ((now - node->lane_window_start) < SRM_LANE_POLL_STALE_MS * 1e-3) {
-        return node->lane_listen_windows == 0;
+    if ((now - nl->window_start) < SRM_LANE_POLL_STALE_MS * 1e-3) {
+        return nl->listen_windows == 0;
     }
-    rx    = chan->rx_frames - node->lane_window_rx;
-    taken = chan->taken_frames - node->lane_window_taken;
-    if (node->lane_listen_windows > 0) {
-        node->lane_listen_windows--;
-    } else if (node->lane_window_polled && ((2 * taken) < rx)) {
-        node->lane_listen_windows = SRM_LANE_LISTEN_WINDOWS;
+    rx    = chan->rx_frames - nl->window_rx;
+    taken = chan->taken_frames - nl->window_taken;
+    if (nl->listen_windows > 0) {
+        nl->listen_windows--;
+    } else if (nl->window_polled && ((2 * taken) < rx)) {
+        nl->listen_windows = SRM_LANE_LISTEN_WINDOWS;
     }
-    node->lane_window_polled = srm_load_relaxed(&node->lane->rx_pollers) > 0;
-    node->lane_window_start  = now;
-    node->lane_window_rx    = chan->rx_frames;
-    node->lane_window_taken = chan->taken_frames;
-    return node->lane_listen_windows == 0;
+    nl->window_polled = srm_load_relaxed(&nl->shm->rx_pollers) > 0;
+    nl->window_start  = now;
+    nl->window_rx     = chan->rx_frames;
+    nl->window_taken  = chan->taken_frames;
+    return nl->listen_windows == 0;
 }
 
 /*
@@ -380,24 +402,25 @@ static int srm_lane_clients_take(srm_node_t *node, double now)
  * polling client takes then wakes nobody. While it does not listen, its
  * timer looks at the pollers every SRM_LANE_POLL_STALE_MS.
  */
-static void srm_lane_watch(srm_agent_t *agent, srm_node_t *node,
+static void srm_lane_watch(srm_agent_t *agent, srm_node_t *node, int kind,
                            int readable, double now)
 {
-    const double stale = SRM_LANE_POLL_STALE_MS * 1e-3;
-    srm_lane_t *lane   = node->lane;
-    uint32_t polls     = srm_load_relaxed(&lane->rx_polls);
+    const double stale  = SRM_LANE_POLL_STALE_MS * 1e-3;
+    srm_node_lane_t *nl = &node->lanes[kind];
+    srm_lane_t *lane    = nl->shm;
+    uint32_t polls      = srm_load_relaxed(&lane->rx_polls);
     int polled;
 
-    if (polls != node->lane_polls_seen) {
-        node->lane_polls_seen = polls;
-        node->lane_polled_at  = now;
+    if (polls != nl->polls_seen) {
+        nl->polls_seen = polls;
+        nl->polled_at  = now;
     }
     /* Not either while its channel waits for acks: it reads them at
      * once, where a client that took one would have to kick it. */
     polled = readable && !lane->ack_wanted &&
              (srm_load_relaxed(&lane->rx_pollers) > 0) &&
-             ((now - node->lane_polled_at) < stale);
-    srm_lane_set_polled(agent, node->lane_link, polled);
+             ((now - nl->polled_at) < stale);
+    srm_lane_set_polled(agent, nl->link, polled);
     srm_store_relaxed(&lane->rx_agent_deaf, (uint32_t)polled);
     if (polled) {
         srm_agent_timer_by(agent, now + stale);
@@ -405,9 +428,10 @@ static void srm_lane_watch(srm_agent_t *agent, srm_node_t *node,
 }
 
 /* What a client checks a frame against before it takes it. */
-static void srm_lane_publish_rx(srm_agent_t *agent, srm_node_t *node)
+static void srm_lane_publish_rx(srm_agent_t *agent, srm_node_t *node,
+                                int kind)
 {
-    srm_lane_t *lane = node->lane;
+    srm_lane_t *lane = node->lanes[kind].shm;
     double now       = srm_agent_now();
     unsigned i, n;
     int readable;
@@ -422,46 +446,84 @@ static void srm_lane_publish_rx(srm_agent_t *agent, srm_node_t *node)
         }
     }
     lane->rx_num_ports = n;
-    lane->rx_expected  = node->chan[SRM_CHANNEL_SMALL].rx_expected;
+    lane->rx_expected  = node->chan[kind].rx_expected;
     lane->rx_changes++;
     /* Not while they leave most frames to the agent anyway: their looks
      * and their hold on the lock would only slow it down. */
-    readable           = srm_lane_readable(node) &&
-                         srm_lane_clients_take(node, now);
-    srm_lane_watch(agent, node, readable, now);
+    readable           = srm_lane_readable(node, kind) &&
+                         srm_lane_clients_take(node, kind, now);
+    srm_lane_watch(agent, node, kind, readable, now);
     srm_store_release(&lane->rx_open, (uint32_t)readable);
 }
 
-/* Whether the small channel waits for acks: a quarter of its depth not
+/* Whether the channel waits for acks: a quarter of its depth not
  * acknowledged, or frames queued behind it. */
 static uint32_t srm_lane_acks_wanted(const srm_agent_t *agent,
-                                     const srm_node_t *node)
+                                     const srm_node_t *node, int kind)
 {
-    const srm_channel_t *chan = &node->chan[SRM_CHANNEL_SMALL];
+    const srm_channel_t *chan = &node->chan[kind];
 
     return (chan->sent != chan->tail) ||
            ((chan->sent - chan->head) > (agent->config.channel_depth / 4));
 }
 
-void srm_lane_leave(srm_agent_t *agent, srm_node_t *node)
+/*
+ * Bytes writers may add to the log before the agent takes it: on the bulk
+ * channel, the window of SRM_LANE_BULK_WINDOWS depths less what the
+ * channel has not had acknowledged; on the small one, the whole log (its
+ * frames are small, and the log itself bounds them).
+ */
+static uint32_t srm_lane_room(const srm_agent_t *agent, const srm_node_t *node,
+                              int kind)
 {
-    srm_lane_t *lane = node->lane;
+    const srm_channel_t *chan = &node->chan[kind];
+    uint64_t window, unacked;
+
+    if (kind == SRM_CHANNEL_SMALL) {
+        return node->lanes[kind].log_size;
+    }
+    window  = (uint64_t)SRM_LANE_BULK_WINDOWS * agent->config.channel_depth;
+    unacked = chan->tail - chan->head;
+    if (unacked >= window) {
+        return 0;
+    }
+    return (uint32_t)((window - unacked < node->lanes[kind].log_size) ?
+                              window - unacked : node->lanes[kind].log_size);
+}
+
+static void srm_lane_leave_one(srm_agent_t *agent, srm_node_t *node,
+                               int kind)
+{
+    srm_node_lane_t *nl = &node->lanes[kind];
+    srm_lane_t *lane    = nl->shm;
     srm_link_t *link;
 
-    if ((lane == NULL) || (--node->lane_depth > 0)) {
-        return;
-    }
-    link = srm_lane_writable_link(node);
-    if ((link != NULL) && (link != node->lane_link)) {
-        srm_lane_set_polled(agent, node->lane_link, 0);
-        node->lane_link = link;
+    link = srm_lane_writable_link(node, kind);
+    if ((link != NULL) && (link != nl->link)) {
+        srm_lane_set_polled(agent, nl->link, 0);
+        nl->link = link;
         lane->generation++;
     }
-    lane->next_chan_seq = node->chan[SRM_CHANNEL_SMALL].next_seq;
-    lane->ack_wanted    = srm_lane_acks_wanted(agent, node);
+    lane->next_chan_seq = node->chan[kind].next_seq;
+    lane->ack_wanted    = srm_lane_acks_wanted(agent, node, kind);
+    lane->room          = srm_lane_room(agent, node, kind);
     srm_store_release(&lane->open, (uint32_t)(link != NULL));
-    srm_lane_publish_rx(agent, node);
+    srm_lane_publish_rx(agent, node, kind);
     srm_lane_unlock(lane);
+}
+
+void srm_lane_leave(srm_agent_t *agent, srm_node_t *node)
+{
+    int kind;
+
+    if (--node->lane_depth > 0) {
+        return;
+    }
+    for (kind = SRM_CHANNEL_KINDS - 1; kind >= 0; --kind) {
+        if (node->lanes[kind].shm != NULL) {
+            srm_lane_leave_one(agent, node, kind);
+        }
+    }
 }
 
 void srm_lane_catch_up(srm_agent_t *agent, srm_node_t *node)
@@ -472,60 +534,90 @@ void srm_lane_catch_up(srm_agent_t *agent, srm_node_t *node)
 
 void srm_lane_link_lost(srm_node_t *node, srm_link_t *link)
 {
-    if ((node->lane != NULL) && (node->lane_link == link)) {
-        node->lane_link = NULL;
+    srm_node_lane_t *nl;
+    int kind;
+
+    for (kind = 0; kind < SRM_CHANNEL_KINDS; ++kind) {
+        nl = &node->lanes[kind];
+        if ((nl->shm == NULL) || (nl->link != link)) {
+            continue;
+        }
+        nl->link           = NULL;
         link->clients_poll = 0; /* it is closing */
-        srm_store_relaxed(&node->lane->open, 0);
-        srm_store_relaxed(&node->lane->rx_open, 0);
-        srm_store_relaxed(&node->lane->rx_agent_deaf, 0);
-        node->lane->generation++;
+        srm_store_relaxed(&nl->shm->open, 0);
+        srm_store_relaxed(&nl->shm->rx_open, 0);
+        srm_store_relaxed(&nl->shm->rx_agent_deaf, 0);
+        nl->shm->generation++;
     }
 }
 
 void srm_lane_destroy(srm_node_t *node)
 {
-    if (node->lane != NULL) {
-        srm_lane_unmap(node->lane);
-        close(node->lane_fd);
-        node->lane = NULL;
+    srm_node_lane_t *nl;
+    int kind;
+
+    for (kind = 0; kind < SRM_CHANNEL_KINDS; ++kind) {
+        nl = &node->lanes[kind];
+        if (nl->shm != NULL) {
+            srm_lane_unmap(nl->shm, nl->log_size);
+            close(nl->fd);
+            nl->shm = NULL;
+        }
     }
 }
 
-/* The node's lane, made on first use; NULL with a reason. */
+/* The node's lane of a channel, made on first use; NULL with a reason. */
 static srm_lane_t *srm_lane_get(srm_agent_t *agent, srm_node_t *node,
-                                const char **why)
+                                int kind, const char **why)
 {
+    srm_node_lane_t *nl = &node->lanes[kind];
+    uint32_t log_size   = (kind == SRM_CHANNEL_SMALL) ?
+                                  SRM_LANE_LOG_SIZE : SRM_LANE_BULK_LOG_SIZE;
     srm_lane_t *lane;
     size_t small_max;
     char name[32];
 
-    if (node->lane != NULL) {
-        return node->lane;
+    if (nl->shm != NULL) {
+        return nl->shm;
     }
-    snprintf(name, sizeof(name), "srm-lane-%u", node->index);
-    if (srm_lane_create(name, &node->lane_fd, &lane) != 0) {
+    /* Tests tell the lanes apart by these names. */
+    snprintf(name, sizeof(name), "srm-%slane-%u",
+             (kind == SRM_CHANNEL_SMALL) ? "" : "bulk-", node->index);
+    if (srm_lane_create(name, log_size, &nl->fd, &lane) != 0) {
         *why = "cannot create its shared memory";
         srm_warn("node %u: cannot create a direct lane: %m", node->index);
         return NULL;
     }
-    small_max         = srm_channel_small_max(agent);
-    lane->max_payload = (small_max < SRM_LANE_LOG_SIZE / 4) ?
-                                (uint32_t)small_max : SRM_LANE_LOG_SIZE / 4;
+    small_max     = srm_channel_small_max(agent);
+    lane->channel = (uint32_t)kind;
+    lane->bulk_above = (small_max < UINT32_MAX) ? (uint32_t)small_max :
+                                                  UINT32_MAX;
+    if (kind == SRM_CHANNEL_SMALL) {
+        lane->max_payload   = (small_max < log_size / 4) ?
+                                      (uint32_t)small_max : log_size / 4;
+        lane->rx_kick_bytes = SRM_LANE_RX_KICK_BYTES;
+    } else {
+        lane->max_payload   = SRM_FRAME_MAX_PAYLOAD;
+        lane->rx_kick_bytes = (uint32_t)(agent->config.channel_depth / 4);
+    }
     /* Numbering goes on from the channel's; no client knows the lane yet,
      * so the first enter finds nothing to absorb. */
-    lane->next_chan_seq = node->chan[SRM_CHANNEL_SMALL].next_seq;
-    node->lane          = lane;
-    node->lane_depth    = 0;
-    node->lane_link     = NULL;
+    lane->next_chan_seq = node->chan[kind].next_seq;
+    nl->log_size        = log_size;
+    nl->link            = NULL;
     srm_lane_enter(agent, node);
+    /* Nobody else knows it yet: the lock is free, whatever order the
+     * other lane's was taken in. */
+    srm_lane_trylock(lane);
+    nl->shm = lane;
     srm_lane_leave(agent, node);
     return lane;
 }
 
 /*
- * A LANE request from the md connection `requester` for the port it
- * names. Fills the reply and the fds to pass: the lane's memfd, and the
- * socket while the lane is open.
+ * A LANE request from the md connection `requester` for the port and
+ * channel it names. Fills the reply and the fds to pass: the lane's memfd,
+ * and the socket while the lane is open.
  */
 void srm_lane_answer(srm_agent_t *agent, const srm_client_t *requester,
                      const srm_lane_req_t *req, srm_lane_rep_t *rep,
@@ -534,6 +626,7 @@ void srm_lane_answer(srm_agent_t *agent, const srm_client_t *requester,
     srm_client_t *client = srm_client_lookup(agent, req->port);
     const char *why      = NULL;
     srm_node_t *node     = NULL;
+    srm_node_lane_t *nl  = NULL;
     srm_lane_t *lane;
 
     *nfds = 0;
@@ -541,6 +634,8 @@ void srm_lane_answer(srm_agent_t *agent, const srm_client_t *requester,
         (client->state != SRM_CLIENT_ATTACHED) ||
         (client->pid != requester->pid)) {
         why = "no such port of this process";
+    } else if (req->channel >= SRM_CHANNEL_KINDS) {
+        why = "no such channel";
     } else if (agent->any_user) {
         why = "the agent serves every user (--any-user): no process may "
               "write its channels";
@@ -549,8 +644,22 @@ void srm_lane_answer(srm_agent_t *agent, const srm_client_t *requester,
     } else if (agent->verbs[0] != NULL) {
         why = "the channels run on verbs";
     }
-    lane = (why == NULL) ? srm_lane_get(agent, node, &why) : NULL;
-    if (lane == NULL) {
+    lane = (why == NULL) ? srm_lane_get(agent, node, (int)req->channel, &why) :
+                           NULL;
+    if (lane != NULL) {
+        srm_lane_enter(agent, node);
+        if (!client->node_seq_shared[req->node]) {
+            srm_store_relaxed(&client->ctl->node_seq[req->node],
+                              client->node_seq[req->node]);
+            client->node_seq_shared[req->node] = 1;
+        }
+        srm_lane_leave(agent, node); /* open and generation as of now */
+        nl = &node->lanes[req->channel];
+        if (nl->shm == NULL) {
+            why = "its lane was just retired"; /* asked again later */
+        }
+    }
+    if (why != NULL) {
         rep->status = EPERM;
         snprintf(rep->error, sizeof(rep->error), "%s", why);
         srm_debug("port %u: no direct lane to node entry %u: %s", req->port,
@@ -558,43 +667,40 @@ void srm_lane_answer(srm_agent_t *agent, const srm_client_t *requester,
         return;
     }
 
-    srm_lane_enter(agent, node);
-    if (!client->node_seq_shared[req->node]) {
-        srm_store_relaxed(&client->ctl->node_seq[req->node],
-                          client->node_seq[req->node]);
-        client->node_seq_shared[req->node] = 1;
-    }
-    srm_lane_leave(agent, node); /* open and generation as of now */
-
     /* The socket of the generation, even while the lane is shut for a
      * moment (the agent writing): clients look at open before writing. */
     rep->status     = 0;
-    rep->open       = srm_load_relaxed(&lane->open);
-    rep->generation = lane->generation;
-    fds[(*nfds)++]  = node->lane_fd;
-    if (node->lane_link != NULL) {
-        node->lane_link->shared = 1;
-        fds[(*nfds)++]          = node->lane_link->conn.fd;
+    rep->open       = srm_load_relaxed(&nl->shm->open);
+    rep->generation = nl->shm->generation;
+    fds[(*nfds)++]  = nl->fd;
+    if (nl->link != NULL) {
+        nl->link->shared = 1;
+        fds[(*nfds)++]   = nl->link->conn.fd;
     }
 }
 
-/* For every lane a client kicked: absorbs (the flush enters the lane),
+/* For every lane a client kicked: absorbs (the flush enters the lanes),
  * sends on, and reads what its socket holds; work done. */
 unsigned srm_lane_progress(srm_agent_t *agent)
 {
     unsigned count = 0, i;
+    srm_node_lane_t *nl;
     srm_node_t *node;
+    int kind;
 
     for (i = 0; i < agent->num_nodes; ++i) {
         node = agent->nodes[i];
-        if ((node->lane == NULL) || !srm_load_relaxed(&node->lane->kick)) {
-            continue;
+        for (kind = 0; kind < SRM_CHANNEL_KINDS; ++kind) {
+            nl = &node->lanes[kind];
+            if ((nl->shm == NULL) || !srm_load_relaxed(&nl->shm->kick)) {
+                continue;
+            }
+            srm_channel_flush(agent, node, kind);
+            if (nl->link != NULL) {
+                srm_link_read_in_lane(agent, nl->link);
+            }
+            ++count;
         }
-        srm_channel_flush(agent, node, SRM_CHANNEL_SMALL);
-        if (node->lane_link != NULL) {
-            srm_link_read_in_lane(agent, node->lane_link);
-        }
-        ++count;
     }
     return count;
 }

@@ -90,6 +90,7 @@ srm_node_t *srm_node_create(srm_agent_t *agent, uint64_t node_id,
     node->index   = agent->num_nodes;
     for (kind = 0; kind < SRM_CHANNEL_KINDS; ++kind) {
         srm_channel_init(agent, &node->chan[kind]);
+        node->lanes[kind].fd = -1;
     }
     srm_node_set_state(node, SRM_NODE_INIT, srm_agent_now());
     node->down_since = node->state_since;
@@ -473,8 +474,12 @@ unsigned srm_node_progress(srm_agent_t *agent)
                                       agent->config.failover_timeout / 8);
     for (i = 0; i < agent->num_nodes; ++i) {
         node = agent->nodes[i];
-        if ((node->lane_link != NULL) && node->lane_link->clients_poll) {
-            srm_agent_timer_by(agent, now + SRM_LANE_POLL_STALE_MS * 1e-3);
+        for (kind = 0; kind < SRM_CHANNEL_KINDS; ++kind) {
+            if ((node->lanes[kind].link != NULL) &&
+                node->lanes[kind].link->clients_poll) {
+                srm_agent_timer_by(agent,
+                                   now + SRM_LANE_POLL_STALE_MS * 1e-3);
+            }
         }
     }
     return count;

@@ -167,6 +167,25 @@ typedef struct srm_held_frame {
     uint8_t               payload[];
 } srm_held_frame_t;
 
+/* One channel's direct lane, as the agent keeps it: its own copy of what
+ * it must not read back from the memory clients share. */
+typedef struct srm_node_lane {
+    srm_lane_t       *shm;
+    int              fd;
+    uint32_t         log_size;
+    srm_link_t       *link;       /* whose socket the lane's generation
+                                     names, or NULL */
+    uint32_t         polls_seen;  /* rx_polls when last looked at */
+    double           polled_at;   /* when it last moved */
+    /* Whether clients take enough to be left the socket (srm_lane_watch):
+     * over windows of SRM_LANE_POLL_STALE_MS. */
+    double           window_start;
+    int              window_polled; /* clients polled as it began */
+    uint64_t         window_rx;     /* the channel's rx_frames then */
+    uint64_t         window_taken;  /* and taken_frames */
+    unsigned         listen_windows; /* left to listen before a try */
+} srm_node_lane_t;
+
 /* Receive order of one source port of this node's peer (srm_order.c). */
 typedef struct srm_order {
     uint32_t         src_port;
@@ -216,24 +235,12 @@ struct srm_node {
     uint64_t         reordered;   /* frames held back for order */
     uint64_t         dropped;     /* frames for it dropped (node invalid) */
     unsigned         backlogged;  /* its frames waiting in port backlogs */
-    /* The small channel's direct lane (srm_lane.c), once a client asked. */
-    srm_lane_t       *lane;
-    int              lane_fd;
+    /* The channels' direct lanes (srm_lane.c), once a client asked. */
+    srm_node_lane_t  lanes[SRM_CHANNEL_KINDS];
     unsigned         lane_depth;  /* srm_lane_enter nesting */
     uint64_t         lane_foreign; /* frames written to it directly by no
                                       writer of its lane, or out of their
                                       port's order */
-    srm_link_t       *lane_link;  /* the link whose socket the lane's
-                                     generation names, or NULL */
-    uint32_t         lane_polls_seen; /* rx_polls when last looked at */
-    double           lane_polled_at;  /* when it last moved */
-    /* Whether clients take enough to be left the socket (srm_lane_watch):
-     * over windows of SRM_LANE_POLL_STALE_MS. */
-    double           lane_window_start;
-    int              lane_window_polled; /* clients polled as it began */
-    uint64_t         lane_window_rx;     /* small channel rx_frames then */
-    uint64_t         lane_window_taken;  /* and taken_frames */
-    unsigned         lane_listen_windows; /* left to listen before a try */
 };
 
 #endif

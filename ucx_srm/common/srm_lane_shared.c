@@ -36,9 +36,16 @@ static int srm_lane_init_lock(srm_lane_t *lane)
     return ret;
 }
 
-int srm_lane_create(const char *name, int *fd_p, srm_lane_t **lane_p)
+static size_t srm_lane_bytes(uint32_t log_size)
+{
+    return sizeof(srm_lane_t) + log_size;
+}
+
+int srm_lane_create(const char *name, uint32_t log_size, int *fd_p,
+                    srm_lane_t **lane_p)
 {
     const int seals = F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL;
+    size_t size     = srm_lane_bytes(log_size);
     srm_lane_t *lane;
     int fd, ret;
 
@@ -46,22 +53,23 @@ int srm_lane_create(const char *name, int *fd_p, srm_lane_t **lane_p)
     if (fd < 0) {
         return -1;
     }
-    if ((ftruncate(fd, sizeof(*lane)) != 0) ||
+    if ((ftruncate(fd, (off_t)size) != 0) ||
         (fcntl(fd, F_ADD_SEALS, seals) != 0)) {
         goto err_close;
     }
-    lane = mmap(NULL, sizeof(*lane), PROT_READ | PROT_WRITE, MAP_SHARED, fd,
-                0);
+    lane = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
     if (lane == MAP_FAILED) {
         goto err_close;
     }
     ret = srm_lane_init_lock(lane);
     if (ret != 0) {
-        munmap(lane, sizeof(*lane));
+        munmap(lane, size);
         errno = ret;
         goto err_close;
     }
-    lane->version = SRM_LANE_VERSION;
+    lane->version  = SRM_LANE_VERSION;
+    lane->log_size = log_size;
+    lane->room     = log_size;
     srm_store_release(&lane->magic, SRM_LANE_MAGIC);
     *fd_p   = fd;
     *lane_p = lane;
@@ -74,31 +82,40 @@ err_close:
     return -1;
 }
 
-int srm_lane_map(int fd, srm_lane_t **lane_p)
+int srm_lane_map(int fd, srm_lane_t **lane_p, uint32_t *log_size_p)
 {
     srm_lane_t *lane;
+    struct stat st;
+    uint32_t log_size;
 
-    if (srm_fd_check_sealed(fd, sizeof(*lane)) != 0) {
+    if ((srm_fd_check_sealed(fd, sizeof(*lane)) != 0) ||
+        (fstat(fd, &st) != 0)) {
         return -1;
-    }
-    lane = mmap(NULL, sizeof(*lane), PROT_READ | PROT_WRITE, MAP_SHARED, fd,
-                0);
-    if (lane == MAP_FAILED) {
-        return -1;
-    }
-    if ((srm_load_acquire(&lane->magic) != SRM_LANE_MAGIC) ||
-        (lane->version != SRM_LANE_VERSION)) {
-        munmap(lane, sizeof(*lane));
+    } else if ((size_t)st.st_size > srm_lane_bytes(SRM_LANE_BULK_LOG_SIZE)) {
         errno = EPROTO;
         return -1;
     }
-    *lane_p = lane;
+    lane = mmap(NULL, (size_t)st.st_size, PROT_READ | PROT_WRITE, MAP_SHARED,
+                fd, 0);
+    if (lane == MAP_FAILED) {
+        return -1;
+    }
+    log_size = srm_load_relaxed(&lane->log_size);
+    if ((srm_load_acquire(&lane->magic) != SRM_LANE_MAGIC) ||
+        (lane->version != SRM_LANE_VERSION) ||
+        (srm_lane_bytes(log_size) != (size_t)st.st_size)) {
+        munmap(lane, (size_t)st.st_size);
+        errno = EPROTO;
+        return -1;
+    }
+    *lane_p     = lane;
+    *log_size_p = log_size;
     return 0;
 }
 
-void srm_lane_unmap(srm_lane_t *lane)
+void srm_lane_unmap(srm_lane_t *lane, uint32_t log_size)
 {
-    munmap(lane, sizeof(*lane));
+    munmap(lane, srm_lane_bytes(log_size));
 }
 
 static int srm_lane_lock_result(srm_lane_t *lane, int ret)

@@ -1,13 +1,14 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * The direct lane of one remote node: how processes of this node write
- * small frames to that node's channel socket themselves, and read those
+ * A direct lane of one remote node: how processes of this node write
+ * frames to one of that node's channel sockets themselves, and read those
  * for them, so that a message between two polling processes wakes no
- * agent (instead of two).
+ * agent (instead of two). Each channel has its own lane: the small one
+ * for messages up to LARGE_THRESH, the bulk one for the larger.
  *
  * The agent owns the channel; the lane is the part of its sending state
  * that clients share, in a memfd the agent creates per remote node and
- * passes with the channel's socket. Under the lock a client may write one
+ * channel and passes with the channel's socket. Under the lock a client may write one
  * whole frame to the socket, only while the agent says the lane is open:
  * its stream is at a frame boundary with nothing unsent, no ack half
  * written, no receiver paused. The client numbers the frame (chan_seq from
@@ -58,8 +59,15 @@
 #include <stdint.h>
 
 #define SRM_LANE_MAGIC    0x53524d4cu /* "SRML" */
-#define SRM_LANE_VERSION  3u
-#define SRM_LANE_LOG_SIZE (64u * 1024u)
+#define SRM_LANE_VERSION  4u
+#define SRM_LANE_LOG_SIZE (64u * 1024u)   /* of a small channel's lane */
+#define SRM_LANE_BULK_LOG_SIZE (1024u * 1024u) /* of a bulk channel's lane:
+                                             its frames are up to 128 KB */
+#define SRM_LANE_BULK_WINDOWS  4u   /* of the channel's depth a bulk lane's
+                                       writers may have unacknowledged:
+                                       at one depth every ack had to wake
+                                       the agent before they could go on
+                                       (docs/design.md) */
 #define SRM_LANE_SEALED   0x80000000u /* in log_len: the lane is retired */
 #define SRM_LANE_HOLD_LIMIT_MS 100    /* longer, and the holder is stuck */
 #define SRM_LANE_RX_LOG   512u         /* headers of frames clients took */
@@ -87,12 +95,15 @@ typedef struct srm_lane_rx_port {
 typedef struct srm_lane {
     uint32_t        magic;
     uint32_t        version;
+    uint32_t        log_size;     /* bytes of log; set at creation */
+    uint32_t        channel;      /* SRM_CHANNEL_SMALL or _BULK */
     pthread_mutex_t lock;         /* robust, process-shared */
     uint32_t        open;         /* clients may write (agent, under lock) */
     uint32_t        generation;   /* of the socket clients hold; bumped
                                      when the channel's link changes */
     uint32_t        next_chan_seq;
     uint32_t        max_payload;  /* largest payload a client may write */
+    uint32_t        bulk_above;   /* payloads larger go on the bulk lane */
     uint32_t        kick;         /* a client wants the agent to absorb */
     uint32_t        agent_waits;  /* for the lock: clients let it go first */
     uint32_t        owner_died;   /* a writer died holding the lock: the
@@ -104,6 +115,14 @@ typedef struct srm_lane {
                                      did not reach the socket */
     uint32_t        retired;      /* the agent gave the lane up: map the
                                      new one it hands out */
+    uint32_t        room;         /* log bytes writers may add now: the
+                                     channel's window less what it has
+                                     unacknowledged */
+    uint32_t        absorbs;      /* moves whenever the agent took the log:
+                                     a port whose last direct frame went to
+                                     the bulk lane writes a small one only
+                                     after that, as the agent takes the
+                                     small log first */
     /* Receiving (under the lock too). */
     uint32_t        rx_open;      /* clients may read the socket */
     uint32_t        rx_expected;  /* chan_seq of the channel's next frame */
@@ -121,19 +140,25 @@ typedef struct srm_lane {
     uint32_t        ack_wanted;   /* the agent waits for the peer's acks
                                      (its channel fills): it listens, and
                                      clients leave acks to it */
+    uint32_t        rx_kick_bytes; /* taken since the agent last looked:
+                                      it books and acknowledges them */
     srm_lane_rx_port_t rx_ports[SRM_LANE_RX_PORTS];
     srm_frame_hdr_t rx_log[SRM_LANE_RX_LOG];
     uint8_t         pad[64];
-    uint8_t         log[SRM_LANE_LOG_SIZE];
+    uint8_t         log[];        /* log_size bytes */
 } srm_lane_t;
 
-/* Agent: a sealed memfd holding a fresh, closed lane. */
-int srm_lane_create(const char *name, int *fd_p, srm_lane_t **lane_p);
+/* Agent: a sealed memfd holding a fresh, closed lane with a log of
+ * log_size bytes. */
+int srm_lane_create(const char *name, uint32_t log_size, int *fd_p,
+                    srm_lane_t **lane_p);
 
-/* Client: maps a lane the agent passed and checks its header. */
-int srm_lane_map(int fd, srm_lane_t **lane_p);
+/* Client: maps a lane the agent passed and checks its header; its log's
+ * size in *log_size_p, as the memfd's size confirms it (the field is
+ * shared, so neither side reads it again). */
+int srm_lane_map(int fd, srm_lane_t **lane_p, uint32_t *log_size_p);
 
-void srm_lane_unmap(srm_lane_t *lane);
+void srm_lane_unmap(srm_lane_t *lane, uint32_t log_size);
 
 /*
  * Client: takes the lock if it is free; 1 if the previous owner died

@@ -19,7 +19,7 @@
 #include <sys/un.h>
 
 #define SRM_PROTO_MAGIC     0x53524d43u /* "SRMC" */
-#define SRM_PROTO_VERSION   5u
+#define SRM_PROTO_VERSION   6u
 #define SRM_PROTO_NAME_MAX  64
 #define SRM_PROTO_ERROR_MAX 160
 #define SRM_PROTO_TEXT_MAX  (60 * 1024)
@@ -148,7 +148,7 @@ typedef struct srm_lane_req {
     uint32_t      port;
     uint32_t      key;
     uint32_t      node;
-    uint32_t      reserved;
+    uint32_t      channel;     /* SRM_CHANNEL_SMALL or _BULK */
 } srm_lane_req_t;
 
 /* Followed by the lane's memfd and, if open, the channel's socket, of

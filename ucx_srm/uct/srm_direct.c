@@ -1,16 +1,20 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * Sends and receives that skip the agent: a small active message to
- * another node is written by this process to its node's channel socket,
- * through the node's direct lane (srm_lane_shared.h), when the lane is open and
- * nothing of this port to that node is still in its ring. Everything
- * else, and every send the lane cannot take at once, goes through the
- * ring as before.
+ * Sends and receives that skip the agent: an active message to another
+ * node is written by this process to the socket of its node's channel
+ * (small, or bulk above LARGE_THRESH), through the channel's direct lane
+ * (srm_lane_shared.h), when the lane is open, has room, and nothing of
+ * this port to that node is still in its ring or in the other lane's log.
+ * Everything else, and every send the lane cannot take at once, goes
+ * through the ring as before.
  *
- * UCX_SRM_DIRECT=auto writes directly only the first sends after a
- * receive (SRM_LANE_DIRECT_BURST), while the agent sleeps (requests,
- * replies, a window of messages: where the agent's wakeup is the cost); a
- * longer stream stays in the ring, where the agent coalesces it.
+ * UCX_SRM_DIRECT=auto writes a small message directly only among the first
+ * sends after a receive (SRM_LANE_DIRECT_BURST), while the agent sleeps
+ * (requests, replies, a window of messages: where the agent's wakeup is
+ * the cost); a longer stream stays in the ring, where the agent coalesces
+ * it. A bulk message goes directly whenever its lane takes it: there is
+ * nothing to coalesce, and the agents' work per byte is what bounds the
+ * bulk channel.
  *
  * With UCX_SRM_DIRECT_RECV, progress also reads the sockets of the lanes
  * this process mapped: the frames at the head of one that are AMs for
@@ -30,9 +34,11 @@
 
 #include <ucs/debug/log.h>
 #include <ucs/debug/memtrack.h>
+#include <ucs/sys/math.h>
 
 #include <errno.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -51,10 +57,11 @@ typedef enum {
  * rx_frame: most looks find a frame of another process, or nothing. */
 #define UCT_SRM_RX_FIRST_PEEK  1024
 
-/* This process's view of one node's lane. */
+/* This process's view of one node's lane of one channel. */
 struct uct_srm_lane {
     uct_srm_lane_state_t state;
     srm_lane_t           *shm;
+    uint32_t             log_size;   /* as mapped */
     int                  fd;         /* the channel's socket, or -1 */
     uint32_t             generation; /* of fd */
     uint32_t             asked;      /* the generation last asked for */
@@ -66,9 +73,20 @@ struct uct_srm_lane {
     uint32_t             left_at;
 };
 
-/* Asks the agent for the lane, or for its current socket. */
+/* This process's lanes to one node. */
+struct uct_srm_node_lanes {
+    uct_srm_lane_t       lane[SRM_CHANNEL_KINDS];
+    int                  last_kind;    /* of the last frame this port wrote
+                                          directly to the node, or -1 */
+    uint32_t             last_absorbs; /* that lane's absorbs then: until it
+                                          moves, the frame may be in its
+                                          log, and one of the other lane
+                                          would be taken before it */
+};
+
+/* Asks the agent for a lane, or for its current socket. */
 static void uct_srm_direct_ask(uct_srm_iface_t *iface, uint32_t node,
-                               uct_srm_lane_t *lane)
+                               int kind, uct_srm_lane_t *lane)
 {
     uct_srm_md_t *md = ucs_derived_of(iface->super.md, uct_srm_md_t);
     int fds[SRM_PROTO_MAX_FDS];
@@ -81,7 +99,8 @@ static void uct_srm_direct_ask(uct_srm_iface_t *iface, uint32_t node,
     srm_msg_hdr_init(&req.hdr, SRM_MSG_LANE_REQ);
     req.port = iface->agent.port;
     req.key  = iface->agent.key;
-    req.node = node;
+    req.node    = node;
+    req.channel = (uint32_t)kind;
     pthread_mutex_lock(&md->mem_lock);
     status = uct_srm_md_call(md, &req, sizeof(req), -1, &rep, sizeof(rep),
                              SRM_MSG_LANE_REP, 1, fds, &nfds);
@@ -90,8 +109,9 @@ static void uct_srm_direct_ask(uct_srm_iface_t *iface, uint32_t node,
         if (status == UCS_OK) {
             rep.error[sizeof(rep.error) - 1] = '\0';
         }
-        ucs_diag("srm: port %u: sends to node entry %u go through the "
-                 "agent: %s", iface->agent.port, node,
+        ucs_diag("srm: port %u: %s messages to node entry %u go through "
+                 "the agent: %s", iface->agent.port,
+                 (kind == SRM_CHANNEL_SMALL) ? "small" : "bulk", node,
                  (status != UCS_OK) ? ucs_status_string(status) : rep.error);
         for (i = 0; i < nfds; ++i) {
             close(fds[i]);
@@ -103,9 +123,14 @@ static void uct_srm_direct_ask(uct_srm_iface_t *iface, uint32_t node,
     }
 
     if ((lane->state == UCT_SRM_LANE_UNASKED) && (nfds > 0)) {
-        if (srm_lane_map(fds[0], &lane->shm) != 0) {
+        if (srm_lane_map(fds[0], &lane->shm, &lane->log_size) != 0) {
             ucs_diag("srm: port %u: cannot map the lane to node entry %u: "
                      "%m", iface->agent.port, node);
+            lane->state = UCT_SRM_LANE_NONE;
+        } else if (srm_load_relaxed(&lane->shm->channel) != (uint32_t)kind) {
+            ucs_diag("srm: port %u: the agent passed a lane of another "
+                     "channel for node entry %u", iface->agent.port, node);
+            srm_lane_unmap(lane->shm, lane->log_size);
             lane->state = UCT_SRM_LANE_NONE;
         } else {
             lane->state = UCT_SRM_LANE_MAPPED;
@@ -130,11 +155,16 @@ static void uct_srm_direct_ask(uct_srm_iface_t *iface, uint32_t node,
 /* The agent retired the lane (a writer held it too long): forget it and
  * its socket, to ask for the new one. */
 static void uct_srm_direct_forget(uct_srm_iface_t *iface, uint32_t node,
-                                  uct_srm_lane_t *lane)
+                                  int kind, uct_srm_lane_t *lane)
 {
+    uct_srm_node_lanes_t *lanes = &iface->lanes[node];
+
     ucs_diag("srm: port %u: the agent retired the lane to node entry %u; "
              "asking for a new one", iface->agent.port, node);
-    srm_lane_unmap(lane->shm);
+    if (lanes->last_kind == kind) {
+        lanes->last_kind = -1; /* the agent took its log as it retired it */
+    }
+    srm_lane_unmap(lane->shm, lane->log_size);
     lane->shm     = NULL;
     lane->polling = 0; /* the new lane counts its own pollers */
     if (lane->fd >= 0) {
@@ -147,7 +177,8 @@ static void uct_srm_direct_forget(uct_srm_iface_t *iface, uint32_t node,
 /* Whether the lane's socket is of its current generation: asks for the
  * new one once per generation. */
 static int uct_srm_direct_socket_current(uct_srm_iface_t *iface,
-                                         uint32_t node, uct_srm_lane_t *lane)
+                                         uint32_t node, int kind,
+                                         uct_srm_lane_t *lane)
 {
     uint32_t generation = srm_load_relaxed(&lane->shm->generation);
 
@@ -156,53 +187,104 @@ static int uct_srm_direct_socket_current(uct_srm_iface_t *iface,
     } else if (generation == lane->asked) {
         return 0; /* asked already; it had no socket to give */
     }
-    uct_srm_direct_ask(iface, node, lane);
+    uct_srm_direct_ask(iface, node, kind, lane);
     return (lane->fd >= 0) && (lane->generation == generation);
 }
 
-/* The lane to the ep's node with a socket of the current generation. */
-static uct_srm_lane_t *uct_srm_direct_lane(uct_srm_iface_t *iface,
-                                           uint32_t node)
+/* This process's lanes, allocated on first use; NULL if out of memory. */
+static uct_srm_node_lanes_t *uct_srm_direct_lanes(uct_srm_iface_t *iface)
 {
-    uct_srm_lane_t *lane;
     unsigned i;
+    int kind;
 
-    if (node == 0) {
-        return NULL; /* this node: rings only */
+    if (iface->lanes != NULL) {
+        return iface->lanes;
     }
+    iface->lanes = ucs_calloc(SRM_SHM_MAX_NODES, sizeof(*iface->lanes),
+                              "srm_lanes");
     if (iface->lanes == NULL) {
-        iface->lanes = ucs_calloc(SRM_SHM_MAX_NODES, sizeof(*iface->lanes),
-                                  "srm_lanes");
-        if (iface->lanes == NULL) {
-            iface->config.direct = UCT_SRM_DIRECT_NO;
-            return NULL;
-        }
-        if (iface->config.direct_recv) {
-            iface->rx_frame = ucs_malloc(UCT_SRM_RX_FRAME_SIZE,
-                                         "srm_rx_frame");
-            if (iface->rx_frame == NULL) {
-                iface->config.direct_recv = 0;
-            }
-        }
-        for (i = 0; i < SRM_SHM_MAX_NODES; ++i) {
-            iface->lanes[i].fd = -1;
+        iface->config.direct = UCT_SRM_DIRECT_NO;
+        return NULL;
+    }
+    if (iface->config.direct_recv) {
+        iface->rx_frame = ucs_malloc(UCT_SRM_RX_FRAME_SIZE, "srm_rx_frame");
+        if (iface->rx_frame == NULL) {
+            iface->config.direct_recv = 0;
         }
     }
-    lane = &iface->lanes[node];
+    for (i = 0; i < SRM_SHM_MAX_NODES; ++i) {
+        iface->lanes[i].last_kind = -1;
+        for (kind = 0; kind < SRM_CHANNEL_KINDS; ++kind) {
+            iface->lanes[i].lane[kind].fd = -1;
+        }
+    }
+    return iface->lanes;
+}
+
+/* Maps the node's lane of the channel, if not yet: the state it is in. */
+static uct_srm_lane_state_t uct_srm_direct_map(uct_srm_iface_t *iface,
+                                               uint32_t node, int kind)
+{
+    uct_srm_lane_t *lane = &iface->lanes[node].lane[kind];
+
     if ((lane->state == UCT_SRM_LANE_MAPPED) &&
         srm_load_acquire(&lane->shm->retired)) {
-        uct_srm_direct_forget(iface, node, lane);
+        uct_srm_direct_forget(iface, node, kind, lane);
     }
     if (lane->state == UCT_SRM_LANE_UNASKED) {
-        uct_srm_direct_ask(iface, node, lane);
+        uct_srm_direct_ask(iface, node, kind, lane);
+        if ((lane->state == UCT_SRM_LANE_MAPPED) &&
+            (kind == SRM_CHANNEL_SMALL)) {
+            iface->direct_bulk_above =
+                    srm_load_relaxed(&lane->shm->bulk_above);
+        }
     }
-    if (lane->state != UCT_SRM_LANE_MAPPED) {
+    return lane->state;
+}
+
+void uct_srm_direct_prepare(uct_srm_iface_t *iface, uint32_t node)
+{
+    if ((node == 0) || (iface->config.direct == UCT_SRM_DIRECT_NO) ||
+        (uct_srm_direct_lanes(iface) == NULL) ||
+        (uct_srm_direct_map(iface, node, SRM_CHANNEL_SMALL) !=
+         UCT_SRM_LANE_MAPPED) ||
+        !iface->config.direct_bulk) {
+        return;
+    }
+    uct_srm_direct_map(iface, node, SRM_CHANNEL_BULK);
+}
+
+/*
+ * The lane to the node for a frame of max_length payload bytes, with a
+ * socket of the current generation, or NULL. Asking for the small lane
+ * asks for the bulk one too, so that this process reads both.
+ */
+static uct_srm_lane_t *uct_srm_direct_lane(uct_srm_iface_t *iface,
+                                           uint32_t node, size_t max_length,
+                                           int *kind_p)
+{
+    uct_srm_lane_t *lane;
+    int kind;
+
+    if ((node == 0) || (uct_srm_direct_lanes(iface) == NULL) ||
+        (uct_srm_direct_map(iface, node, SRM_CHANNEL_SMALL) !=
+         UCT_SRM_LANE_MAPPED)) {
+        return NULL; /* this node (rings only), or no lanes */
+    }
+    kind = (max_length > iface->direct_bulk_above) ? SRM_CHANNEL_BULK :
+                                                     SRM_CHANNEL_SMALL;
+    if ((!iface->config.direct_bulk ||
+         (uct_srm_direct_map(iface, node, SRM_CHANNEL_BULK) !=
+          UCT_SRM_LANE_MAPPED)) &&
+        (kind == SRM_CHANNEL_BULK)) {
         return NULL;
     }
+    lane = &iface->lanes[node].lane[kind];
     if (!srm_load_acquire(&lane->shm->open) ||
-        !uct_srm_direct_socket_current(iface, node, lane)) {
+        !uct_srm_direct_socket_current(iface, node, kind, lane)) {
         return NULL;
     }
+    *kind_p = kind;
     return lane;
 }
 
@@ -222,6 +304,44 @@ static void uct_srm_direct_kick(uct_srm_iface_t *iface, srm_lane_t *shm)
     uct_srm_iface_ring_doorbell(iface); /* fences before it looks */
 }
 
+/*
+ * Whether a small frame must wait because this port's last direct frame to
+ * the node, a bulk one, may still be in the bulk lane's log: the agent
+ * takes the small lane's log first, and would find this frame ahead of
+ * that one in the port's order. The agent is kicked to take that log. (A
+ * bulk frame after a small one needs no wait: that order is the agent's.)
+ */
+static int uct_srm_direct_other_pending(uct_srm_iface_t *iface,
+                                        uint32_t node, int kind)
+{
+    uct_srm_node_lanes_t *lanes = &iface->lanes[node];
+    uct_srm_lane_t *other;
+
+    if ((lanes->last_kind != SRM_CHANNEL_BULK) ||
+        (kind != SRM_CHANNEL_SMALL)) {
+        return 0;
+    }
+    other = &lanes->lane[lanes->last_kind];
+    if ((other->state != UCT_SRM_LANE_MAPPED) ||
+        (srm_load_acquire(&other->shm->absorbs) != lanes->last_absorbs)) {
+        lanes->last_kind = -1;
+        return 0;
+    }
+    uct_srm_direct_kick(iface, other->shm);
+    return 1;
+}
+
+/* The log bytes a frame of record bytes may take: none if it does not fit
+ * within the log and the room the agent leaves writers. */
+static int uct_srm_direct_log_fits(const uct_srm_lane_t *lane,
+                                   uint32_t log_len, size_t record)
+{
+    uint32_t room  = srm_load_relaxed(&lane->shm->room);
+    uint32_t limit = (room < lane->log_size) ? room : lane->log_size;
+
+    return (record <= limit) && (log_len <= limit - record);
+}
+
 ssize_t uct_srm_direct_send(uct_srm_iface_t *iface, uct_srm_ep_t *ep,
                             uint8_t am_id, uct_pack_callback_t pack,
                             void *arg, size_t max_length,
@@ -235,10 +355,11 @@ ssize_t uct_srm_direct_send(uct_srm_iface_t *iface, uct_srm_ep_t *ep,
     size_t length, size;
     ssize_t sent;
     uint32_t log_len;
-    int kick, ret, log_full;
+    int kick, ret, kind;
 
-    lane = uct_srm_direct_lane(iface, ep->dst_node);
-    if ((lane == NULL) || !uct_srm_direct_ring_idle(ep)) {
+    lane = uct_srm_direct_lane(iface, ep->dst_node, max_length, &kind);
+    if ((lane == NULL) || !uct_srm_direct_ring_idle(ep) ||
+        uct_srm_direct_other_pending(iface, ep->dst_node, kind)) {
         return -1;
     }
     shm = lane->shm;
@@ -254,10 +375,12 @@ ssize_t uct_srm_direct_send(uct_srm_iface_t *iface, uct_srm_ep_t *ep,
         }
         return -1;
     }
-    log_len  = srm_load_relaxed(&shm->log_len);
-    log_full = log_len > sizeof(shm->log) - record;
-    if (!shm->open || (shm->generation != lane->generation) || log_full) {
-        kick = shm->open && log_full;
+    log_len = srm_load_relaxed(&shm->log_len);
+    if (!shm->open || (shm->generation != lane->generation) ||
+        !uct_srm_direct_log_fits(lane, log_len, record)) {
+        /* A full log waits for the agent; a full window for acks, which
+         * the agent reads itself (ack_wanted). */
+        kick = shm->open && (log_len > lane->log_size / 2);
         srm_lane_unlock(shm);
         if (kick) {
             uct_srm_direct_kick(iface, shm);
@@ -290,6 +413,8 @@ ssize_t uct_srm_direct_send(uct_srm_iface_t *iface, uct_srm_ep_t *ep,
     }
     shm->next_chan_seq++;
     iface->ctl->node_seq[ep->dst_node]++;
+    iface->lanes[ep->dst_node].last_kind    = kind;
+    iface->lanes[ep->dst_node].last_absorbs = srm_load_relaxed(&shm->absorbs);
 
     sent = send(lane->fd, frame, size, MSG_DONTWAIT | MSG_NOSIGNAL);
     if (sent < 0) {
@@ -297,7 +422,7 @@ ssize_t uct_srm_direct_send(uct_srm_iface_t *iface, uct_srm_ep_t *ep,
     }
     shm->unwritten = (uint32_t)(size - (size_t)sent);
     kick           = (shm->unwritten > 0) ||
-                     (shm->log_len > sizeof(shm->log) / 2);
+                     (shm->log_len > lane->log_size / 2);
     if (shm->unwritten > 0) {
         shm->open = 0; /* mid-frame: only the agent may go on */
     }
@@ -363,6 +488,40 @@ uct_srm_direct_judge(uct_srm_iface_t *iface, srm_lane_t *shm,
 }
 
 /*
+ * Peeks at the head of the lane's socket into rx_frame: a first look of
+ * UCT_SRM_RX_FIRST_PEEK, and a longer one only when the frame at the head
+ * is ours, does not fit in the first, and the socket holds it whole (a
+ * bulk frame arrives over many reads: copying it again on every look
+ * would cost more than the frame). How many bytes, or -1.
+ */
+static ssize_t uct_srm_direct_peek(uct_srm_iface_t *iface, uct_srm_lane_t *lane)
+{
+    srm_lane_rx_port_t *entry;
+    srm_frame_status_t status;
+    srm_frame_hdr_t hdr;
+    size_t size;
+    ssize_t got;
+    int avail;
+
+    got = recv(lane->fd, iface->rx_frame, UCT_SRM_RX_FIRST_PEEK,
+               MSG_PEEK | MSG_DONTWAIT);
+    if (got < UCT_SRM_RX_FIRST_PEEK) {
+        return got;
+    }
+    status = srm_frame_next(iface->rx_frame, (size_t)got, &hdr, &size);
+    if ((uct_srm_direct_judge(iface, lane->shm, &hdr, status, size, &entry) !=
+         UCT_SRM_RX_WAIT) ||
+        (sizeof(hdr) + hdr.length <= UCT_SRM_RX_FIRST_PEEK) ||
+        (ioctl(lane->fd, FIONREAD, &avail) != 0) ||
+        ((size_t)avail < sizeof(hdr) + hdr.length)) {
+        return got;
+    }
+    return recv(lane->fd, iface->rx_frame,
+                ucs_min((size_t)avail, UCT_SRM_RX_FRAME_SIZE),
+                MSG_PEEK | MSG_DONTWAIT); /* ours, larger, and whole */
+}
+
+/*
  * Under the lane's lock: takes the frames at the head of the lane's socket
  * that are this process's to take, at most budget AMs. Returns how many
  * bytes of them are in iface->rx_frame (0: none taken); *kick when the
@@ -388,19 +547,9 @@ static size_t uct_srm_direct_take_locked(uct_srm_iface_t *iface,
         *kick = (taken >= SRM_LANE_RX_LOG);
         return 0; /* the agent reads it, or delivered first */
     }
-    got = recv(lane->fd, iface->rx_frame, UCT_SRM_RX_FIRST_PEEK,
-               MSG_PEEK | MSG_DONTWAIT);
+    got = uct_srm_direct_peek(iface, lane);
     if (got < (ssize_t)sizeof(hdr)) {
         return 0;
-    }
-    if (got == UCT_SRM_RX_FIRST_PEEK) {
-        status = srm_frame_next(iface->rx_frame, (size_t)got, &hdr, &size);
-        if ((uct_srm_direct_judge(iface, shm, &hdr, status, size, &entry) ==
-             UCT_SRM_RX_WAIT) &&
-            (sizeof(hdr) + hdr.length > UCT_SRM_RX_FIRST_PEEK)) {
-            got = recv(lane->fd, iface->rx_frame, UCT_SRM_RX_FRAME_SIZE,
-                       MSG_PEEK | MSG_DONTWAIT); /* ours, larger */
-        }
     }
 
     /* The hints move as frames are taken: the agent publishes its own
@@ -456,7 +605,7 @@ static size_t uct_srm_direct_take_locked(uct_srm_iface_t *iface,
      * senders run out of room. */
     *kick = *kick ||
             ((taken + frames) >= SRM_LANE_RX_KICK_FRAMES) ||
-            (shm->rx_taken_bytes >= SRM_LANE_RX_KICK_BYTES);
+            (shm->rx_taken_bytes >= srm_load_relaxed(&shm->rx_kick_bytes));
     return offset;
 }
 
@@ -484,56 +633,69 @@ static unsigned uct_srm_direct_dispatch(uct_srm_iface_t *iface, size_t length)
     return count;
 }
 
-unsigned uct_srm_direct_receive(uct_srm_iface_t *iface, unsigned budget)
+/* Takes what is this process's from one lane's socket and hands it on;
+ * how many AMs. */
+static unsigned uct_srm_direct_receive_lane(uct_srm_iface_t *iface,
+                                            uint32_t node, int kind,
+                                            unsigned budget)
 {
-    unsigned count = 0;
-    uct_srm_lane_t *lane;
-    uint32_t node;
+    uct_srm_lane_t *lane = &iface->lanes[node].lane[kind];
     size_t length;
     int kick, ret;
 
-    for (node = 1; (node < iface->num_nodes) && (count < budget); ++node) {
-        lane = &iface->lanes[node];
-        if ((lane->state != UCT_SRM_LANE_MAPPED) ||
-            srm_load_relaxed(&lane->shm->retired)) {
-            continue;
-        }
-        if (!uct_srm_direct_socket_current(iface, node, lane)) {
-            /* Not counted as polling: the agent listens after a while. */
-            continue;
-        }
-        if (!lane->polling) {
-            __atomic_fetch_add(&lane->shm->rx_pollers, 1, __ATOMIC_RELAXED);
-            lane->polling = 1;
-        }
-        if ((++lane->polls % UCT_SRM_POLLS_PER_MARK) == 0) {
-            /* Now and then: every poller of the node shares the line. */
-            __atomic_fetch_add(&lane->shm->rx_polls, 1, __ATOMIC_RELAXED);
-        }
-        if (!srm_load_acquire(&lane->shm->rx_open) ||
-            srm_load_relaxed(&lane->shm->agent_waits) ||
-            (lane->left &&
-             (srm_load_relaxed(&lane->shm->rx_changes) == lane->left_at))) {
-            continue; /* the agent is reading it, or will */
-        }
-        lane->left = 0;
-        ret = srm_lane_trylock(lane->shm);
-        if (ret != 0) {
-            if (ret > 0) {
-                srm_lane_unlock(lane->shm); /* the agent mends it */
-                uct_srm_direct_kick(iface, lane->shm);
-            }
-            continue;
-        }
-        kick   = 0;
-        length = uct_srm_direct_take_locked(iface, lane, budget - count,
-                                            &kick);
-        srm_lane_unlock(lane->shm);
-        if (kick) {
+    if ((lane->state != UCT_SRM_LANE_MAPPED) ||
+        srm_load_relaxed(&lane->shm->retired)) {
+        return 0;
+    }
+    if (!uct_srm_direct_socket_current(iface, node, kind, lane)) {
+        return 0; /* not counted as polling: the agent listens after a
+                     while */
+    }
+    if (!lane->polling) {
+        __atomic_fetch_add(&lane->shm->rx_pollers, 1, __ATOMIC_RELAXED);
+        lane->polling = 1;
+    }
+    if ((++lane->polls % UCT_SRM_POLLS_PER_MARK) == 0) {
+        /* Now and then: every poller of the node shares the line. */
+        __atomic_fetch_add(&lane->shm->rx_polls, 1, __ATOMIC_RELAXED);
+    }
+    if (!srm_load_acquire(&lane->shm->rx_open) ||
+        srm_load_relaxed(&lane->shm->agent_waits) ||
+        (lane->left &&
+         (srm_load_relaxed(&lane->shm->rx_changes) == lane->left_at))) {
+        return 0; /* the agent is reading it, or will */
+    }
+    lane->left = 0;
+    ret = srm_lane_trylock(lane->shm);
+    if (ret != 0) {
+        if (ret > 0) {
+            srm_lane_unlock(lane->shm); /* the agent mends it */
             uct_srm_direct_kick(iface, lane->shm);
         }
-        /* Outside the lock: a handler may send through this lane. */
-        count += uct_srm_direct_dispatch(iface, length);
+        return 0;
+    }
+    kick   = 0;
+    length = uct_srm_direct_take_locked(iface, lane, budget, &kick);
+    srm_lane_unlock(lane->shm);
+    if (kick) {
+        uct_srm_direct_kick(iface, lane->shm);
+    }
+    /* Outside the lock: a handler may send through this lane. */
+    return uct_srm_direct_dispatch(iface, length);
+}
+
+unsigned uct_srm_direct_receive(uct_srm_iface_t *iface, unsigned budget)
+{
+    unsigned count = 0;
+    uint32_t node;
+    int kind;
+
+    for (node = 1; (node < iface->num_nodes) && (count < budget); ++node) {
+        for (kind = 0; (kind < SRM_CHANNEL_KINDS) && (count < budget);
+             ++kind) {
+            count += uct_srm_direct_receive_lane(iface, node, kind,
+                                                 budget - count);
+        }
     }
     return count;
 }
@@ -542,37 +704,45 @@ void uct_srm_direct_stop_polling(uct_srm_iface_t *iface)
 {
     uct_srm_lane_t *lane;
     uint32_t node;
+    int kind;
 
     if (iface->lanes == NULL) {
         return;
     }
     for (node = 1; node < iface->num_nodes; ++node) {
-        lane = &iface->lanes[node];
-        if ((lane->state != UCT_SRM_LANE_MAPPED) || !lane->polling) {
-            continue;
-        }
-        __atomic_fetch_sub(&lane->shm->rx_pollers, 1, __ATOMIC_RELAXED);
-        lane->polling = 0;
-        if (srm_load_relaxed(&lane->shm->rx_agent_deaf)) {
-            uct_srm_direct_kick(iface, lane->shm); /* listen again */
+        for (kind = 0; kind < SRM_CHANNEL_KINDS; ++kind) {
+            lane = &iface->lanes[node].lane[kind];
+            if ((lane->state != UCT_SRM_LANE_MAPPED) || !lane->polling) {
+                continue;
+            }
+            __atomic_fetch_sub(&lane->shm->rx_pollers, 1, __ATOMIC_RELAXED);
+            lane->polling = 0;
+            if (srm_load_relaxed(&lane->shm->rx_agent_deaf)) {
+                uct_srm_direct_kick(iface, lane->shm); /* listen again */
+            }
         }
     }
 }
 
 void uct_srm_direct_cleanup(uct_srm_iface_t *iface)
 {
+    uct_srm_lane_t *lane;
     unsigned i;
+    int kind;
 
     if (iface->lanes == NULL) {
         return;
     }
     uct_srm_direct_stop_polling(iface);
     for (i = 0; i < SRM_SHM_MAX_NODES; ++i) {
-        if (iface->lanes[i].fd >= 0) {
-            close(iface->lanes[i].fd);
-        }
-        if (iface->lanes[i].state == UCT_SRM_LANE_MAPPED) {
-            srm_lane_unmap(iface->lanes[i].shm);
+        for (kind = 0; kind < SRM_CHANNEL_KINDS; ++kind) {
+            lane = &iface->lanes[i].lane[kind];
+            if (lane->fd >= 0) {
+                close(lane->fd);
+            }
+            if (lane->state == UCT_SRM_LANE_MAPPED) {
+                srm_lane_unmap(lane->shm, lane->log_size);
+            }
         }
     }
     ucs_free(iface->lanes);

@@ -85,6 +85,7 @@ static UCS_CLASS_INIT_FUNC(uct_srm_ep_t, const uct_ep_params_t *params)
     self->tx = &iface->tx[self->dst_node % iface->agent.layout.num_tx_rings];
     ucs_arbiter_group_init(&self->pending);
     ucs_list_add_tail(&iface->eps, &self->list);
+    uct_srm_direct_prepare(iface, self->dst_node);
 
     ucs_debug("srm: ep %p -> node %u port %u", self, self->dst_node,
               self->dst_port);
@@ -198,7 +199,7 @@ uct_srm_ep_send_direct(uct_srm_ep_t *ep, uct_srm_iface_t *iface,
     srm_frame_hdr_t *hdr;
     ssize_t length;
 
-    if (!uct_srm_direct_wanted(iface) ||
+    if (!uct_srm_direct_wanted(iface, max_length) ||
         (uct_srm_ep_may_send(ep, iface) != UCS_OK)) {
         return -1;
     }
@@ -372,7 +373,6 @@ ucs_status_t uct_srm_ep_am_zcopy(uct_ep_h tl_ep, uint8_t id,
     UCT_CHECK_LENGTH(total, 0, iface->config.max_zcopy + UCT_SRM_MAX_HDR,
                      "am_zcopy");
 
-    /* The lane refuses what is too large for the small channel. */
     args.header        = header;
     args.header_length = header_length;
     args.iov           = iov;

@@ -80,9 +80,9 @@ ucs_config_field_t uct_srm_iface_config_table[] = {
      ucs_offsetof(uct_srm_iface_config_t, yield), UCS_CONFIG_TYPE_BOOL},
 
     {"DIRECT", "auto",
-     "Which small active messages to another node this process writes to\n"
-     "that node's channel socket itself, sparing the sending agent's wakeup\n"
-     "(the agent keeps them for resending, as it does its own):\n"
+     "Which active messages to another node this process writes to that\n"
+     "node's channel socket itself, sparing the sending agent's wakeup (the\n"
+     "agent keeps them for resending, as it does its own). Small messages:\n"
      " no     - none: every message goes through the agent (and so does\n"
      "          every message received, whatever DIRECT_RECV says).\n"
      " auto   - the first 16 sent after a receive, while the agent sleeps\n"
@@ -90,19 +90,28 @@ ucs_config_field_t uct_srm_iface_config_table[] = {
      "          is the cost); a longer stream stays with the agent, which\n"
      "          coalesces it.\n"
      " always - every one the channel can take at once.\n"
+     "Messages above LARGE_THRESH (the bulk channel; see DIRECT_BULK): every\n"
+     "one the channel can take at once, unless no.\n"
      "Only on the tcp wire, and never while earlier messages of this process\n"
      "to that node are still with the agent.",
      ucs_offsetof(uct_srm_iface_config_t, direct),
      UCS_CONFIG_TYPE_ENUM(uct_srm_direct_names)},
 
     {"DIRECT_RECV", "y",
-     "Read small active messages from another node's channel socket in\n"
+     "Read active messages from another node's channel sockets in\n"
      "progress, once this process has written to that node directly: a\n"
      "message for this process that is next in order is taken there. While\n"
      "processes poll a socket the agent does not listen to it, so such a\n"
      "message wakes no agent. Every other message is left to the agent.\n"
      "n: the agent reads every socket.",
      ucs_offsetof(uct_srm_iface_config_t, direct_recv), UCS_CONFIG_TYPE_BOOL},
+
+    {"DIRECT_BULK", "y",
+     "Send and receive messages above LARGE_THRESH directly too, on the\n"
+     "bulk channel's socket, as DIRECT and DIRECT_RECV say for the small\n"
+     "channel; writers may have up to 4 channel depths unacknowledged.\n"
+     "n: the agents carry every message above LARGE_THRESH.",
+     ucs_offsetof(uct_srm_iface_config_t, direct_bulk), UCS_CONFIG_TYPE_BOOL},
 
     {NULL}
 };
@@ -579,6 +588,7 @@ static UCS_CLASS_INIT_FUNC(uct_srm_iface_t, uct_md_h tl_md,
     self->config.direct      = config->direct;
     self->config.direct_recv = config->direct_recv &&
                                (config->direct != UCT_SRM_DIRECT_NO);
+    self->config.direct_bulk = config->direct_bulk;
     /* PUT/GET only where the agent serves them for every peer (elsewhere
      * UCP emulates RMA over AM), and only with memory the md allocates. */
     self->config.rma_offered = md->mem_alloc &&
@@ -589,6 +599,7 @@ static UCS_CLASS_INIT_FUNC(uct_srm_iface_t, uct_md_h tl_md,
     self->sent_since_progress = 0;
     self->sent_since_receive  = 0;
     self->lanes              = NULL;
+    self->direct_bulk_above  = SIZE_MAX; /* until a small lane says */
     self->rx_frame           = NULL;
     self->fenced             = 0;
     self->num_flushes        = 0;

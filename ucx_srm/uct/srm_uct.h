@@ -28,9 +28,9 @@
 #define UCT_SRM_CONFIG_PREFIX SRM_CONFIG_PREFIX
 #define UCT_SRM_MAX_HDR     SRM_FRAME_AM_HDR_ALLOWANCE
 #define UCT_SRM_MAX_FLUSHES 64   /* flushes waiting with a completion */
-/* Most bytes of one frame read from a lane's socket (srm_direct.c); a
- * larger frame is left to the agent. */
-#define UCT_SRM_RX_FRAME_SIZE (sizeof(srm_frame_hdr_t) + 16384)
+/* Most bytes of frames read from a lane's socket at once (srm_direct.c):
+ * the largest frame. */
+#define UCT_SRM_RX_FRAME_SIZE (sizeof(srm_frame_hdr_t) + SRM_FRAME_MAX_PAYLOAD)
 
 extern uct_component_t uct_srm_component;
 
@@ -73,6 +73,7 @@ typedef enum {
 } uct_srm_direct_mode_t;
 
 typedef struct uct_srm_lane uct_srm_lane_t;
+typedef struct uct_srm_node_lanes uct_srm_node_lanes_t;
 
 typedef struct uct_srm_iface_config {
     uct_iface_config_t super;
@@ -86,6 +87,7 @@ typedef struct uct_srm_iface_config {
     int                yield;         /* sched_yield when progress is idle */
     int                direct;        /* uct_srm_direct_mode_t */
     int                direct_recv;   /* read lanes' sockets in progress */
+    int                direct_bulk;   /* the bulk channel's lane too */
 } uct_srm_iface_config_t;
 
 /* What attaching to the agent gives an iface. */
@@ -146,6 +148,7 @@ typedef struct uct_srm_iface {
         int              yield;
         int              direct;        /* uct_srm_direct_mode_t */
         int              direct_recv;
+        int              direct_bulk;
     } config;
     unsigned             rma_outstanding; /* RMA frames not yet answered */
     uct_srm_rma_slots_t  rma_slots;     /* their requests, by cookie */
@@ -158,7 +161,9 @@ typedef struct uct_srm_iface {
     volatile int         agent_lost;    /* set by the async socket handler */
     int                  sent_since_progress; /* see UCX_SRM_YIELD */
     unsigned             sent_since_receive; /* see UCX_SRM_DIRECT */
-    uct_srm_lane_t       *lanes;        /* by node table entry, or NULL */
+    uct_srm_node_lanes_t *lanes;        /* by node table entry, or NULL */
+    size_t               direct_bulk_above; /* payloads larger take the
+                                               bulk lane */
     uint8_t              *rx_frame;     /* a frame read from a lane */
     int                  errors_reported;
 } uct_srm_iface_t;
@@ -245,15 +250,22 @@ ssize_t uct_srm_direct_send(uct_srm_iface_t *iface, uct_srm_ep_t *ep,
 /* Takes at most budget AMs for this port from the lanes' sockets and
  * hands them to their handlers; how many. */
 unsigned uct_srm_direct_receive(uct_srm_iface_t *iface, unsigned budget);
+/* An ep to the node was made: maps its lanes, so that this process reads
+ * them even before it writes to them. */
+void uct_srm_direct_prepare(uct_srm_iface_t *iface, uint32_t node);
 /* This process is about to sleep: the agents read the lanes' sockets. */
 void uct_srm_direct_stop_polling(uct_srm_iface_t *iface);
 void uct_srm_direct_cleanup(uct_srm_iface_t *iface);
 
-/* auto: only when it spares a wakeup, with the agent asleep, and only the
- * first sends after a receive (a reply, a window's worth). */
-static inline int uct_srm_direct_wanted(const uct_srm_iface_t *iface)
+/* auto: a small message only when it spares a wakeup, with the agent
+ * asleep, and only the first sends after a receive (a reply, a window's
+ * worth); a bulk one always (srm_direct.c). */
+static inline int uct_srm_direct_wanted(const uct_srm_iface_t *iface,
+                                        size_t max_length)
 {
     return (iface->config.direct == UCT_SRM_DIRECT_ALWAYS) ||
+           ((iface->config.direct == UCT_SRM_DIRECT_AUTO) &&
+            (max_length > iface->direct_bulk_above)) ||
            ((iface->config.direct == UCT_SRM_DIRECT_AUTO) &&
             (iface->sent_since_receive < SRM_LANE_DIRECT_BURST) &&
             srm_load_relaxed(&iface->ctl->agent_sleeping.value));
