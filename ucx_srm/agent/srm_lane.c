@@ -429,10 +429,9 @@ static void srm_lane_watch(srm_agent_t *agent, srm_node_t *node, int kind,
 
 /* What a client checks a frame against before it takes it. */
 static void srm_lane_publish_rx(srm_agent_t *agent, srm_node_t *node,
-                                int kind)
+                                int kind, double now)
 {
     srm_lane_t *lane = node->lanes[kind].shm;
-    double now       = srm_agent_now();
     unsigned i, n;
     int readable;
 
@@ -492,7 +491,7 @@ static uint32_t srm_lane_room(const srm_agent_t *agent, const srm_node_t *node,
 }
 
 static void srm_lane_leave_one(srm_agent_t *agent, srm_node_t *node,
-                               int kind)
+                               int kind, double now)
 {
     srm_node_lane_t *nl = &node->lanes[kind];
     srm_lane_t *lane    = nl->shm;
@@ -508,21 +507,27 @@ static void srm_lane_leave_one(srm_agent_t *agent, srm_node_t *node,
     lane->ack_wanted    = srm_lane_acks_wanted(agent, node, kind);
     lane->room          = srm_lane_room(agent, node, kind);
     srm_store_release(&lane->open, (uint32_t)(link != NULL));
-    srm_lane_publish_rx(agent, node, kind);
+    srm_lane_publish_rx(agent, node, kind, now);
     srm_lane_unlock(lane);
 }
 
 void srm_lane_leave(srm_agent_t *agent, srm_node_t *node)
 {
+    double now = 0;
     int kind;
 
     if (--node->lane_depth > 0) {
         return;
     }
     for (kind = SRM_CHANNEL_KINDS - 1; kind >= 0; --kind) {
-        if (node->lanes[kind].shm != NULL) {
-            srm_lane_leave_one(agent, node, kind);
+        if (node->lanes[kind].shm == NULL) {
+            continue;
         }
+        if (now == 0) {
+            now = srm_agent_now(); /* once: on this guest the clock is a
+                                      tenth of the agent's time */
+        }
+        srm_lane_leave_one(agent, node, kind, now);
     }
 }
 

@@ -52,6 +52,12 @@ typedef enum {
  * poller makes in SRM_LANE_POLL_STALE_MS. */
 #define UCT_SRM_POLLS_PER_MARK 16
 
+/* Progress calls between two looks at a bulk lane's socket while looks
+ * find nothing there: each look is a system call, and every progress call
+ * looking at both lanes halved the small-message rate; a bulk frame takes
+ * longer to arrive than these calls. */
+#define UCT_SRM_BULK_LOOK_EVERY 8
+
 /* A first look at a lane's socket: a few small frames. Only a frame of
  * ours that does not fit makes it look again, at up to the whole
  * rx_frame: most looks find a frame of another process, or nothing. */
@@ -71,6 +77,7 @@ struct uct_srm_lane {
     int                  left;       /* its head is another's: wait for
                                         rx_changes to move from left_at */
     uint32_t             left_at;
+    unsigned             idle_looks; /* in a row that found nothing */
 };
 
 /* This process's lanes to one node. */
@@ -82,6 +89,11 @@ struct uct_srm_node_lanes {
                                           moves, the frame may be in its
                                           log, and one of the other lane
                                           would be taken before it */
+    int                  wrote;        /* a frame directly, ever: only then
+                                          does this process read the small
+                                          lane (a receiver that never
+                                          replies is served faster by the
+                                          agent's batches into its ring) */
 };
 
 /* Asks the agent for a lane, or for its current socket. */
@@ -413,6 +425,7 @@ ssize_t uct_srm_direct_send(uct_srm_iface_t *iface, uct_srm_ep_t *ep,
     }
     shm->next_chan_seq++;
     iface->ctl->node_seq[ep->dst_node]++;
+    iface->lanes[ep->dst_node].wrote        = 1;
     iface->lanes[ep->dst_node].last_kind    = kind;
     iface->lanes[ep->dst_node].last_absorbs = srm_load_relaxed(&shm->absorbs);
 
@@ -644,7 +657,8 @@ static unsigned uct_srm_direct_receive_lane(uct_srm_iface_t *iface,
     int kick, ret;
 
     if ((lane->state != UCT_SRM_LANE_MAPPED) ||
-        srm_load_relaxed(&lane->shm->retired)) {
+        srm_load_relaxed(&lane->shm->retired) ||
+        ((kind == SRM_CHANNEL_SMALL) && !iface->lanes[node].wrote)) {
         return 0;
     }
     if (!uct_srm_direct_socket_current(iface, node, kind, lane)) {
@@ -665,6 +679,10 @@ static unsigned uct_srm_direct_receive_lane(uct_srm_iface_t *iface,
          (srm_load_relaxed(&lane->shm->rx_changes) == lane->left_at))) {
         return 0; /* the agent is reading it, or will */
     }
+    if ((kind == SRM_CHANNEL_BULK) && (lane->idle_looks > 0) &&
+        ((lane->polls % UCT_SRM_BULK_LOOK_EVERY) != 0)) {
+        return 0;
+    }
     lane->left = 0;
     ret = srm_lane_trylock(lane->shm);
     if (ret != 0) {
@@ -677,6 +695,7 @@ static unsigned uct_srm_direct_receive_lane(uct_srm_iface_t *iface,
     kick   = 0;
     length = uct_srm_direct_take_locked(iface, lane, budget, &kick);
     srm_lane_unlock(lane->shm);
+    lane->idle_looks = (length > 0) ? 0 : (lane->idle_looks + 1);
     if (kick) {
         uct_srm_direct_kick(iface, lane->shm);
     }
