@@ -40,6 +40,8 @@ const std::vector<std::string> kAgentEnv = {
         "UCX_SRM_DEVICES=lo", "UCX_SRM_FAILOVER_TIMEOUT=300ms",
         "UCX_SRM_PEER_TIMEOUT=10s"};
 
+size_t pack_numbered_4k(void *dest, void *arg);
+
 class uct_direct_test : public srm_test::two_port_test {
 protected:
     using clock = std::chrono::steady_clock;
@@ -123,6 +125,29 @@ protected:
                                        10))
                     << "received " << received_ << " of " << sent_;
         }
+    }
+
+    /* Sends count AMs as fast as they go, every third a 4 KB bcopy (the
+     * bulk channel with LARGE_THRESH=1k), the others short. */
+    void stream_mixed(uint64_t count)
+    {
+        uint64_t end = sent_ + count;
+        ASSERT_TRUE(progress_until([&] {
+            ucs_status_t status;
+            if (sent_ == end) {
+                return true;
+            } else if ((sent_ % 3) == 0) {
+                ssize_t length = uct_ep_am_bcopy(ep_, 9, pack_numbered_4k,
+                                                 &sent_, 0);
+                status = (length < 0) ? (ucs_status_t)length : UCS_OK;
+            } else {
+                status = uct_ep_am_short(ep_, 9, sent_, "payload", 7);
+            }
+            if (status == UCS_OK) {
+                ++sent_;
+            }
+            return false;
+        }, 60)) << "sent " << sent_ << " of " << end;
     }
 
     /* Sends an AM of `length` bytes by zcopy (as UCP sends large ones), its
@@ -228,6 +253,19 @@ srm_lane_t *mapped_lane(const char *name = "memfd:srm-lane-")
         }
     }
     return most;
+}
+
+/* A child process takes the lane's lock and exits holding it. */
+void die_holding(srm_lane_t *lane)
+{
+    pid_t pid = fork();
+    if (pid == 0) {
+        pthread_mutex_lock(&lane->lock);
+        _exit(0); /* the robust lock remembers who held it */
+    }
+    ASSERT_GT(pid, 0);
+    int wstatus;
+    ASSERT_EQ(pid, waitpid(pid, &wstatus, 0));
 }
 
 const char kBulkLane[] = "memfd:srm-bulk-lane-";
@@ -360,14 +398,7 @@ TEST_F(uct_direct_test, a_writer_that_dies_holding_the_lock_stops_nothing)
     srm_lane_t *lane = mapped_lane();
     ASSERT_NE(nullptr, lane);
 
-    pid_t pid = fork();
-    if (pid == 0) {
-        pthread_mutex_lock(&lane->lock);
-        _exit(0); /* the robust lock remembers who held it */
-    }
-    ASSERT_GT(pid, 0);
-    int wstatus;
-    ASSERT_EQ(pid, waitpid(pid, &wstatus, 0));
+    ASSERT_NO_FATAL_FAILURE(die_holding(lane));
 
     unsigned long long before = direct();
     ASSERT_NO_FATAL_FAILURE(stream(1000));
@@ -680,23 +711,7 @@ TEST_F(uct_direct_test, order_holds_when_receivers_read_one_channel_of_two)
     ASSERT_NO_FATAL_FAILURE(start("always", {"UCX_SRM_LARGE_THRESH=1k"}));
     ASSERT_NO_FATAL_FAILURE(ping_pong(20));
     unsigned long long taken_b = node_b_->counter("taken");
-    uint64_t end               = sent_ + 3000;
-    ASSERT_TRUE(progress_until([&] {
-        ucs_status_t status;
-        if (sent_ == end) {
-            return true;
-        } else if ((sent_ % 3) == 0) {
-            ssize_t length = uct_ep_am_bcopy(ep_, 9, pack_numbered_4k, &sent_,
-                                             0);
-            status = (length < 0) ? (ucs_status_t)length : UCS_OK;
-        } else {
-            status = uct_ep_am_short(ep_, 9, sent_, "payload", 7);
-        }
-        if (status == UCS_OK) {
-            ++sent_;
-        }
-        return false;
-    }, 60)) << "sent " << sent_ << " of " << end;
+    ASSERT_NO_FATAL_FAILURE(stream_mixed(3000));
     expect_all_arrive();
     EXPECT_GT(node_b_->counter("taken"), taken_b) << node_b_->status();
     /* Every third one came by the bulk channel. */
@@ -711,23 +726,7 @@ TEST_F(uct_direct_test, order_holds_when_both_channels_are_written_directly)
 {
     ASSERT_NO_FATAL_FAILURE(start("always", {"UCX_SRM_LARGE_THRESH=1k"}));
     ASSERT_NO_FATAL_FAILURE(ping_pong(20));
-    uint64_t end = sent_ + 3000;
-    ASSERT_TRUE(progress_until([&] {
-        ucs_status_t status;
-        if (sent_ == end) {
-            return true;
-        } else if ((sent_ % 3) == 0) {
-            ssize_t length = uct_ep_am_bcopy(ep_, 9, pack_numbered_4k, &sent_,
-                                             0);
-            status = (length < 0) ? (ucs_status_t)length : UCS_OK;
-        } else {
-            status = uct_ep_am_short(ep_, 9, sent_, "payload", 7);
-        }
-        if (status == UCS_OK) {
-            ++sent_;
-        }
-        return false;
-    }, 60)) << "sent " << sent_ << " of " << end;
+    ASSERT_NO_FATAL_FAILURE(stream_mixed(3000));
     expect_all_arrive();
     EXPECT_EQ(1000u, bulk_rx_frames(*node_b_)) << node_b_->status();
     EXPECT_GT(bulk_counter(*node_a_, "direct"), 0u) << node_a_->status();
@@ -782,14 +781,7 @@ TEST_F(uct_direct_test, a_writer_that_dies_holding_the_bulk_lock_stops_nothing)
     srm_lane_t *lane = mapped_lane(kBulkLane);
     ASSERT_NE(nullptr, lane);
 
-    pid_t pid = fork();
-    if (pid == 0) {
-        pthread_mutex_lock(&lane->lock);
-        _exit(0); /* the robust lock remembers who held it */
-    }
-    ASSERT_GT(pid, 0);
-    int wstatus;
-    ASSERT_EQ(pid, waitpid(pid, &wstatus, 0));
+    ASSERT_NO_FATAL_FAILURE(die_holding(lane));
 
     unsigned long long before = bulk_counter(*node_a_, "direct");
     auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
