@@ -4,7 +4,8 @@
  * node is written by this process to the socket of its node's channel
  * (small, or bulk above LARGE_THRESH), through the channel's direct lane
  * (srm_lane_shared.h), when the lane is open, has room, and nothing of
- * this port to that node is still in its ring or in the other lane's log.
+ * this port to that node is still in its ring (nor, for a small one, may
+ * still be in the bulk lane's log).
  * Everything else, and every send the lane cannot take at once, goes
  * through the ring as before.
  *
