@@ -724,6 +724,7 @@ TEST_F(uct_direct_test, order_holds_when_receivers_read_one_channel_of_two)
  * log). */
 TEST_F(uct_direct_test, order_holds_when_both_channels_are_written_directly)
 {
+    setenv("UCX_SRM_DIRECT_BULK", "y", 1);
     ASSERT_NO_FATAL_FAILURE(start("always", {"UCX_SRM_LARGE_THRESH=1k"}));
     ASSERT_NO_FATAL_FAILURE(ping_pong(20));
     ASSERT_NO_FATAL_FAILURE(stream_mixed(3000));
@@ -739,6 +740,7 @@ TEST_F(uct_direct_test, order_holds_when_both_channels_are_written_directly)
  * DIRECT_BULK=n both agents do. */
 TEST_F(uct_direct_test, a_large_message_skips_both_agents_on_the_bulk_channel)
 {
+    setenv("UCX_SRM_DIRECT_BULK", "y", 1);
     ASSERT_NO_FATAL_FAILURE(start("auto"));
     ASSERT_NO_FATAL_FAILURE(ping_pong(20));
     for (int i = 0; i < 100; ++i) {
@@ -773,6 +775,7 @@ TEST_F(uct_direct_test, with_direct_bulk_off_the_agents_carry_large_messages)
  * unacknowledged one), and large messages go on, directly again. */
 TEST_F(uct_direct_test, a_writer_that_dies_holding_the_bulk_lock_stops_nothing)
 {
+    setenv("UCX_SRM_DIRECT_BULK", "y", 1);
     ASSERT_NO_FATAL_FAILURE(start("always"));
     ASSERT_NO_FATAL_FAILURE(ping_pong(20));
     for (int i = 0; i < 20; ++i) {

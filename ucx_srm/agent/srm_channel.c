@@ -136,7 +136,11 @@ void srm_channel_follow_peer(srm_agent_t *agent, srm_link_t *link)
     srm_channel_t *chan = &node->chan[link->kind];
     srm_link_t *active  = chan->links[chan->active];
 
+    /* Only to settle the first choice: after a failover both sides went
+     * to the connection left, and a move away from a retransmitting one
+     * must not be undone (test_netns_retrans). */
     if ((active == link) || (link->state != SRM_LINK_READY) ||
+        (chan->failovers > 0) ||
         (agent->node_id > node->node_id) || (chan->head != chan->tail) ||
         ((active != NULL) && (active->ctl_left > 0))) {
         return;
