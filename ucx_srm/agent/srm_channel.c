@@ -140,6 +140,8 @@ void srm_channel_follow_peer(srm_agent_t *agent, srm_link_t *link)
      * to the connection left, and a move away from a retransmitting one
      * must not be undone (test_netns_retrans). */
     if ((active == link) || (link->state != SRM_LINK_READY) ||
+        (node->lanes[SRM_CHANNEL_BULK].shm == NULL) || /* only bulk lanes
+                                                          were measured */
         (chan->failovers > 0) ||
         (agent->node_id > node->node_id) || (chan->head != chan->tail) ||
         ((active != NULL) && (active->ctl_left > 0))) {
