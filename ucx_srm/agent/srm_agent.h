@@ -494,7 +494,9 @@ static inline void srm_agent_timer_by(srm_agent_t *agent, double due)
     }
 }
 
-/* srm_lane.c: clients that write and read the channels' sockets themselves */
+/* srm_lane.c: clients that write and read the channels' sockets themselves.
+ * Enter and leave go around every change to a node's channels' sending
+ * state, which the lanes' writers share. */
 void srm_lane_enter(srm_agent_t *agent, srm_node_t *node);
 /* A frame a client wrote directly to the node: UCS_OK if its source port
  * is a writer of the lane and its seq the next the agent counted for it,

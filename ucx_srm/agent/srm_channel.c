@@ -159,7 +159,7 @@ void srm_channel_link_ready(srm_agent_t *agent, srm_link_t *link)
     const srm_wire_addr_t *wire;
     char addr[32];
 
-    srm_channel_enter(agent, link->node, link->kind);
+    srm_lane_enter(agent, link->node);
     if ((active == NULL) || (active->state != SRM_LINK_READY) ||
         (active == link)) {
         if (chan->sent > chan->head) {
@@ -179,7 +179,7 @@ void srm_channel_link_ready(srm_agent_t *agent, srm_link_t *link)
     }
     chan->failures[link->path] = 0;
     link->node->dirty          = 1;
-    srm_channel_leave(agent, link->node, link->kind);
+    srm_lane_leave(agent, link->node);
 }
 
 /* The link is gone: its channel goes on on the other path if it can. */
@@ -218,10 +218,9 @@ static void srm_channel_switch_path(srm_agent_t *agent, srm_link_t *link)
 void srm_channel_link_lost(srm_agent_t *agent, srm_link_t *link)
 {
     srm_node_t *node = link->node;
-    int kind         = link->kind;
 
-    srm_channel_enter(agent, node, kind);
+    srm_lane_enter(agent, node);
     srm_lane_link_lost(node, link);
     srm_channel_switch_path(agent, link);
-    srm_channel_leave(agent, node, kind);
+    srm_lane_leave(agent, node);
 }

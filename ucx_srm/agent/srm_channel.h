@@ -33,18 +33,14 @@ void srm_channel_advance(srm_agent_t *agent, srm_channel_t *chan,
 
 /*
  * A frame or an ack came on a link of the channel that is not its active
- * one: the peer writes on the other path. Where both sides write on one connection,
- * a process that reads the channel's socket directly finds what it waits
- * for (srm_lane.c); so the agent of the lower node id moves to the peer's
- * path, while nothing of its own is unacknowledged (only one side moves,
- * or both could swap paths for ever). Inside the lanes' enter.
+ * one: the peer writes on the other path. Where both sides write on one
+ * connection, a process that reads the channel's socket directly finds
+ * what it waits for (srm_lane.c); so the agent of the lower node id moves
+ * to the peer's path, while nothing of its own is unacknowledged (only
+ * one side moves, or both could swap paths for ever). Only where the node
+ * has a bulk lane, and only before the channel's first failover. Inside
+ * the lanes' enter.
  */
 void srm_channel_follow_peer(srm_agent_t *agent, srm_link_t *link);
-
-/* Around a channel's sending state, shared with its lane's writers (the
- * lanes' locks). */
-void srm_channel_enter(srm_agent_t *agent, srm_node_t *node, int kind);
-
-void srm_channel_leave(srm_agent_t *agent, srm_node_t *node, int kind);
 
 #endif

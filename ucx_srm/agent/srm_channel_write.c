@@ -207,26 +207,13 @@ static int srm_channel_flush_locked(srm_agent_t *agent, srm_node_t *node,
     return srm_channel_write(agent, node, kind, link, ack);
 }
 
-/* A channel's sending state is shared with its lane's writers. */
-void srm_channel_enter(srm_agent_t *agent, srm_node_t *node, int kind)
-{
-    (void)kind; /* the lanes are entered together */
-    srm_lane_enter(agent, node);
-}
-
-void srm_channel_leave(srm_agent_t *agent, srm_node_t *node, int kind)
-{
-    (void)kind;
-    srm_lane_leave(agent, node);
-}
-
 int srm_channel_flush(srm_agent_t *agent, srm_node_t *node, int kind)
 {
     int ret;
 
-    srm_channel_enter(agent, node, kind);
+    srm_lane_enter(agent, node);
     ret = srm_channel_flush_locked(agent, node, kind);
-    srm_channel_leave(agent, node, kind);
+    srm_lane_leave(agent, node);
     return ret;
 }
 
@@ -237,9 +224,9 @@ void srm_channel_write_link(srm_agent_t *agent, srm_link_t *link, int ack)
     srm_node_t *node = link->node;
     int kind         = link->kind;
 
-    srm_channel_enter(agent, node, kind);
+    srm_lane_enter(agent, node);
     srm_channel_write(agent, node, kind, link, ack);
-    srm_channel_leave(agent, node, kind);
+    srm_lane_leave(agent, node);
 }
 
 static ucs_status_t srm_channel_take_ack(srm_agent_t *agent,
@@ -267,12 +254,12 @@ srm_channel_on_ack(srm_agent_t *agent, srm_link_t *link, uint32_t ack)
     ucs_status_t status;
 
     /* Frames written directly are acknowledged too: absorbed first. */
-    srm_channel_enter(agent, node, kind);
+    srm_lane_enter(agent, node);
     status = srm_channel_take_ack(agent, &node->chan[kind], node, ack);
     if ((status == UCS_OK) &&
         (link != node->chan[kind].links[node->chan[kind].active])) {
         srm_channel_follow_peer(agent, link); /* now that all may be acked */
     }
-    srm_channel_leave(agent, node, kind);
+    srm_lane_leave(agent, node);
     return status;
 }
