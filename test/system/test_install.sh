@@ -4,7 +4,7 @@
 # test_install: `make install` puts everything where the README says, and
 # the installed pieces work together: the module with hidden symbols, srmd
 # and srmctl, srm-run pointing at the installed module and agent, the
-# pkg-config file and the systemd unit.
+# pkg-config file, the systemd unit and the man pages.
 #
 . "$(dirname "$0")/lib.sh"
 
@@ -29,7 +29,9 @@ module=$dest$moduledir/libuct_srm.so.0
 for f in "$root/bin/srmd" "$root/bin/srmctl" "$root/bin/srm-run" "$module" \
          "$root/lib/pkgconfig/ucx-srm.pc" \
          "$root/lib/systemd/system/srmd.service" \
-         "$root/share/ucx-srm/openmpi-mca-params.conf"; do
+         "$root/share/ucx-srm/openmpi-mca-params.conf" \
+         "$root/share/man/man1/srm-run.1" "$root/share/man/man7/ucx-srm.7" \
+         "$root/share/man/man8/srmd.8" "$root/share/man/man8/srmctl.8"; do
     if [ -e "$f" ]; then
         srm_pass "installed ${f#$dest}"
     else
@@ -61,6 +63,14 @@ if PKG_CONFIG_PATH="$root/lib/pkgconfig" pkg-config --exists ucx-srm; then
     srm_pass "pkg-config finds ucx-srm (moduledir $(PKG_CONFIG_PATH="$root/lib/pkgconfig" pkg-config --variable=moduledir ucx-srm))"
 else
     srm_fail "pkg-config does not accept the installed ucx-srm.pc"
+fi
+
+# `man srmd` finds the installed page, whose FILES name installed paths.
+if MANPATH="$root/share/man" man -w srmd 2>/dev/null | grep -q "^$root/share/man/man8/srmd.8" &&
+   grep -q "$prefix/lib/systemd/system/srmd.service" "$root/share/man/man8/srmd.8"; then
+    srm_pass "man srmd finds the installed page, which names the installed unit"
+else
+    srm_fail "man -w srmd with MANPATH=$root/share/man: $(MANPATH="$root/share/man" man -w srmd 2>&1)"
 fi
 
 # The installed module and agent carry traffic (paths under DESTDIR).

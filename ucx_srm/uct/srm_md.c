@@ -21,22 +21,6 @@
 #include <string.h>
 #include <unistd.h>
 
-static ucs_config_field_t uct_srm_md_config_table[] = {
-    {"", "", NULL, ucs_offsetof(uct_srm_md_config_t, super),
-     UCS_CONFIG_TYPE_TABLE(uct_md_config_table)},
-
-    {"", "", NULL, ucs_offsetof(uct_srm_md_config_t, node),
-     UCS_CONFIG_TYPE_TABLE(srm_node_config_table)},
-
-    {"MEM_ALLOC", "n",
-     "Allocate memory through the node agent (UCT_MD_FLAG_ALLOC): a memfd\n"
-     "the agent maps and, on the verbs wire, registers in its protection\n"
-     "domain, so that remote agents may read and write it by RDMA.",
-     ucs_offsetof(uct_srm_md_config_t, mem_alloc), UCS_CONFIG_TYPE_BOOL},
-
-    {NULL}
-};
-
 /* Listed by `ucx_info -c` although only srmd reads it. */
 UCS_CONFIG_DECLARE_TABLE(srm_agent_config_table, "SRM node agent (srmd)",
                          SRM_CONFIG_PREFIX, srm_agent_config_t)
@@ -327,7 +311,6 @@ uct_component_t uct_srm_component = {
                                        ucs_empty_function)
 };
 
-extern ucs_config_field_t uct_srm_iface_config_table[];
 extern ucs_class_t UCS_CLASS_NAME(uct_srm_iface_t);
 UCS_CLASS_DECLARE_NEW_FUNC(uct_srm_iface_t, uct_iface_t, uct_md_h,
                            uct_worker_h, const uct_iface_params_t*,

@@ -33,6 +33,9 @@
 #define UCT_SRM_RX_FRAME_SIZE (sizeof(srm_frame_hdr_t) + SRM_FRAME_MAX_PAYLOAD)
 
 extern uct_component_t uct_srm_component;
+/* srm_uct_config.c */
+extern ucs_config_field_t uct_srm_md_config_table[];
+extern ucs_config_field_t uct_srm_iface_config_table[];
 
 /* A non-NULL handle for registered user memory: UCP treats NULL as "not
  * registered"; it names no memory the agent knows (srm_md_mem.c). */
