@@ -4,6 +4,7 @@
  */
 #define _GNU_SOURCE
 #include "srm_agent.h"
+#include "srm_notify.h"
 
 #include <ucx_srm/common/srm_log.h>
 
@@ -193,7 +194,7 @@ int main(int argc, char **argv)
     const char *socket_opt = NULL, *log_path = NULL;
     int daemonize = 0, print_config = 0, ready_fd = -1, ret, c;
     srm_log_level_t level = SRM_LOG_INFO;
-    char default_log[PATH_MAX], hostname[64];
+    char default_log[PATH_MAX], hostname[64], state[160];
     struct sigaction sa;
     FILE *log_file = NULL;
     ucs_status_t status;
@@ -291,8 +292,12 @@ int main(int argc, char **argv)
         return ret;
     }
     srmd_report_ready(&ready_fd, 0);
+    snprintf(state, sizeof(state), "READY=1\nSTATUS=serving @%.100s%s",
+             agent->socket_name, agent->any_user ? " for every user" : "");
+    srm_notify(state);
 
     srm_agent_run(agent);
+    srm_notify("STOPPING=1");
     srm_info("stopping: %u clients attached, %llu frames moved",
              agent->num_clients, (unsigned long long)agent->stats.frames);
     srm_agent_cleanup(agent);

@@ -72,7 +72,8 @@ const char *srm_xrc_mode_names[] = {
 ucs_config_field_t srm_node_config_table[] = {
     {"SOCKET", "",
      "Name of the node agent's abstract UNIX socket (per network namespace).\n"
-     "Empty means srmd.<uid>, the per-user agent.",
+     "Empty: the site's agent (the srmd service, socket srmd) when root or\n"
+     "the srmd system user runs one, else srmd.<uid>, the per-user agent.",
      offsetof(srm_node_config_t, socket), UCS_CONFIG_TYPE_STRING},
 
     {"AGENT", "auto",

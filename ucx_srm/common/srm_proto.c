@@ -3,6 +3,7 @@
 #include "srm_proto.h"
 
 #include <errno.h>
+#include <pwd.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -168,10 +169,49 @@ int srm_sock_peer_uid(int fd, uid_t *uid_p)
 
 int srm_sock_agent_uid_trusted(uid_t uid)
 {
-    return ((uid == getuid()) || (uid == 0)) ? 0 : -1;
+    struct passwd pw, *found;
+    char buf[1024];
+
+    if ((uid == getuid()) || (uid == 0)) {
+        return 0;
+    }
+    /* Looked up only now: with LDAP behind NSS a lookup may be slow. */
+    if ((getpwnam_r(SRM_SITE_USER, &pw, buf, sizeof(buf), &found) == 0) &&
+        (found != NULL) && (found->pw_uid == uid)) {
+        return 0;
+    }
+    return -1;
 }
 
 void srm_sock_default_name(char *buf, size_t size)
 {
     snprintf(buf, size, "srmd.%u", (unsigned)getuid());
+}
+
+srm_agent_choice_t srm_sock_choose_agent(const char *configured, char *buf,
+                                         size_t size, uid_t *squatter_p)
+{
+    srm_agent_choice_t choice = SRM_AGENT_OWN;
+    uid_t uid;
+    int fd;
+
+    if ((configured != NULL) && (configured[0] != '\0')) {
+        snprintf(buf, size, "%s", configured);
+        return SRM_AGENT_CONFIGURED;
+    }
+    fd = srm_sock_connect(SRM_SITE_SOCKET);
+    if (fd >= 0) {
+        if (srm_sock_peer_uid(fd, &uid) != 0) {
+            uid = (uid_t)-1;
+        }
+        close(fd);
+        if ((uid != (uid_t)-1) && (srm_sock_agent_uid_trusted(uid) == 0)) {
+            snprintf(buf, size, "%s", SRM_SITE_SOCKET);
+            return SRM_AGENT_SITE;
+        }
+        *squatter_p = uid;
+        choice      = SRM_AGENT_OWN_SQUATTED;
+    }
+    srm_sock_default_name(buf, size);
+    return choice;
 }

@@ -188,14 +188,34 @@ int srm_sock_connect(const char *name);
 /* The uid of the process at the other end of a unix socket. -1 with errno. */
 int srm_sock_peer_uid(int fd, uid_t *uid_p);
 
+/* The site's agent, the srmd service: its socket and its system user. */
+#define SRM_SITE_SOCKET "srmd"
+#define SRM_SITE_USER   "srmd"
+
 /*
- * 0 if a process of this uid may serve us as our agent: our own uid, or
- * root (a site's service). An agent of any other uid could read what we
- * send and forge what we receive.
+ * 0 if a process of this uid may serve us as our agent: our own uid, root,
+ * or the site's system user SRM_SITE_USER (which only root can create). An
+ * agent of any other uid could read what we send and forge what we receive.
  */
 int srm_sock_agent_uid_trusted(uid_t uid);
 
 /* The default agent socket name for this user: "srmd.<uid>". */
 void srm_sock_default_name(char *buf, size_t size);
+
+typedef enum {
+    SRM_AGENT_CONFIGURED, /* UCX_SRM_SOCKET names it */
+    SRM_AGENT_SITE,       /* the site's service answers on SRM_SITE_SOCKET */
+    SRM_AGENT_OWN,        /* this user's own agent, srmd.<uid> */
+    SRM_AGENT_OWN_SQUATTED /* own, and SRM_SITE_SOCKET is held by an
+                              untrusted uid (in *squatter_p) */
+} srm_agent_choice_t;
+
+/*
+ * Which agent to use: the one UCX_SRM_SOCKET names (configured, non-empty),
+ * else the site's service when a trusted one answers on SRM_SITE_SOCKET,
+ * else this user's own. Writes the socket name into buf.
+ */
+srm_agent_choice_t srm_sock_choose_agent(const char *configured, char *buf,
+                                         size_t size, uid_t *squatter_p);
 
 #endif

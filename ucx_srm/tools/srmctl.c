@@ -38,7 +38,8 @@ static void srmctl_usage(FILE *stream)
         "            lost. Only the agent's own user or root may do this.\n"
         "\n"
         "Options:\n"
-        "  -s, --socket NAME  agent socket (default: UCX_SRM_SOCKET, else\n"
+        "  -s, --socket NAME  agent socket (default: UCX_SRM_SOCKET, else the\n"
+        "                     site's srmd service (srmd) if it runs, else\n"
         "                     srmd.<uid>)\n"
         "  -t, --timeout SEC  how long to wait for an answer (default 5)\n"
         "  -n, --node INDEX   fault: only node INDEX (as in status; default all)\n"
@@ -128,15 +129,12 @@ int main(int argc, char **argv)
     char socket_name[108], device[64], *end;
     const char *command, *devices;
     double timeout = 5;
+    uid_t squatter;
     int c;
 
-    if ((getenv("UCX_SRM_SOCKET") != NULL) &&
-        (getenv("UCX_SRM_SOCKET")[0] != '\0')) {
-        snprintf(socket_name, sizeof(socket_name), "%s",
-                 getenv("UCX_SRM_SOCKET"));
-    } else {
-        srm_sock_default_name(socket_name, sizeof(socket_name));
-    }
+    /* The agent this user's processes would use. */
+    srm_sock_choose_agent(getenv("UCX_SRM_SOCKET"), socket_name,
+                          sizeof(socket_name), &squatter);
 
     memset(&status_req, 0, sizeof(status_req));
     srm_msg_hdr_init(&status_req.hdr, SRM_MSG_STATUS_REQ);

@@ -79,9 +79,9 @@ static ucs_status_t uct_srm_agent_check_peer(const uct_srm_md_t *md, int fd)
     }
     pw = getpwuid(uid);
     ucs_error("srm: the node agent socket @%s is held by uid %u (%s), not by "
-              "you (uid %u) or root: refusing it, another user may be posing "
-              "as your agent; set UCX_SRM_SOCKET to another name or ask that "
-              "user to stop", md->socket_name, (unsigned)uid,
+              "you (uid %u), root or the " SRM_SITE_USER " user: refusing it, "
+              "another user may be posing as your agent; set UCX_SRM_SOCKET "
+              "to another name or ask that user to stop", md->socket_name, (unsigned)uid,
               (pw != NULL) ? pw->pw_name : "no such user", (unsigned)getuid());
     return UCS_ERR_NO_DEVICE;
 }
@@ -108,6 +108,12 @@ ucs_status_t uct_srm_agent_connect(const uct_srm_md_t *md, int *fd_p)
         if ((errno != ECONNREFUSED) && (errno != ENOENT) &&
             (errno != EAGAIN)) {
             ucs_error("srm: cannot connect to node agent @%s: %m",
+                      md->socket_name);
+            return UCS_ERR_NO_DEVICE;
+        }
+        if (md->agent_choice == SRM_AGENT_SITE) {
+            /* Starting one of ours there would squat the site's name. */
+            ucs_error("srm: the site's node agent @%s stopped answering: %m",
                       md->socket_name);
             return UCS_ERR_NO_DEVICE;
         }
@@ -239,7 +245,12 @@ ucs_status_t uct_srm_agent_attach(const uct_srm_md_t *md,
         uct_srm_agent_detach(att);
         return status;
     }
-    ucs_debug("srm: attached to @%s as port %u", md->socket_name, att->port);
+    ucs_info("srm: attached to %s node agent @%s as port %u",
+             (md->agent_choice == SRM_AGENT_SITE)       ? "the site's" :
+             (md->agent_choice == SRM_AGENT_CONFIGURED) ? "the configured "
+                                                          "(UCX_SRM_SOCKET)" :
+                                                          "this user's own",
+             md->socket_name, att->port);
     return UCS_OK;
 }
 

@@ -243,6 +243,7 @@ static ucs_status_t uct_srm_md_open(uct_component_t *component,
 {
     const uct_srm_md_config_t *config = ucs_derived_of(uct_config,
                                                        uct_srm_md_config_t);
+    uid_t squatter;
     uct_srm_md_t *md;
 
     md = ucs_calloc(1, sizeof(*md), "srm_md");
@@ -257,11 +258,16 @@ static ucs_status_t uct_srm_md_open(uct_component_t *component,
     md->mem_alloc       = config->mem_alloc;
     md->mem_sock        = -1;
     pthread_mutex_init(&md->mem_lock, NULL);
-    if (config->node.socket[0] != '\0') {
-        ucs_strncpy_zero(md->socket_name, config->node.socket,
-                         sizeof(md->socket_name));
-    } else {
-        srm_sock_default_name(md->socket_name, sizeof(md->socket_name));
+    md->agent_choice    = srm_sock_choose_agent(config->node.socket,
+                                                md->socket_name,
+                                                sizeof(md->socket_name),
+                                                &squatter);
+    if (md->agent_choice == SRM_AGENT_OWN_SQUATTED) {
+        ucs_warn("srm: @%s, the site agent's socket, is held by uid %u, "
+                 "neither root nor the %s user: ignoring it (another user "
+                 "may be posing as the site's agent), using @%s",
+                 SRM_SITE_SOCKET, (unsigned)squatter, SRM_SITE_USER,
+                 md->socket_name);
     }
     if (config->node.agent_path[0] != '\0') {
         ucs_strncpy_zero(md->agent_path, config->node.agent_path,

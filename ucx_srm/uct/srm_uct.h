@@ -48,15 +48,16 @@ typedef struct uct_srm_md_config {
 } uct_srm_md_config_t;
 
 typedef struct uct_srm_md {
-    uct_md_t         super;
-    srm_agent_mode_t agent_mode;
-    double           connect_timeout;
-    int              mem_alloc;
-    int              mem_sock;     /* the md's agent connection, or -1 */
-    pthread_mutex_t  mem_lock;     /* one memory request at a time */
-    char             socket_name[108];
-    char             agent_path[PATH_MAX];
-    char             dev_name[UCT_DEVICE_NAME_MAX]; /* srm_config_device_name */
+    uct_md_t           super;
+    srm_agent_mode_t   agent_mode;
+    double             connect_timeout;
+    int                mem_alloc;
+    int                mem_sock;     /* the md's agent connection, or -1 */
+    pthread_mutex_t    mem_lock;     /* one memory request at a time */
+    char               socket_name[108];
+    srm_agent_choice_t agent_choice; /* how socket_name was chosen */
+    char               agent_path[PATH_MAX];
+    char               dev_name[UCT_DEVICE_NAME_MAX]; /* srm_config_device_name */
 } uct_srm_md_t;
 
 /* Memory the md allocated (srm_md_mem.c). */
