@@ -22,6 +22,7 @@ TEST_PACKAGES=(
     iproute2 nftables netpipe-openmpi
     clang libclang-rt-dev
     gnuplot-nox procps util-linux jq
+    groff-base man-db systemd passwd python3
 )
 VM_PACKAGES=(
     qemu-system-x86 busybox-static cpio kmod ibverbs-utils
