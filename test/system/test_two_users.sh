@@ -44,7 +44,11 @@ export UCX_SRM_DEVICES=none
 
 # --- 1. an impostor agent ------------------------------------------------
 name=srm-impostor-$$
-as_nobody "$dir/srmd" -s "$name" >"$SRM_LOG/impostor.log" 2>&1 &
+# setpriv itself, not the function: $! must be the agent's own PID (a
+# function in the background is a subshell, and killing it left the
+# agent running).
+setpriv --reuid=nobody --regid=nogroup --clear-groups -- \
+    "$dir/srmd" -s "$name" >"$SRM_LOG/impostor.log" 2>&1 &
 impostor=$!
 srm_track "$impostor"
 for _ in $(seq 1 50); do
@@ -69,6 +73,9 @@ if grep -q "attached port" "$SRM_LOG/impostor.log"; then
 fi
 srm_kill_pid "$impostor"
 srm_untrack "$impostor"
+if as_nobody env -u LD_PRELOAD "$SRM_SRMCTL" -s "$name" -t 1 ping >/dev/null 2>&1; then
+    srm_fail "the impostor agent still answers on @$name after it was killed"
+fi
 
 # --- 2. another user's memory ---------------------------------------------
 export UCX_SRM_MEM_ALLOC=y UCX_SRM_AGENT=never
