@@ -23,11 +23,21 @@ else
     srm_fail "LICENSE is missing or is not the BSD 3-Clause license"
 fi
 
+if grep -q '^License: BSD-3-Clause$' "$SRM_SRCDIR/debian/copyright" 2>/dev/null; then
+    srm_pass "debian/copyright says BSD-3-Clause"
+else
+    srm_fail "debian/copyright is missing or does not say BSD-3-Clause"
+fi
+
 missing=()
 checked=0
 while IFS= read -r f; do
     case $f in
     docs/*|*.md|NEWS|LICENSE|.gitignore) continue ;;
+    # Debian's formats: debian/copyright is itself the license statement
+    # (BSD-3-Clause for Files: *), the others hold no comments.
+    debian/changelog|debian/control|debian/copyright|debian/source/format)
+        continue ;;
     esac
     [ -f "$SRM_SRCDIR/$f" ] || continue
     # binary files (pictures) carry no comment
