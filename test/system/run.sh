@@ -92,11 +92,35 @@ fi
 
 command -v timeout >/dev/null 2>&1 || { echo "run.sh: needs timeout(1)" >&2; exit 2; }
 
-passed=0 failed=0 skipped=0
-for f in "${tests[@]}"; do
+# How long each test took in the last run that logged here, for the
+# estimate of what is left; a test not seen before counts as the mean of
+# those done in this run.
+durations=$SRM_TEST_LOG_DIR/durations
+declare -A last_secs=()
+if [ -r "$durations" ]; then
+    while read -r n s; do last_secs[$n]=$s; done < "$durations"
+fi
+# estimate_left INDEX: seconds the tests from INDEX on will probably take
+estimate_left() {
+    local i total=0 n mean=60
+    [ "$done_count" -gt 0 ] && mean=$(( done_secs / done_count ))
+    for (( i = $1; i < ${#tests[@]}; i++ )); do
+        n=$(basename "${tests[i]}" .sh)
+        total=$(( total + ${last_secs[$n]:-$mean} ))
+    done
+    echo "$total"
+}
+mmss() { printf '%dm%02ds' $(( $1 / 60 )) $(( $1 % 60 )); }
+
+passed=0 failed=0 skipped=0 done_count=0 done_secs=0
+run_t0=$(date +%s)
+: > "$durations.new"
+for index in "${!tests[@]}"; do
+    f=${tests[index]}
     name=$(basename "$f" .sh)
     log=$SRM_TEST_LOG_DIR/$name.log
     t0=$(date +%s)
+    echo "[$((index + 1))/${#tests[@]}] $name (elapsed $(mmss $(( t0 - run_t0 ))), about $(mmss "$(estimate_left "$index")") left)"
     # timeout puts the test in a process group of its own and signals the
     # whole group when the time is up; the test's traps clean up.
     # A test that needs longer (the VM ones) says so in its header:
@@ -108,6 +132,8 @@ for f in "${tests[@]}"; do
         </dev/null
     rc=$?
     secs=$(( $(date +%s) - t0 ))
+    done_count=$((done_count + 1)) done_secs=$((done_secs + secs))
+    echo "$name $secs" >> "$durations.new"
     case $rc in
     0)
         echo "PASS $name ($secs s)"
@@ -125,6 +151,11 @@ for f in "${tests[@]}"; do
     esac
 done
 
+# Keep what this run measured, and the last figure of tests it did not run.
+for n in "${!last_secs[@]}"; do
+    grep -q "^$n " "$durations.new" || echo "$n ${last_secs[$n]}" >> "$durations.new"
+done
+mv "$durations.new" "$durations"
 echo "logs: $SRM_TEST_LOG_DIR"
 echo "system: $passed passed, $failed failed, $skipped skipped"
 [ "$failed" -eq 0 ]

@@ -16,7 +16,7 @@
 #
 if [ -z "${SRM_SERVICE_NETNS:-}" ] && [ "$(id -u)" = 0 ] &&
    command -v unshare >/dev/null 2>&1; then
-    SRM_SERVICE_NETNS=1 exec unshare --net -- "$0" "$@"
+    SRM_SERVICE_NETNS=1 exec unshare --net -- bash "$0" "$@"
 fi
 . "$(dirname "$0")/lib.sh"
 
