@@ -166,6 +166,9 @@ typedef struct srm_agent_stats {
 typedef struct srm_agent {
     srm_node_config_t  node_config;
     srm_agent_config_t config;
+    /* The settings as read at start, before "auto" values resolve (what
+     * processes compare theirs with: srm_status_format_settings). */
+    char               settings[4096];
     char               socket_name[108];
     int                exit_when_idle;
     int                any_user;
@@ -527,5 +530,8 @@ void srm_status_registered(const srm_agent_t *agent,
                            srm_status_registered_t *reg);
 size_t srm_status_format(srm_agent_t *agent, char *buf, size_t size);
 size_t srm_status_format_json(srm_agent_t *agent, char *buf, size_t size);
+/* The settings it runs with, "UCX_SRM_NAME=VALUE" lines (srmctl, and
+ * processes that compare them with theirs). */
+size_t srm_status_format_settings(srm_agent_t *agent, char *buf, size_t size);
 
 #endif

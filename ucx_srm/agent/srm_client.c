@@ -321,9 +321,16 @@ static void srm_client_status(srm_agent_t *agent, srm_client_t *client,
     if (rep == NULL) {
         return;
     }
-    rep->length = (uint32_t)((flags & SRM_STATUS_FLAG_JSON) ?
-                  srm_status_format_json(agent, rep->text, sizeof(rep->text)) :
-                  srm_status_format(agent, rep->text, sizeof(rep->text)));
+    if (flags & SRM_STATUS_FLAG_SETTINGS) {
+        rep->length = (uint32_t)srm_status_format_settings(agent, rep->text,
+                                                           sizeof(rep->text));
+    } else if (flags & SRM_STATUS_FLAG_JSON) {
+        rep->length = (uint32_t)srm_status_format_json(agent, rep->text,
+                                                       sizeof(rep->text));
+    } else {
+        rep->length = (uint32_t)srm_status_format(agent, rep->text,
+                                                  sizeof(rep->text));
+    }
     srm_client_reply_text(client, rep);
     free(rep);
 }

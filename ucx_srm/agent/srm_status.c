@@ -166,6 +166,40 @@ static void srm_status_memory(srm_agent_t *agent, srm_text_t *text)
                  (unsigned long long)agent->stats.rma_served);
 }
 
+size_t srm_status_format_settings(srm_agent_t *agent, char *buf, size_t size)
+{
+    int len;
+
+    if (agent->settings[0] != '\0') {
+        return (size_t)snprintf(buf, size, "%s", agent->settings);
+    }
+    len = srm_config_format_settings(&agent->config, srm_agent_config_table,
+                                     buf, size);
+    return (len < 0) ? 0 : (size_t)len;
+}
+
+/* "settings: POLL=auto SPIN_TIME=20us ...": one line, names unprefixed. */
+static void srm_status_settings_line(srm_agent_t *agent, srm_text_t *text)
+{
+    static const char prefix[] = "UCX_" SRM_CONFIG_PREFIX;
+    char settings[4096], *line, *next;
+
+    srm_status_format_settings(agent, settings, sizeof(settings));
+    srm_text_add(text, "settings:");
+    for (line = settings; *line != '\0'; line = next) {
+        next = strchr(line, '\n');
+        if (next == NULL) {
+            break;
+        }
+        *next++ = '\0';
+        if (strncmp(line, prefix, sizeof(prefix) - 1) == 0) {
+            line += sizeof(prefix) - 1;
+        }
+        srm_text_add(text, " %s", line);
+    }
+    srm_text_add(text, "\n");
+}
+
 size_t srm_status_format(srm_agent_t *agent, char *buf, size_t size)
 {
     srm_text_t text = {.buf = buf, .size = size, .len = 0};
@@ -197,6 +231,7 @@ size_t srm_status_format(srm_agent_t *agent, char *buf, size_t size)
                  (unsigned long long)agent->stats.wakeups,
                  (unsigned long long)agent->stats.late_wakeups);
 
+    srm_status_settings_line(agent, &text);
     srm_status_memory(agent, &text);
 
     if (agent->wire[0].ipv4 != 0) {

@@ -17,6 +17,28 @@
 
 #define SRM_STATUS_JSON_SCHEMA 1
 
+/* "settings": {"UCX_SRM_POLL": "auto", ...}, every setting it runs with. */
+static void srm_status_json_settings(srm_agent_t *agent, srm_json_t *json)
+{
+    char settings[4096], *line, *next, *value;
+
+    srm_status_format_settings(agent, settings, sizeof(settings));
+    srm_json_object(json, "settings");
+    for (line = settings; *line != '\0'; line = next) {
+        next = strchr(line, '\n');
+        if (next == NULL) {
+            break;
+        }
+        *next++ = '\0';
+        value = strchr(line, '=');
+        if (value != NULL) {
+            *value++ = '\0';
+            srm_json_string(json, line, value);
+        }
+    }
+    srm_json_end_object(json);
+}
+
 static void srm_status_json_agent(srm_agent_t *agent, srm_json_t *json)
 {
     char id[24];
@@ -36,6 +58,8 @@ static void srm_status_json_agent(srm_agent_t *agent, srm_json_t *json)
     srm_json_uint(json, "channel_depth", srm_channel_depth(agent));
     srm_json_uint(json, "port_backlog", agent->config.port_backlog);
     srm_json_end_object(json);
+
+    srm_status_json_settings(agent, json);
 
     srm_json_object(json, "clients");
     srm_json_uint(json, "attached", agent->num_clients);

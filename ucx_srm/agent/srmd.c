@@ -81,6 +81,13 @@ static ucs_status_t srmd_read_config(srm_agent_t *agent)
                 ucs_status_string(status));
         return status;
     }
+    /* What a process compares its own settings with: as read, before
+     * the agent resolves "auto" values. */
+    if (srm_config_format_settings(&agent->config, srm_agent_config_table,
+                                   agent->settings,
+                                   sizeof(agent->settings)) < 0) {
+        agent->settings[0] = '\0';
+    }
     if (agent->config.quantum < 64) {
         fprintf(stderr, "srmd: UCX_SRM_QUANTUM must be at least 64 bytes\n");
         return UCS_ERR_INVALID_PARAM;

@@ -294,3 +294,30 @@ ucs_config_field_t srm_agent_config_table[] = {
 
     {NULL}
 };
+
+int srm_config_format_settings(const void *opts, ucs_config_field_t *table,
+                               char *buf, size_t size)
+{
+    const ucs_config_field_t *field;
+    char value[256];
+    size_t len = 0;
+    int n;
+
+    buf[0] = '\0';
+    for (field = table; field->name != NULL; ++field) {
+        if (field->name[0] == '\0') {
+            continue; /* embedded tables: none in the agent's */
+        }
+        value[0] = '\0';
+        field->parser.write(value, sizeof(value),
+                            (void*)((const char*)opts + field->offset),
+                            field->parser.arg);
+        n = snprintf(buf + len, size - len, "UCX_%s%s=%s\n",
+                     SRM_CONFIG_PREFIX, field->name, value);
+        if ((n < 0) || ((size_t)n >= size - len)) {
+            return -1;
+        }
+        len += (size_t)n;
+    }
+    return (int)len;
+}

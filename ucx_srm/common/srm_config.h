@@ -94,4 +94,13 @@ extern const char *srm_xrc_mode_names[];
 extern ucs_config_field_t srm_node_config_table[];
 extern ucs_config_field_t srm_agent_config_table[];
 
+/*
+ * The settings of opts (filled from table) as "UCX_SRM_NAME=VALUE" lines,
+ * every field of the table, values as UCX writes them back (so that two
+ * spellings of one value compare equal). Returns the length, or -1 when
+ * size is too small.
+ */
+int srm_config_format_settings(const void *opts, ucs_config_field_t *table,
+                               char *buf, size_t size);
+
 #endif

@@ -78,6 +78,9 @@ typedef struct srm_attach_rep {
 } srm_attach_rep_t;
 
 #define SRM_STATUS_FLAG_JSON 1u /* the answer as JSON (docs/status-json.md) */
+/* Only the agent's settings, "UCX_SRM_NAME=VALUE" lines (an older agent
+ * answers the status text instead). */
+#define SRM_STATUS_FLAG_SETTINGS 2u
 
 typedef struct srm_status_req {
     srm_msg_hdr_t hdr;

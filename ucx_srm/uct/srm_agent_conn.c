@@ -21,6 +21,7 @@
 #include <spawn.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -252,6 +253,125 @@ ucs_status_t uct_srm_agent_attach(const uct_srm_md_t *md,
                                                           "this user's own",
              md->socket_name, att->port);
     return UCS_OK;
+}
+
+/* The agent's settings, "UCX_SRM_NAME=VALUE" lines, into rep->text;
+ * -1 if it cannot say (an agent older than SRM_STATUS_FLAG_SETTINGS
+ * answers with its status text, which holds no such line first). */
+static int uct_srm_agent_settings(const uct_srm_md_t *md,
+                                  srm_status_rep_t *rep)
+{
+    struct timeval tv = {.tv_sec = 2};
+    srm_status_req_t req;
+    ssize_t len;
+    int fd;
+
+    fd = srm_sock_connect(md->socket_name);
+    if ((fd < 0) || (uct_srm_agent_check_peer(md, fd) != UCS_OK)) {
+        goto err;
+    }
+    memset(&req, 0, sizeof(req));
+    srm_msg_hdr_init(&req.hdr, SRM_MSG_STATUS_REQ);
+    req.flags = SRM_STATUS_FLAG_SETTINGS;
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+    if (srm_sock_send(fd, &req, sizeof(req), NULL, 0) < 0) {
+        goto err;
+    }
+    len = srm_sock_recv(fd, rep, sizeof(*rep), NULL, NULL);
+    if ((len <= 0) ||
+        (srm_msg_hdr_check(&rep->hdr, (size_t)len, SRM_MSG_STATUS_REP,
+                           offsetof(srm_status_rep_t, text)) != 0) ||
+        (rep->length > (size_t)len - offsetof(srm_status_rep_t, text)) ||
+        (rep->length >= sizeof(rep->text)) ||
+        (strncmp(rep->text, "UCX_" SRM_CONFIG_PREFIX,
+                 strlen("UCX_" SRM_CONFIG_PREFIX)) != 0)) {
+        goto err;
+    }
+    rep->text[rep->length] = '\0';
+    close(fd);
+    return 0;
+
+err:
+    if (fd >= 0) {
+        close(fd);
+    }
+    return -1;
+}
+
+/* The line of settings that starts with prefix (NAME=), or NULL. */
+static const char *uct_srm_settings_find(const char *settings,
+                                         const char *prefix, size_t length)
+{
+    const char *line;
+
+    for (line = settings; *line != '\0'; line += strcspn(line, "\n") + 1) {
+        if (strncmp(line, prefix, length) == 0) {
+            return line;
+        }
+        if (line[strcspn(line, "\n")] == '\0') {
+            break;
+        }
+    }
+    return NULL;
+}
+
+void uct_srm_agent_check_settings(uct_srm_md_t *md)
+{
+    char mine[4096], differ[1024] = "", *line, *next;
+    const char *theirs;
+    srm_agent_config_t config;
+    srm_status_rep_t *rep;
+    size_t name_len;
+    int len, set;
+
+    if (md->settings_checked) {
+        return;
+    }
+    md->settings_checked = 1;
+    if (srm_ucx_config_fill(&config, srm_agent_config_table, "UCX_",
+                            SRM_CONFIG_PREFIX) != UCS_OK) {
+        return;
+    }
+    len = srm_config_format_settings(&config, srm_agent_config_table, mine,
+                                     sizeof(mine));
+    ucs_config_parser_release_opts(&config, srm_agent_config_table);
+    rep = ucs_malloc(sizeof(*rep), "srm_settings_rep");
+    if ((len < 0) || (rep == NULL) || (uct_srm_agent_settings(md, rep) != 0)) {
+        ucs_debug("srm: could not compare settings with the agent @%s",
+                  md->socket_name);
+        ucs_free(rep);
+        return;
+    }
+
+    /* Only what this process sets: the rest is the agent's to choose. */
+    for (line = mine; (next = strchr(line, '\n')) != NULL; line = next + 1) {
+        *next    = '\0';
+        name_len = strcspn(line, "=");
+        line[name_len] = '\0';
+        set = (getenv(line) != NULL);
+        line[name_len] = '=';
+        theirs = uct_srm_settings_find(rep->text, line, name_len + 1);
+        if (!set || ((theirs != NULL) &&
+                     (strcspn(theirs, "\n") == strlen(line)) &&
+                     (strncmp(theirs, line, strlen(line)) == 0))) {
+            continue;
+        }
+        ucs_snprintf_safe(differ + strlen(differ),
+                          sizeof(differ) - strlen(differ),
+                          "%s%s (the agent's: %.*s)",
+                          (differ[0] != '\0') ? ", " : "", line,
+                          (theirs == NULL) ? 4 :
+                          (int)(strcspn(theirs, "\n") - name_len - 1),
+                          (theirs == NULL) ? "none" : theirs + name_len + 1);
+    }
+    if (differ[0] != '\0') {
+        ucs_warn("srm: the node agent @%s runs with other settings than this "
+                 "process's environment asks for: %s. The agent's apply (it "
+                 "read them when it started; srmctl status shows them): "
+                 "give every process of the node the same, or restart the "
+                 "agent", md->socket_name, differ);
+    }
+    ucs_free(rep);
 }
 
 void uct_srm_agent_detach(uct_srm_attachment_t *att)

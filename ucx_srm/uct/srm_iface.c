@@ -466,6 +466,7 @@ static UCS_CLASS_INIT_FUNC(uct_srm_iface_t, uct_md_h tl_md,
     if (status != UCS_OK) {
         return status;
     }
+    uct_srm_agent_check_settings(md);
     max_zcopy = (config->max_zcopy == UCS_MEMUNITS_AUTO) ?
                         (self->agent.max_payload - UCT_SRM_MAX_HDR) :
                         config->max_zcopy;

@@ -56,6 +56,7 @@ typedef struct uct_srm_md {
     pthread_mutex_t    mem_lock;     /* one memory request at a time */
     char               socket_name[108];
     srm_agent_choice_t agent_choice; /* how socket_name was chosen */
+    int                settings_checked; /* against the agent's, once */
     char               agent_path[PATH_MAX];
     char               dev_name[UCT_DEVICE_NAME_MAX]; /* srm_config_device_name */
 } uct_srm_md_t;
@@ -187,6 +188,9 @@ typedef struct uct_srm_ep {
 
 /* srm_agent_conn.c */
 ucs_status_t uct_srm_agent_connect(const uct_srm_md_t *md, int *fd_p);
+/* Warns once, naming them, when settings this process sets differ from
+ * those the running agent read when it started. */
+void uct_srm_agent_check_settings(uct_srm_md_t *md);
 ucs_status_t uct_srm_agent_attach(const uct_srm_md_t *md,
                                   const uct_srm_iface_config_t *config,
                                   uct_srm_attachment_t *att);
