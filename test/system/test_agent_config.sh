@@ -3,9 +3,12 @@
 #
 # test_agent_config: how srmd ends when it cannot serve, which is what UCX's
 # auto-start and the service read (exit status, and the line on stderr):
-#  - a setting out of range (UCX_SRM_QUANTUM below 64) or of a wrong kind
-#    (UCX_SRM_POLL=sometimes): exit 1 at once, naming it (with a quantum
-#    of 32 srmd used to start anyway and then never delivered a frame);
+#  - a setting out of range (UCX_SRM_QUANTUM below 64), of a wrong kind
+#    (UCX_SRM_POLL=sometimes, UCX_SRM_SPIN_TIME=fast: naming the setting,
+#    the value and what it takes) or a UCX_SRM_* name no srm table has
+#    (UCX_SRM_POLLL): exit 1 at once, naming it (with a quantum of 32
+#    srmd used to start anyway and then never delivered a frame; a wrong
+#    value was "invalid UCX_SRM_* setting", naming none);
 #  - its TCP port for other agents taken (by another agent): exit 1, naming
 #    the address (it used to exit 0, as if another agent served the name);
 #  - its socket name served by an agent of ours already: exit 0, saying so.
@@ -35,8 +38,12 @@ expect_exit() {
 
 expect_exit quantum-32 1 'UCX_SRM_QUANTUM must be at least 64' \
     UCX_SRM_QUANTUM=32 UCX_SRM_DEVICES=none
-expect_exit poll-sometimes 1 'invalid UCX_SRM_\* setting' \
+expect_exit poll-sometimes 1 "UCX_SRM_POLL='sometimes' is not a valid value \(it takes \[auto" \
     UCX_SRM_POLL=sometimes UCX_SRM_DEVICES=none
+expect_exit spin-fast 1 "UCX_SRM_SPIN_TIME='fast' is not a valid value" \
+    UCX_SRM_SPIN_TIME=fast UCX_SRM_DEVICES=none
+expect_exit unknown-name 1 'UCX_SRM_POLLL is not a setting of srm' \
+    UCX_SRM_POLLL=spin UCX_SRM_DEVICES=none
 
 # Our own agent, serving the test's socket and listening on loopback.
 UCX_SRM_DEVICES=lo srm_agent_start -q || srm_done

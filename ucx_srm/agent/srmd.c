@@ -5,6 +5,7 @@
 #define _GNU_SOURCE
 #include "srm_agent.h"
 #include "srm_notify.h"
+#include "srmd_config.h"
 
 #include <ucx_srm/common/srm_log.h>
 
@@ -61,38 +62,6 @@ static void srmd_usage(FILE *stream)
 static void srmd_on_signal(int signo)
 {
     srmd_agent.stop = 1;
-}
-
-static ucs_status_t srmd_read_config(srm_agent_t *agent)
-{
-    ucs_status_t status;
-
-    status = srm_ucx_config_fill(&agent->node_config, srm_node_config_table,
-                                 "UCX_", SRM_CONFIG_PREFIX);
-    if (status != UCS_OK) {
-        fprintf(stderr, "srmd: invalid UCX_SRM_* setting: %s\n",
-                ucs_status_string(status));
-        return status;
-    }
-    status = srm_ucx_config_fill(&agent->config, srm_agent_config_table,
-                                 "UCX_", SRM_CONFIG_PREFIX);
-    if (status != UCS_OK) {
-        fprintf(stderr, "srmd: invalid UCX_SRM_* setting: %s\n",
-                ucs_status_string(status));
-        return status;
-    }
-    /* What a process compares its own settings with: as read, before
-     * the agent resolves "auto" values. */
-    if (srm_config_format_settings(&agent->config, srm_agent_config_table,
-                                   agent->settings,
-                                   sizeof(agent->settings)) < 0) {
-        agent->settings[0] = '\0';
-    }
-    if (agent->config.quantum < 64) {
-        fprintf(stderr, "srmd: UCX_SRM_QUANTUM must be at least 64 bytes\n");
-        return UCS_ERR_INVALID_PARAM;
-    }
-    return UCS_OK;
 }
 
 /*
@@ -230,7 +199,7 @@ int main(int argc, char **argv)
         return 1;
     }
 
-    if (srmd_read_config(agent) != UCS_OK) {
+    if (srmd_config_read(agent) != UCS_OK) {
         return 1;
     }
     if (print_config) {
