@@ -23,7 +23,7 @@ TEST_PACKAGES=(
     clang libclang-rt-dev
     gnuplot-nox procps util-linux jq
     groff-base man-db systemd passwd python3
-    debhelper lintian debootstrap
+    debhelper lintian debootstrap tmux
 )
 VM_PACKAGES=(
     qemu-system-x86 busybox-static cpio kmod ibverbs-utils

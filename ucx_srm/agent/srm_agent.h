@@ -444,6 +444,8 @@ void srm_node_path_ready(srm_node_t *node, int path,
                          const srm_wire_addr_t wire[SRM_WIRE_PATHS]);
 unsigned srm_node_progress(srm_agent_t *agent);
 void srm_node_cleanup(srm_agent_t *agent);
+void srm_node_format_top(srm_agent_t *agent, char *buf, size_t size,
+                         size_t *len);
 void srm_node_format(srm_agent_t *agent, char *buf, size_t size,
                      size_t *len);
 /* The same as a JSON array "nodes" (docs/status-json.md). */
@@ -533,5 +535,8 @@ size_t srm_status_format_json(srm_agent_t *agent, char *buf, size_t size);
 /* The settings it runs with, "UCX_SRM_NAME=VALUE" lines (srmctl, and
  * processes that compare them with theirs). */
 size_t srm_status_format_settings(srm_agent_t *agent, char *buf, size_t size);
+/* What srmctl top shows, as plain lines of numbers (docs/status-json.md
+ * names the counters; the layout is srmctl's own business). */
+size_t srm_status_format_top(srm_agent_t *agent, char *buf, size_t size);
 
 #endif

@@ -321,7 +321,10 @@ static void srm_client_status(srm_agent_t *agent, srm_client_t *client,
     if (rep == NULL) {
         return;
     }
-    if (flags & SRM_STATUS_FLAG_SETTINGS) {
+    if (flags & SRM_STATUS_FLAG_TOP) {
+        rep->length = (uint32_t)srm_status_format_top(agent, rep->text,
+                                                      sizeof(rep->text));
+    } else if (flags & SRM_STATUS_FLAG_SETTINGS) {
         rep->length = (uint32_t)srm_status_format_settings(agent, rep->text,
                                                            sizeof(rep->text));
     } else if (flags & SRM_STATUS_FLAG_JSON) {

@@ -653,6 +653,49 @@ void srm_node_format(srm_agent_t *agent, char *buf, size_t size,
     }
 }
 
+/* srmctl top's lines: "chan" and, per channel, index, node id, kind, the
+ * active link's state, then counters as plain numbers (srm_status_top). */
+void srm_node_format_top(srm_agent_t *agent, char *buf, size_t size,
+                         size_t *len)
+{
+    const srm_channel_t *chan;
+    const srm_link_t *link;
+    srm_node_t *node;
+    unsigned i;
+    int kind, n;
+
+    for (i = 0; i < agent->num_nodes; ++i) {
+        node = agent->nodes[i];
+        srm_lane_catch_up(agent, node);
+        for (kind = 0; kind < SRM_CHANNEL_KINDS; ++kind) {
+            chan = &node->chan[kind];
+            link = chan->links[chan->active];
+            n = snprintf(buf + *len, size - *len,
+                         "chan %u 0x%016llx %s %s %llu %llu %llu %llu %llu "
+                         "%llu %llu %llu %llu %u %llu %.0f\n",
+                         node->index, (unsigned long long)node->node_id,
+                         srm_channel_kind_names[kind],
+                         (link == NULL) ? "down" :
+                                          srm_link_state_name(link->state),
+                         (unsigned long long)(chan->tail - chan->sent),
+                         (unsigned long long)(chan->sent - chan->head),
+                         (unsigned long long)chan->tx_frames,
+                         (unsigned long long)chan->tx_bytes,
+                         (unsigned long long)chan->rx_frames,
+                         (unsigned long long)chan->rx_bytes,
+                         (unsigned long long)chan->direct_frames,
+                         (unsigned long long)chan->taken_frames,
+                         (unsigned long long)chan->failovers,
+                         node->num_paused, (unsigned long long)node->pauses,
+                         chan->rtt.smoothed * 1e6);
+            if ((n < 0) || ((size_t)n >= size - *len)) {
+                return;
+            }
+            *len += (size_t)n;
+        }
+    }
+}
+
 /* The counters of srm_node_format's lines, by the same names. */
 static void srm_node_channel_json(const srm_channel_t *chan, int kind,
                                   srm_json_t *json)

@@ -178,6 +178,41 @@ size_t srm_status_format_settings(srm_agent_t *agent, char *buf, size_t size)
     return (len < 0) ? 0 : (size_t)len;
 }
 
+size_t srm_status_format_top(srm_agent_t *agent, char *buf, size_t size)
+{
+    srm_text_t text = {.buf = buf, .size = size, .len = 0};
+    srm_client_t *client;
+    unsigned i;
+
+    srm_text_add(&text, "agent %d %.3f %u %llu %llu %llu %llu\n",
+                 (int)getpid(), srm_agent_now() - agent->start_time,
+                 agent->num_clients, (unsigned long long)agent->stats.frames,
+                 (unsigned long long)agent->stats.bytes,
+                 (unsigned long long)agent->stats.sleeps,
+                 (unsigned long long)agent->stats.wakeups);
+    if (agent->wire[0].ipv4 != 0) {
+        srm_node_format_top(agent, text.buf, text.size, &text.len);
+    }
+    for (i = 0; i < agent->num_slots; ++i) {
+        client = agent->slots[i];
+        if ((client == NULL) || (client->state != SRM_CLIENT_ATTACHED)) {
+            continue;
+        }
+        srm_text_add(&text, "port %u %d %llu %llu %zu %llu %llu %llu %llu "
+                     "%llu %llu %s\n", client->port, (int)client->pid,
+                     (unsigned long long)srm_client_tx_queued(client),
+                     (unsigned long long)srm_ring_used(&client->ctl->rx),
+                     client->backlog_bytes,
+                     (unsigned long long)client->stats.tx_frames,
+                     (unsigned long long)client->stats.tx_bytes,
+                     (unsigned long long)client->stats.rx_frames,
+                     (unsigned long long)client->stats.rx_bytes,
+                     (unsigned long long)client->stats.blocked,
+                     (unsigned long long)client->stats.wakeups, client->name);
+    }
+    return text.len;
+}
+
 /* "settings: POLL=auto SPIN_TIME=20us ...": one line, names unprefixed. */
 static void srm_status_settings_line(srm_agent_t *agent, srm_text_t *text)
 {

@@ -81,6 +81,8 @@ typedef struct srm_attach_rep {
 /* Only the agent's settings, "UCX_SRM_NAME=VALUE" lines (an older agent
  * answers the status text instead). */
 #define SRM_STATUS_FLAG_SETTINGS 2u
+/* srmctl top's counters, plain lines (srm_status_format_top). */
+#define SRM_STATUS_FLAG_TOP 4u
 
 typedef struct srm_status_req {
     srm_msg_hdr_t hdr;

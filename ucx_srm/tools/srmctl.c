@@ -5,6 +5,7 @@
 #define _GNU_SOURCE
 #include <ucx_srm/common/srm_config.h>
 #include <ucx_srm/common/srm_proto.h>
+#include <ucx_srm/tools/srmctl.h>
 
 #include <config.h>
 #include <errno.h>
@@ -28,6 +29,11 @@ static void srmctl_usage(FILE *stream)
         "            bytes each way, times senders blocked, wakeups sent;\n"
         "            with --json the same as one JSON object (its schema:\n"
         "            docs/status-json.md)\n"
+        "  top       the channels to other nodes and the attached\n"
+        "            processes with their rates (frames/s, MB/s), queues,\n"
+        "            pauses and failovers, refreshed every --delay seconds\n"
+        "            (q quits); --json: one object of the rates over one\n"
+        "            delay, then exit\n"
         "  ping      exit 0 if an agent answers, 1 if none does\n"
         "  device    print the name of srm's UCX device here: the agent's\n"
         "            first wire device as UCX_SRM_DEVICES names it (what\n"
@@ -45,18 +51,17 @@ static void srmctl_usage(FILE *stream)
         "  -n, --node INDEX   fault: only node INDEX (as in status; default all)\n"
         "  -k, --kind KIND    fault: only the small or the bulk channel\n"
         "  -m, --mute         fault: mute instead of reset\n"
-        "  -j, --json         status: as JSON\n"
+        "  -j, --json         status, top: as JSON\n"
+        "  -d, --delay SEC    top: seconds between refreshes (default 1)\n"
+        "  -i, --iterations N top: stop after N refreshes (default: q)\n"
         "  -h, --help         print this help\n"
         "  -V, --version      print the version\n"
         "\n"
         "Exit status: 0 on success, 1 if no agent answered, 2 on bad usage.\n");
 }
 
-/* Sends one request; the answer is text (printed if print_answer), JSON
- * if want_json. */
-static int srmctl_query(const char *socket_name, double timeout,
-                        const void *req, size_t req_size, int print_answer,
-                        int want_json)
+srm_status_rep_t *srmctl_ask(const char *socket_name, double timeout,
+                             const void *req, size_t req_size)
 {
     srm_status_rep_t *rep;
     struct timeval tv;
@@ -67,13 +72,13 @@ static int srmctl_query(const char *socket_name, double timeout,
     if (fd < 0) {
         fprintf(stderr, "srmctl: no agent at @%s: %s\n", socket_name,
                 strerror(errno));
-        return 1;
+        return NULL;
     }
     tv.tv_sec  = (time_t)timeout;
     tv.tv_usec = (suseconds_t)((timeout - (double)tv.tv_sec) * 1e6);
     setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
 
-    rep = malloc(sizeof(*rep));
+    rep = malloc(sizeof(*rep) + 1); /* room for the text's NUL */
     if ((rep == NULL) || (srm_sock_send(fd, req, req_size, NULL, 0) < 0)) {
         fprintf(stderr, "srmctl: cannot send to @%s: %s\n", socket_name,
                 strerror(errno));
@@ -93,22 +98,38 @@ static int srmctl_query(const char *socket_name, double timeout,
                 "mismatch?)\n", socket_name);
         goto err;
     }
+    rep->text[rep->length] = '\0';
+    close(fd);
+    return rep;
+
+err:
+    free(rep);
+    close(fd);
+    return NULL;
+}
+
+/* Sends one request; the answer is text (printed if print_answer), JSON
+ * if want_json. */
+static int srmctl_query(const char *socket_name, double timeout,
+                        const void *req, size_t req_size, int print_answer,
+                        int want_json)
+{
+    srm_status_rep_t *rep = srmctl_ask(socket_name, timeout, req, req_size);
+
+    if (rep == NULL) {
+        return 1;
+    }
     if (want_json && ((rep->length == 0) || (rep->text[0] != '{'))) {
         fprintf(stderr, "srmctl: the agent at @%s answered in text: it "
                 "predates status --json (upgrade srmd)\n", socket_name);
-        goto err;
+        free(rep);
+        return 1;
     }
     if (print_answer) {
         fwrite(rep->text, 1, rep->length, stdout);
     }
     free(rep);
-    close(fd);
     return 0;
-
-err:
-    free(rep);
-    close(fd);
-    return 1;
 }
 
 int main(int argc, char **argv)
@@ -122,13 +143,16 @@ int main(int argc, char **argv)
         {"kind",    required_argument, NULL, 'k'},
         {"mute",    no_argument,       NULL, 'm'},
         {"json",    no_argument,       NULL, 'j'},
+        {"delay",   required_argument, NULL, 'd'},
+        {"iterations", required_argument, NULL, 'i'},
         {NULL, 0, NULL, 0}
     };
     srm_status_req_t status_req;
     srm_fault_req_t fault_req;
     char socket_name[108], device[64], *end;
     const char *command, *devices;
-    double timeout = 5;
+    double timeout = 5, delay = 1;
+    unsigned iterations = 0;
     uid_t squatter;
     int c;
 
@@ -144,7 +168,7 @@ int main(int argc, char **argv)
     fault_req.kind = -1;
     fault_req.how  = SRM_FAULT_RESET;
 
-    while ((c = getopt_long(argc, argv, "s:t:n:k:mjhV", options, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "s:t:n:k:mjd:i:hV", options, NULL)) != -1) {
         switch (c) {
         case 's': snprintf(socket_name, sizeof(socket_name), "%s", optarg);
                   break;
@@ -166,6 +190,20 @@ int main(int argc, char **argv)
                   break;
         case 'm': fault_req.how = SRM_FAULT_MUTE; break;
         case 'j': status_req.flags |= SRM_STATUS_FLAG_JSON; break;
+        case 'd': delay = strtod(optarg, &end);
+                  if ((*end != '\0') || !(delay >= 0.1)) {
+                      fprintf(stderr, "srmctl: --delay wants seconds, at "
+                              "least 0.1\n");
+                      return 2;
+                  }
+                  break;
+        case 'i': iterations = (unsigned)strtoul(optarg, &end, 10);
+                  if ((*end != '\0') || (optarg[0] == '\0')) {
+                      fprintf(stderr, "srmctl: --iterations wants a "
+                              "number\n");
+                      return 2;
+                  }
+                  break;
         case 'h': srmctl_usage(stdout); return 0;
         case 'V': printf("srmctl (ucx-srm) %s\n", PACKAGE_VERSION); return 0;
         default:  srmctl_usage(stderr); return 2;
@@ -187,6 +225,9 @@ int main(int argc, char **argv)
         return srmctl_query(socket_name, timeout, &status_req,
                             sizeof(status_req), 1,
                             status_req.flags & SRM_STATUS_FLAG_JSON);
+    } else if (strcmp(command, "top") == 0) {
+        return srmctl_top(socket_name, timeout, delay, iterations,
+                          status_req.flags & SRM_STATUS_FLAG_JSON);
     } else if (strcmp(command, "ping") == 0) {
         status_req.flags = 0;
         return srmctl_query(socket_name, timeout, &status_req,
