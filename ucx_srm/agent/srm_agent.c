@@ -25,7 +25,7 @@
 
 #define SRM_AGENT_EVENT_BATCH      64
 #define SRM_AGENT_POLL_EVERY       64   /* progress loops between fd polls */
-#define SRM_AGENT_LOAD_PERIOD      0.5  /* seconds between load samples */
+#define SRM_AGENT_LOAD_PERIOD      0.5  /* seconds between looks at the cores */
 #define SRM_AGENT_ACCEPT_PAUSE_MS  100  /* listeners rest after EMFILE */
 
 double srm_agent_now(void)
@@ -132,6 +132,10 @@ ucs_status_t srm_agent_init(srm_agent_t *agent)
     if (status != UCS_OK) {
         return status;
     }
+    status = srm_cpus_init(agent);
+    if (status != UCS_OK) {
+        return status;
+    }
     if (agent->config.ring_send_min == UCS_MEMUNITS_AUTO) {
         agent->config.ring_send_min = (agent->verbs[0] != NULL) ?
                                       SRM_RING_SEND_MIN_VERBS :
@@ -161,6 +165,7 @@ void srm_agent_cleanup(srm_agent_t *agent)
 {
     unsigned i;
 
+    srm_cpus_cleanup(agent);
     for (i = 0; i < agent->num_slots; ++i) {
         if (agent->slots[i] != NULL) {
             srm_client_drop(agent, agent->slots[i], NULL);
@@ -320,26 +325,7 @@ static void srm_agent_set_sleeping(srm_agent_t *agent, int sleeping)
     srm_fence();
 }
 
-/* Whether a core is idle right now, judged from the run queue length. */
-static int srm_agent_core_idle(void)
-{
-    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-    unsigned running = 0;
-    FILE *file;
-
-    file = fopen("/proc/loadavg", "r");
-    if (file == NULL) {
-        return 0;
-    }
-    if (fscanf(file, "%*f %*f %*f %u/", &running) != 1) {
-        running = (unsigned)ncpu; /* unknown: assume busy */
-    }
-    fclose(file);
-    return (long)running < ncpu; /* "running" includes this agent */
-}
-
-static int srm_agent_should_spin(srm_agent_t *agent, double idle_for,
-                                 double now, double *load_time)
+static int srm_agent_should_spin(srm_agent_t *agent, double idle_for)
 {
     switch (agent->config.poll_policy) {
     case SRM_POLL_SPIN:
@@ -351,10 +337,6 @@ static int srm_agent_should_spin(srm_agent_t *agent, double idle_for,
     case SRM_POLL_LOCAL:
         return agent->moved_locally && (idle_for < agent->config.spin_time);
     default:
-        if ((now - *load_time) > SRM_AGENT_LOAD_PERIOD) {
-            agent->spinning = srm_agent_core_idle();
-            *load_time      = now;
-        }
         return agent->spinning && (idle_for < agent->config.spin_time);
     }
 }
@@ -453,11 +435,15 @@ void srm_agent_run(srm_agent_t *agent)
         }
 
         now = srm_agent_now();
+        if ((now - load_time) > SRM_AGENT_LOAD_PERIOD) {
+            agent->spinning = srm_cpus_update(agent, now);
+            load_time       = now;
+        }
         if (last_work == 0) {
             last_work = now;
             continue;
         }
-        if (srm_agent_should_spin(agent, now - last_work, now, &load_time)) {
+        if (srm_agent_should_spin(agent, now - last_work)) {
             /* Sockets of other agents are only heard through epoll: an
              * agent spinning for a reply from another node looks at them
              * on every idle pass, not only every POLL_EVERY passes (an

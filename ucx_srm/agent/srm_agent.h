@@ -7,6 +7,7 @@
 #define SRM_AGENT_H
 
 #include "srm_auth.h"
+#include "srm_cpus.h"
 #include "srm_regions.h"
 #include "srm_node.h"
 #include "srm_sched.h"
@@ -208,6 +209,7 @@ typedef struct srm_agent {
     double             next_timer;      /* when channel timers are due */
     srm_client_t       *notify_list;
     int                spinning;        /* auto policy's current choice */
+    struct srm_cpus    *cpus;           /* where it runs (srm_cpus.c) */
     int                moved_locally;   /* a frame went between two ports of
                                            this node since the last sleep */
     unsigned           num_failed;      /* clients waiting for srm_client_reap */

@@ -238,6 +238,7 @@ static void srm_status_settings_line(srm_agent_t *agent, srm_text_t *text)
 size_t srm_status_format(srm_agent_t *agent, char *buf, size_t size)
 {
     srm_text_t text = {.buf = buf, .size = size, .len = 0};
+    char cpus[600];
     srm_client_t *client;
     const char *xrc_why;
     unsigned i;
@@ -266,6 +267,8 @@ size_t srm_status_format(srm_agent_t *agent, char *buf, size_t size)
                  (unsigned long long)agent->stats.wakeups,
                  (unsigned long long)agent->stats.late_wakeups);
 
+    srm_cpus_describe(agent, cpus, sizeof(cpus));
+    srm_text_add(&text, "cpus: %s\n", cpus);
     srm_status_settings_line(agent, &text);
     srm_status_memory(agent, &text);
 

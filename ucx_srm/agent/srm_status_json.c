@@ -60,6 +60,7 @@ static void srm_status_json_agent(srm_agent_t *agent, srm_json_t *json)
     srm_json_end_object(json);
 
     srm_status_json_settings(agent, json);
+    srm_cpus_json(agent, json);
 
     srm_json_object(json, "clients");
     srm_json_uint(json, "attached", agent->num_clients);

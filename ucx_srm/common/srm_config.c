@@ -98,9 +98,11 @@ ucs_config_field_t srm_node_config_table[] = {
 ucs_config_field_t srm_agent_config_table[] = {
     {"POLL", "auto",
      "How the node agent waits for work (read by srmd):\n"
-     " auto   - like hybrid while some core is idle, otherwise like block: an\n"
-     "          agent that spins on a full node takes the CPU from the ranks\n"
-     "          it serves (and from the other ranks' agent hops).\n"
+     " auto   - like hybrid while the agent's cores (AGENT_CPUS) had half a\n"
+     "          core or more to spare over the last half second, otherwise\n"
+     "          like block: an agent that spins on a full node takes the\n"
+     "          CPU from the ranks it serves (and from the other ranks'\n"
+     "          agent hops).\n"
      " hybrid - after work, spin for SPIN_TIME, then sleep: the next message\n"
      "          of a conversation usually finds it awake (best latency and\n"
      "          message rate where the agent has a core to spin on).\n"
@@ -291,6 +293,16 @@ ucs_config_field_t srm_agent_config_table[] = {
     {"LOG_FILE", "",
      "Where srmd writes its log; empty means standard error.",
      offsetof(srm_agent_config_t, log_file), UCS_CONFIG_TYPE_STRING},
+
+    {"AGENT_CPUS", "auto",
+     "Cores the agent runs on. auto: of the cores this node's cpuset allows,\n"
+     "those near the NIC of the wire (hwloc), leaving out the cores ranks\n"
+     "are bound to while others remain; an agent started by a bound rank\n"
+     "does not stay on that rank's core. inherit: where it was started.\n"
+     "A list (0-3,8): those cores, all within the cpuset. srmctl status\n"
+     "shows the choice, and POLL=auto spins only while the agent's cores\n"
+     "have time to spare.",
+     offsetof(srm_agent_config_t, agent_cpus), UCS_CONFIG_TYPE_STRING},
 
     {NULL}
 };

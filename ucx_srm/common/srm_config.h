@@ -60,6 +60,7 @@ typedef struct srm_agent_config {
     size_t   quantum;          /* scheduler unit in bytes */
     size_t   port_backlog;     /* per destination port, bytes */
     char     *log_file;        /* "" = stderr */
+    char     *agent_cpus;      /* auto, inherit, or a CPU list */
     int      nice;             /* scheduling niceness to ask for */
     char     *devices;         /* interfaces of the paths, comma separated */
     unsigned tcp_port;         /* listening port, 0 = any */
