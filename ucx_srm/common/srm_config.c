@@ -98,8 +98,8 @@ ucs_config_field_t srm_node_config_table[] = {
 ucs_config_field_t srm_agent_config_table[] = {
     {"POLL", "auto",
      "How the node agent waits for work (read by srmd):\n"
-     " auto   - like hybrid while the agent's cores (AGENT_CPUS) had half a\n"
-     "          core or more to spare over the last half second, otherwise\n"
+     " auto   - like hybrid while the agent's cores (AGENT_CPUS) were idle\n"
+     "          half a core or more over the last half second, otherwise\n"
      "          like block: an agent that spins on a full node takes the\n"
      "          CPU from the ranks it serves (and from the other ranks'\n"
      "          agent hops).\n"
