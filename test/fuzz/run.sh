@@ -56,7 +56,8 @@ wire=$top/ucx_srm/wire
 link_fuzz_frames="$common/srm_frame.c $common/srm_ring.c $common/srm_proto.c"
 link_fuzz_attach="$agent/srm_agent.c $agent/srm_auth.c $agent/srm_channel.c \
     $agent/srm_channel_queue.c $agent/srm_channel_write.c $agent/srm_channel_rx.c \
-    $agent/srm_client.c $agent/srm_deliver.c $agent/srm_lane.c \
+    $agent/srm_client.c $agent/srm_cpus.c $agent/srm_deliver.c \
+    $agent/srm_lane.c \
     $agent/srm_holes.c $agent/srm_link.c $agent/srm_link_handshake.c \
     $agent/srm_link_input.c $agent/srm_regions.c $agent/srm_mirror.c \
     $agent/srm_node.c $agent/srm_order.c \

@@ -11,8 +11,10 @@
 # 3. Without UCX_SRM_SOCKET a process uses the site's agent on @srmd when
 #    one of root or of the srmd user serves it, else its own per-user
 #    agent, and says which (UCX_LOG_LEVEL=info); an agent of another user
-#    on @srmd is ignored with a warning, never used. In a network namespace
-#    of its own, so that no agent of the machine is touched.
+#    on @srmd is ignored with a warning, never used, and so is a listener
+#    that never accepts (its queue full: a blocking connect hung there). In
+#    a network namespace of its own, so that no agent of the machine is
+#    touched.
 #
 if [ -z "${SRM_SERVICE_NETNS:-}" ] && [ "$(id -u)" = 0 ] &&
    command -v unshare >/dev/null 2>&1; then
@@ -22,6 +24,7 @@ fi
 
 [ "$(id -u)" = 0 ] || srm_skip "needs root (a network namespace of its own, processes of other users)"
 srm_require_cmd setpriv python3 ucx_info
+[ -x /usr/bin/python3 ] || srm_skip "no /usr/bin/python3 for nobody to run (Debian's python3 package)"
 ip link set lo up 2>/dev/null
 
 dir=$(mktemp -d /tmp/srm-service.XXXXXX)
@@ -185,6 +188,40 @@ if id srmd >/dev/null 2>&1 && start_site srmd; then
 else
     srm_fail "no srmd system user to run the site's agent as"
 fi
+
+# A listener of nobody's on @srmd that never accepts, its queue full: a
+# blocking connect there would hang every process that opens srm.
+setpriv --reuid=nobody --regid=nogroup --clear-groups /usr/bin/python3 -c '
+import socket, sys, time
+srv = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+srv.bind("\0srmd")
+srv.listen(0)
+held = []
+for _ in range(4):
+    c = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    c.setblocking(False)
+    try:
+        c.connect("\0srmd")
+    except BlockingIOError:
+        break
+    held.append(c)
+print("full", flush=True)
+time.sleep(120)' >"$SRM_LOG/full.log" 2>&1 &
+full=$!
+srm_track "$full"
+for _ in $(seq 50); do grep -q full "$SRM_LOG/full.log" && break; sleep 0.1; done
+SECONDS=0
+timeout 30 bash -c "$(declare -f open_srm); dir='$dir' SRM_LOG='$SRM_LOG' open_srm root full-queue"
+took=$SECONDS
+if grep -q "takes no connection" "$SRM_LOG/full-queue.log" &&
+   grep -q "attached to this user's own node agent @srmd.0" "$SRM_LOG/full-queue.log"; then
+    srm_pass "a listener on @srmd that accepts nothing is passed over in $took s (own agent used)"
+else
+    srm_fail "with a full, never-accepting @srmd a process took $took s (30: hung)"
+    srm_show_log "$SRM_LOG/full-queue.log" 5
+fi
+stop_own_agent root
+srm_kill_pid "$full"
 
 if start_site nobody; then
     open_srm root squatted

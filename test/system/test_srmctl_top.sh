@@ -17,8 +17,8 @@ srm_agent_start -q || srm_done
 tmux_sock=srm-top-$$
 trap 'tmux -L "$tmux_sock" kill-server 2>/dev/null; srm_cleanup' EXIT
 
-# A long stream: 8 B messages, about 10 s; stopped at the end.
-srm_perftest_start stream 120 -t tag_bw -n 30000000 -s 8 ||
+# A stream longer than the test (stopped at its end): 8 B messages.
+srm_perftest_start stream 120 -t tag_bw -n 1000000000 -s 8 ||
     { srm_fail "cannot start the ucx_perftest pair"; srm_done; }
 sleep 1
 

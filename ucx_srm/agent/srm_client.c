@@ -129,6 +129,25 @@ static void srm_client_default_name(srm_client_t *client)
     client->name[n] = '\0';
 }
 
+/* A name is the client's word: shown in logs, srmctl status and top, on
+ * an administrator's terminal. No control characters (an escape sequence,
+ * a line break that would forge a line), no space, not empty. */
+static void srm_client_clean_name(srm_client_t *client)
+{
+    char *c;
+
+    for (c = client->name; *c != '\0'; ++c) {
+        if ((unsigned char)*c <= ' ') {
+            *c = '_';
+        } else if ((unsigned char)*c >= 0x7f) {
+            *c = '?';
+        }
+    }
+    if (client->name[0] == '\0') {
+        snprintf(client->name, sizeof(client->name), "?");
+    }
+}
+
 void srm_client_accept(srm_agent_t *agent)
 {
     struct ucred cred;
@@ -224,6 +243,7 @@ static ucs_status_t srm_client_attach(srm_agent_t *agent, srm_client_t *client,
 
     memcpy(client->name, req->name, sizeof(client->name));
     client->name[sizeof(client->name) - 1] = '\0';
+    srm_client_clean_name(client);
 
     if ((srm_shm_layout_init(&client->layout, req->num_tx_rings,
                              req->tx_ring_size, req->rx_ring_size) != 0) ||

@@ -36,6 +36,9 @@
  * core over the last period. */
 #define SRM_CPUS_SPARE_MIN 0.5
 
+/* A CPU list as text at its longest: every other CPU of CPU_SETSIZE. */
+#define SRM_CPUS_TEXT_MAX (CPU_SETSIZE * 3)
+
 struct srm_cpus {
     cpu_set_t allowed;        /* the cpuset, or the AGENT_CPUS list */
     cpu_set_t near;           /* of those, near the wire's NIC */
@@ -109,6 +112,33 @@ static int srm_cpus_parse(const char *list, cpu_set_t *set)
     return CPU_COUNT(set) > 0 ? 0 : -1;
 }
 
+/* Without hwloc: the online CPUs (/sys/devices/system/cpu/online), else
+ * CPUs 0..N-1. */
+static void srm_cpus_online(cpu_set_t *set)
+{
+    char line[4096];
+    long cpu, count;
+    FILE *file;
+
+    file = fopen("/sys/devices/system/cpu/online", "r");
+    if (file != NULL) {
+        if (fgets(line, sizeof(line), file) != NULL) {
+            line[strcspn(line, "\n")] = '\0';
+        } else {
+            line[0] = '\0';
+        }
+        fclose(file);
+        if (srm_cpus_parse(line, set) == 0) {
+            return;
+        }
+    }
+    CPU_ZERO(set);
+    count = sysconf(_SC_NPROCESSORS_ONLN);
+    for (cpu = 0; (cpu < count) && (cpu < CPU_SETSIZE); ++cpu) {
+        CPU_SET(cpu, set);
+    }
+}
+
 /*
  * The cores the node's cpuset allows (hwloc reads the cgroup), and those
  * of them near the NIC called device. Without hwloc: every online core,
@@ -121,53 +151,54 @@ static void srm_cpus_topology(struct srm_cpus *cpus, const char *device)
     hwloc_bitmap_t near;
     hwloc_obj_t os = NULL, parent;
 
-    if ((hwloc_topology_init(&topo) == 0) &&
-        (hwloc_topology_set_io_types_filter(topo,
-                                  HWLOC_TYPE_FILTER_KEEP_IMPORTANT) == 0) &&
-        (hwloc_topology_load(topo) == 0)) {
-        hwloc_cpuset_to_glibc_sched_affinity(
-                topo, hwloc_topology_get_allowed_cpuset(topo), &cpus->allowed,
-                sizeof(cpus->allowed));
-        while ((device[0] != '\0') &&
-               ((os = hwloc_get_next_osdev(topo, os)) != NULL) &&
-               (strcmp(os->name, device) != 0)) {
-        }
-        parent = (os != NULL) ? hwloc_get_non_io_ancestor_obj(topo, os) :
-                                NULL;
-        if ((parent != NULL) && (parent->cpuset != NULL)) {
-            near = hwloc_bitmap_dup(parent->cpuset);
-            hwloc_bitmap_and(near, near,
-                             hwloc_topology_get_allowed_cpuset(topo));
-            if (!hwloc_bitmap_iszero(near)) {
-                hwloc_cpuset_to_glibc_sched_affinity(topo, near, &cpus->near,
-                                                     sizeof(cpus->near));
-                snprintf(cpus->near_what, sizeof(cpus->near_what), "%s",
-                         device);
-            }
-            hwloc_bitmap_free(near);
-        }
+    if (hwloc_topology_init(&topo) != 0) {
+        goto no_hwloc;
+    }
+    if ((hwloc_topology_set_io_types_filter(topo,
+                                  HWLOC_TYPE_FILTER_KEEP_IMPORTANT) != 0) ||
+        (hwloc_topology_load(topo) != 0)) {
         hwloc_topology_destroy(topo);
-        if (CPU_COUNT(&cpus->allowed) > 0) {
-            if (cpus->near_what[0] == '\0') {
-                cpus->near = cpus->allowed;
-            }
-            return;
+        goto no_hwloc;
+    }
+    hwloc_cpuset_to_glibc_sched_affinity(
+            topo, hwloc_topology_get_allowed_cpuset(topo), &cpus->allowed,
+            sizeof(cpus->allowed));
+    while ((device[0] != '\0') &&
+           ((os = hwloc_get_next_osdev(topo, os)) != NULL) &&
+           (strcmp(os->name, device) != 0)) {
+    }
+    parent = (os != NULL) ? hwloc_get_non_io_ancestor_obj(topo, os) :
+                            NULL;
+    if ((parent != NULL) && (parent->cpuset != NULL)) {
+        near = hwloc_bitmap_dup(parent->cpuset);
+        hwloc_bitmap_and(near, near,
+                         hwloc_topology_get_allowed_cpuset(topo));
+        if (!hwloc_bitmap_iszero(near)) {
+            hwloc_cpuset_to_glibc_sched_affinity(topo, near, &cpus->near,
+                                                 sizeof(cpus->near));
+            snprintf(cpus->near_what, sizeof(cpus->near_what), "%s",
+                     device);
         }
+        hwloc_bitmap_free(near);
     }
+    hwloc_topology_destroy(topo);
+    if (CPU_COUNT(&cpus->allowed) > 0) {
+        if (cpus->near_what[0] == '\0') {
+            cpus->near = cpus->allowed;
+        }
+        return;
+    }
+no_hwloc:
 #endif
-    long cpu, online = sysconf(_SC_NPROCESSORS_ONLN);
-
-    CPU_ZERO(&cpus->allowed);
-    for (cpu = 0; (cpu < online) && (cpu < CPU_SETSIZE); ++cpu) {
-        CPU_SET(cpu, &cpus->allowed);
-    }
+    srm_cpus_online(&cpus->allowed);
     cpus->near = cpus->allowed;
 }
 
 ucs_status_t srm_cpus_init(srm_agent_t *agent)
 {
-    const char *setting = agent->config.agent_cpus;
-    char device[64], text[2][256];
+    const char *setting = (agent->config.agent_cpus != NULL) ?
+                          agent->config.agent_cpus : "auto";
+    char device[64], text[2][SRM_CPUS_TEXT_MAX];
     struct srm_cpus *cpus;
     cpu_set_t listed;
 
@@ -228,14 +259,17 @@ static void srm_cpus_place(srm_agent_t *agent)
     struct srm_cpus *cpus = agent->cpus;
     cpu_set_t bound, rank, target, free_near, free_all;
     srm_client_t *client;
-    char text[256];
+    char text[SRM_CPUS_TEXT_MAX];
     unsigned i;
 
     CPU_ZERO(&bound);
     cpus->ranks_bound = 0;
     for (i = 0; i < agent->num_slots; ++i) {
         client = agent->slots[i];
+        /* pid 0: a client in a pid namespace we cannot see (and
+         * sched_getaffinity(0) would be our own mask). */
         if ((client == NULL) || (client->state != SRM_CLIENT_ATTACHED) ||
+            (client->pid <= 0) ||
             (sched_getaffinity(client->pid, sizeof(rank), &rank) != 0)) {
             continue;
         }
@@ -255,8 +289,9 @@ static void srm_cpus_place(srm_agent_t *agent)
         (sched_setaffinity(0, sizeof(target), &target) != 0)) {
         return;
     }
-    cpus->current = target;
-    srm_cpus_format(&target, text, sizeof(text));
+    sched_getaffinity(0, sizeof(cpus->current), &cpus->current);
+    cpus->when = 0; /* the idle ticks were of other cores */
+    srm_cpus_format(&cpus->current, text, sizeof(text));
     srm_info("moved to cores %s (%u ranks bound)", text, cpus->ranks_bound);
 }
 
@@ -276,7 +311,10 @@ static void srm_cpus_ticks(const struct srm_cpus *cpus,
         return;
     }
     while (fgets(line, sizeof(line), file) != NULL) {
-        if ((sscanf(line, "cpu%d %llu %llu %llu %llu %llu %llu %llu %llu",
+        /* "cpu0 ..." lines only: %d would read the total line "cpu  ..."
+         * as a CPU numbered by its first count. */
+        if ((strncmp(line, "cpu", 3) == 0) && (line[3] >= '0') &&
+            (line[3] <= '9') && (sscanf(line, "cpu%d %llu %llu %llu %llu %llu %llu %llu %llu",
                     &cpu, &user, &nice, &sys, &idl, &iowait, &irq, &softirq,
                     &steal) == 9) &&
             (cpu >= 0) && (cpu < CPU_SETSIZE) &&
@@ -314,7 +352,7 @@ int srm_cpus_update(srm_agent_t *agent, double now)
 void srm_cpus_describe(const srm_agent_t *agent, char *buf, size_t size)
 {
     const struct srm_cpus *cpus = agent->cpus;
-    char current[256], allowed[256];
+    char current[SRM_CPUS_TEXT_MAX], allowed[SRM_CPUS_TEXT_MAX];
 
     if (cpus == NULL) {
         snprintf(buf, size, "unknown");
@@ -331,7 +369,7 @@ void srm_cpus_describe(const srm_agent_t *agent, char *buf, size_t size)
 void srm_cpus_json(const srm_agent_t *agent, srm_json_t *json)
 {
     const struct srm_cpus *cpus = agent->cpus;
-    char text[256];
+    char text[SRM_CPUS_TEXT_MAX];
 
     if (cpus == NULL) {
         srm_json_null(json, "cpus");

@@ -171,7 +171,8 @@ size_t srm_status_format_settings(srm_agent_t *agent, char *buf, size_t size)
     int len;
 
     if (agent->settings[0] != '\0') {
-        return (size_t)snprintf(buf, size, "%s", agent->settings);
+        len = snprintf(buf, size, "%s", agent->settings);
+        return ((len < 0) || ((size_t)len >= size)) ? 0 : (size_t)len;
     }
     len = srm_config_format_settings(&agent->config, srm_agent_config_table,
                                      buf, size);
@@ -238,7 +239,7 @@ static void srm_status_settings_line(srm_agent_t *agent, srm_text_t *text)
 size_t srm_status_format(srm_agent_t *agent, char *buf, size_t size)
 {
     srm_text_t text = {.buf = buf, .size = size, .len = 0};
-    char cpus[600];
+    char cpus[8192];
     srm_client_t *client;
     const char *xrc_why;
     unsigned i;

@@ -199,6 +199,11 @@ int main(int argc, char **argv)
         return 1;
     }
 
+    if (daemonize) {
+        /* Started by a process, not by the service manager: a
+         * NOTIFY_SOCKET we inherited is that process's manager's. */
+        unsetenv("NOTIFY_SOCKET");
+    }
     if (srmd_config_read(agent) != UCS_OK) {
         return 1;
     }

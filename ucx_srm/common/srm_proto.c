@@ -133,7 +133,7 @@ ssize_t srm_sock_recv(int fd, void *buf, size_t len, int *fds, int *nfds)
     return ret;
 }
 
-int srm_sock_connect(const char *name)
+static int srm_sock_connect_flags(const char *name, int flags)
 {
     struct sockaddr_un addr;
     socklen_t addrlen;
@@ -142,7 +142,7 @@ int srm_sock_connect(const char *name)
     if (srm_sock_addr(name, &addr, &addrlen) != 0) {
         return -1;
     }
-    fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+    fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | flags, 0);
     if (fd < 0) {
         return -1;
     }
@@ -153,6 +153,11 @@ int srm_sock_connect(const char *name)
         return -1;
     }
     return fd;
+}
+
+int srm_sock_connect(const char *name)
+{
+    return srm_sock_connect_flags(name, 0);
 }
 
 int srm_sock_peer_uid(int fd, uid_t *uid_p)
@@ -175,8 +180,11 @@ int srm_sock_agent_uid_trusted(uid_t uid)
     if ((uid == getuid()) || (uid == 0)) {
         return 0;
     }
-    /* Looked up only now: with LDAP behind NSS a lookup may be slow. */
-    if ((getpwnam_r(SRM_SITE_USER, &pw, buf, sizeof(buf), &found) == 0) &&
+    /* Looked up only now: with LDAP behind NSS a lookup may be slow. Only
+     * a system uid: a container image's or a directory's own "srmd" entry
+     * could otherwise name an ordinary user's uid. */
+    if ((uid < SRM_SITE_USER_UID_MAX) &&
+        (getpwnam_r(SRM_SITE_USER, &pw, buf, sizeof(buf), &found) == 0) &&
         (found != NULL) && (found->pw_uid == uid)) {
         return 0;
     }
@@ -199,8 +207,13 @@ srm_agent_choice_t srm_sock_choose_agent(const char *configured, char *buf,
         snprintf(buf, size, "%s", configured);
         return SRM_AGENT_CONFIGURED;
     }
-    fd = srm_sock_connect(SRM_SITE_SOCKET);
-    if (fd >= 0) {
+    /* Non-blocking: a socket whose listener never accepts (its queue
+     * full) would hang every process that opens srm here. */
+    fd = srm_sock_connect_flags(SRM_SITE_SOCKET, SOCK_NONBLOCK);
+    if ((fd < 0) && (errno == EAGAIN)) {
+        *squatter_p = (uid_t)-1;
+        choice      = SRM_AGENT_OWN_SQUATTED;
+    } else if (fd >= 0) {
         if (srm_sock_peer_uid(fd, &uid) != 0) {
             uid = (uid_t)-1;
         }

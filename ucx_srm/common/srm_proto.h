@@ -196,10 +196,13 @@ int srm_sock_peer_uid(int fd, uid_t *uid_p);
 /* The site's agent, the srmd service: its socket and its system user. */
 #define SRM_SITE_SOCKET "srmd"
 #define SRM_SITE_USER   "srmd"
+/* It is trusted only as a system account (Debian's SYS_UID_MAX is 999). */
+#define SRM_SITE_USER_UID_MAX 1000
 
 /*
  * 0 if a process of this uid may serve us as our agent: our own uid, root,
- * or the site's system user SRM_SITE_USER (which only root can create). An
+ * or the site's system user SRM_SITE_USER (a system uid, which only root
+ * can create). An
  * agent of any other uid could read what we send and forge what we receive.
  */
 int srm_sock_agent_uid_trusted(uid_t uid);
@@ -212,7 +215,8 @@ typedef enum {
     SRM_AGENT_SITE,       /* the site's service answers on SRM_SITE_SOCKET */
     SRM_AGENT_OWN,        /* this user's own agent, srmd.<uid> */
     SRM_AGENT_OWN_SQUATTED /* own, and SRM_SITE_SOCKET is held by an
-                              untrusted uid (in *squatter_p) */
+                              untrusted uid (in *squatter_p), or by a
+                              listener that takes no connection (-1) */
 } srm_agent_choice_t;
 
 /*

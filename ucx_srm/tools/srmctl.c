@@ -191,9 +191,9 @@ int main(int argc, char **argv)
         case 'm': fault_req.how = SRM_FAULT_MUTE; break;
         case 'j': status_req.flags |= SRM_STATUS_FLAG_JSON; break;
         case 'd': delay = strtod(optarg, &end);
-                  if ((*end != '\0') || !(delay >= 0.1)) {
-                      fprintf(stderr, "srmctl: --delay wants seconds, at "
-                              "least 0.1\n");
+                  if ((*end != '\0') || !(delay >= 0.1) || (delay > 3600)) {
+                      fprintf(stderr, "srmctl: --delay wants seconds, from "
+                              "0.1 to 3600\n");
                       return 2;
                   }
                   break;

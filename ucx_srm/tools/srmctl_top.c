@@ -116,7 +116,7 @@ static int top_parse(const char *text, top_sample_t *sample)
                        &chan->rx_frames, &chan->rx_bytes, &chan->direct,
                        &chan->taken, &chan->failovers, &chan->paused,
                        &chan->pauses, &chan->rtt_us) != 16) {
-                return -1;
+                --sample->num_chans; /* not one we can read: left out */
             }
         } else if (strncmp(line, "port ", 5) == 0) {
             if (top_grow((void**)&sample->ports, &sample->num_ports,
@@ -130,7 +130,7 @@ static int top_parse(const char *text, top_sample_t *sample)
                        &port->tx_frames, &port->tx_bytes, &port->rx_frames,
                        &port->rx_bytes, &port->blocked, &port->wakeups,
                        port->name) != 12) {
-                return -1;
+                --sample->num_ports;
             }
         }
         if (line[strcspn(line, "\n")] == '\0') {
@@ -370,6 +370,8 @@ int srmctl_top(const char *socket_name, double timeout, double delay,
     sa.sa_handler = top_on_signal;
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGQUIT, &sa, NULL);
+    sigaction(SIGHUP, &sa, NULL);
     if (keys && (tcgetattr(STDIN_FILENO, &saved) == 0)) {
         raw = saved;
         raw.c_lflag &= ~(ICANON | ECHO);

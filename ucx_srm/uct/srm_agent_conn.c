@@ -113,10 +113,16 @@ ucs_status_t uct_srm_agent_connect(const uct_srm_md_t *md, int *fd_p)
             return UCS_ERR_NO_DEVICE;
         }
         if (md->agent_choice == SRM_AGENT_SITE) {
-            /* Starting one of ours there would squat the site's name. */
-            ucs_error("srm: the site's node agent @%s stopped answering: %m",
-                      md->socket_name);
-            return UCS_ERR_NO_DEVICE;
+            /* Restarting, perhaps: wait for it, never start one of ours on
+             * the site's name. */
+            if (ucs_get_time() > deadline) {
+                ucs_error("srm: the site's node agent @%s stopped answering "
+                          "(%m) and did not come back within %.1f s",
+                          md->socket_name, md->connect_timeout);
+                return UCS_ERR_NO_DEVICE;
+            }
+            usleep(UCT_SRM_CONNECT_RETRY_US);
+            continue;
         }
         if (md->agent_mode == SRM_AGENT_MODE_NEVER) {
             ucs_error("srm: no node agent listens on @%s and "
@@ -283,6 +289,7 @@ static int uct_srm_agent_settings(const uct_srm_md_t *md,
                            offsetof(srm_status_rep_t, text)) != 0) ||
         (rep->length > (size_t)len - offsetof(srm_status_rep_t, text)) ||
         (rep->length >= sizeof(rep->text)) ||
+        (rep->length < strlen("UCX_" SRM_CONFIG_PREFIX)) ||
         (strncmp(rep->text, "UCX_" SRM_CONFIG_PREFIX,
                  strlen("UCX_" SRM_CONFIG_PREFIX)) != 0)) {
         goto err;

@@ -262,7 +262,12 @@ static ucs_status_t uct_srm_md_open(uct_component_t *component,
                                                 md->socket_name,
                                                 sizeof(md->socket_name),
                                                 &squatter);
-    if (md->agent_choice == SRM_AGENT_OWN_SQUATTED) {
+    if ((md->agent_choice == SRM_AGENT_OWN_SQUATTED) &&
+        (squatter == (uid_t)-1)) {
+        ucs_warn("srm: @%s, the site agent's socket, takes no connection "
+                 "(its listener accepts none): ignoring it, using @%s",
+                 SRM_SITE_SOCKET, md->socket_name);
+    } else if (md->agent_choice == SRM_AGENT_OWN_SQUATTED) {
         ucs_warn("srm: @%s, the site agent's socket, is held by uid %u, "
                  "neither root nor the %s user: ignoring it (another user "
                  "may be posing as the site's agent), using @%s",
