@@ -157,6 +157,22 @@ srm__on_exit() {
     exit "$rc"
 }
 
+# srm_make_install: `make install` of the build under test into
+# $SRM_LOG/destdir; sets dest (that directory) and prefix (the configured
+# one, where the files would go without DESTDIR). Fails the test, with the
+# log's end, and returns 1 when make install fails.
+srm_make_install() {
+    dest=$SRM_LOG/destdir
+    rm -rf "$dest"
+    if ! make -C "$SRM_BUILD_DIR" install DESTDIR="$dest" \
+            >"$SRM_LOG/install.log" 2>&1; then
+        srm_fail "make install failed"
+        srm_show_log "$SRM_LOG/install.log"
+        return 1
+    fi
+    prefix=$(sed -n 's/^prefix = //p' "$SRM_BUILD_DIR/Makefile")
+}
+
 # ------------------------------------------------------------------ agent --
 
 srm_agent_status() {

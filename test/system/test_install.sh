@@ -12,14 +12,7 @@ srm_require_cmd make
 srm_require_cmd pkg-config
 [ -f "$SRM_BUILD_DIR/Makefile" ] || srm_skip "no Makefile in $SRM_BUILD_DIR (not a build tree)"
 
-dest=$SRM_LOG/destdir
-rm -rf "$dest"
-if ! make -C "$SRM_BUILD_DIR" install DESTDIR="$dest" >"$SRM_LOG/install.log" 2>&1; then
-    srm_fail "make install failed"
-    srm_show_log "$SRM_LOG/install.log"
-    srm_done
-fi
-prefix=$(sed -n 's/^prefix = //p' "$SRM_BUILD_DIR/Makefile")
+srm_make_install || srm_done
 root=$dest$prefix
 # PREFIX/lib/ucx, or from UCX 1.22 that UCX's own module directory
 moduledir=$(make -s -C "$SRM_BUILD_DIR" --no-print-directory \

@@ -38,14 +38,7 @@ on_exit() {
 trap on_exit EXIT
 
 # --- 1. the installed unit --------------------------------------------------
-dest=$SRM_LOG/destdir
-rm -rf "$dest"
-if ! make -C "$SRM_BUILD_DIR" install DESTDIR="$dest" >"$SRM_LOG/install.log" 2>&1; then
-    srm_fail "make install failed"
-    srm_show_log "$SRM_LOG/install.log"
-    srm_done
-fi
-prefix=$(sed -n 's/^prefix = //p' "$SRM_BUILD_DIR/Makefile")
+srm_make_install || srm_done
 unit=$dest$prefix/lib/systemd/system/srmd.service
 if grep -qx "ExecStart=$prefix/bin/srmd --any-user --socket srmd" "$unit" &&
    grep -qx 'Type=notify' "$unit" && grep -qx 'User=srmd' "$unit" &&
