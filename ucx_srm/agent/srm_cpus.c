@@ -314,7 +314,8 @@ static void srm_cpus_ticks(const struct srm_cpus *cpus,
         /* "cpu0 ..." lines only: %d would read the total line "cpu  ..."
          * as a CPU numbered by its first count. */
         if ((strncmp(line, "cpu", 3) == 0) && (line[3] >= '0') &&
-            (line[3] <= '9') && (sscanf(line, "cpu%d %llu %llu %llu %llu %llu %llu %llu %llu",
+            (line[3] <= '9') &&
+            (sscanf(line, "cpu%d %llu %llu %llu %llu %llu %llu %llu %llu",
                     &cpu, &user, &nice, &sys, &idl, &iowait, &irq, &softirq,
                     &steal) == 9) &&
             (cpu >= 0) && (cpu < CPU_SETSIZE) &&

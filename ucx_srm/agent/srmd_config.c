@@ -16,8 +16,8 @@ extern char **environ;
 #define SRMD_ENV_PREFIX "UCX_" SRM_CONFIG_PREFIX
 
 /* The field called name in table or a table it embeds, or NULL. */
-static const ucs_config_field_t *srmd_config_find(const ucs_config_field_t *table,
-                                                  const char *name)
+static const ucs_config_field_t *
+srmd_config_find(const ucs_config_field_t *table, const char *name)
 {
     const ucs_config_field_t *field, *found;
 

@@ -168,7 +168,8 @@ int main(int argc, char **argv)
     fault_req.kind = -1;
     fault_req.how  = SRM_FAULT_RESET;
 
-    while ((c = getopt_long(argc, argv, "s:t:n:k:mjd:i:hV", options, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "s:t:n:k:mjd:i:hV", options,
+                            NULL)) != -1) {
         switch (c) {
         case 's': snprintf(socket_name, sizeof(socket_name), "%s", optarg);
                   break;

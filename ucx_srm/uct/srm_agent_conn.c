@@ -82,8 +82,9 @@ static ucs_status_t uct_srm_agent_check_peer(const uct_srm_md_t *md, int fd)
     ucs_error("srm: the node agent socket @%s is held by uid %u (%s), not by "
               "you (uid %u), root or the " SRM_SITE_USER " user: refusing it, "
               "another user may be posing as your agent; set UCX_SRM_SOCKET "
-              "to another name or ask that user to stop", md->socket_name, (unsigned)uid,
-              (pw != NULL) ? pw->pw_name : "no such user", (unsigned)getuid());
+              "to another name or ask that user to stop", md->socket_name,
+              (unsigned)uid, (pw != NULL) ? pw->pw_name : "no such user",
+              (unsigned)getuid());
     return UCS_ERR_NO_DEVICE;
 }
 
