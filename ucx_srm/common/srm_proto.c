@@ -3,6 +3,7 @@
 #include "srm_proto.h"
 
 #include <errno.h>
+#include <stddef.h>
 #include <pwd.h>
 #include <stdio.h>
 #include <string.h>
@@ -27,6 +28,19 @@ int srm_msg_hdr_check(const srm_msg_hdr_t *hdr, size_t length,
         return -1;
     }
     if ((hdr->type != type) || (length < min_length)) {
+        errno = EBADMSG;
+        return -1;
+    }
+    return 0;
+}
+
+int srm_status_rep_check(const srm_status_rep_t *rep, size_t length)
+{
+    if (srm_msg_hdr_check(&rep->hdr, length, SRM_MSG_STATUS_REP,
+                          offsetof(srm_status_rep_t, text)) != 0) {
+        return -1;
+    }
+    if (rep->length > length - offsetof(srm_status_rep_t, text)) {
         errno = EBADMSG;
         return -1;
     }

@@ -173,6 +173,10 @@ void srm_msg_hdr_init(srm_msg_hdr_t *hdr, srm_msg_type_t type);
 int srm_msg_hdr_check(const srm_msg_hdr_t *hdr, size_t length,
                       srm_msg_type_t type, size_t min_length);
 
+/* 0 if length bytes received hold a status reply (text or JSON, the
+ * settings, top's lines) whose text length lies within them. */
+int srm_status_rep_check(const srm_status_rep_t *rep, size_t length);
+
 /* The abstract address "\0<name>"; -1 if the name is too long or empty. */
 int srm_sock_addr(const char *name, struct sockaddr_un *addr,
                   socklen_t *addrlen);

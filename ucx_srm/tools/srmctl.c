@@ -91,9 +91,7 @@ srm_status_rep_t *srmctl_ask(const char *socket_name, double timeout,
                 (len == 0) ? "connection closed (refused?)" : strerror(errno));
         goto err;
     }
-    if ((srm_msg_hdr_check(&rep->hdr, (size_t)len, SRM_MSG_STATUS_REP,
-                           offsetof(srm_status_rep_t, text)) != 0) ||
-        (rep->length > (size_t)len - offsetof(srm_status_rep_t, text))) {
+    if (srm_status_rep_check(rep, (size_t)len) != 0) {
         fprintf(stderr, "srmctl: malformed answer from @%s (version "
                 "mismatch?)\n", socket_name);
         goto err;

@@ -285,10 +285,7 @@ static int uct_srm_agent_settings(const uct_srm_md_t *md,
         goto err;
     }
     len = srm_sock_recv(fd, rep, sizeof(*rep), NULL, NULL);
-    if ((len <= 0) ||
-        (srm_msg_hdr_check(&rep->hdr, (size_t)len, SRM_MSG_STATUS_REP,
-                           offsetof(srm_status_rep_t, text)) != 0) ||
-        (rep->length > (size_t)len - offsetof(srm_status_rep_t, text)) ||
+    if ((len <= 0) || (srm_status_rep_check(rep, (size_t)len) != 0) ||
         (rep->length >= sizeof(rep->text)) ||
         (rep->length < strlen("UCX_" SRM_CONFIG_PREFIX)) ||
         (strncmp(rep->text, "UCX_" SRM_CONFIG_PREFIX,
