@@ -247,7 +247,7 @@ double __wrap_srm_agent_now(void)
     return fuzz_clock;
 }
 
-int __real_srm_wire_tcp_connect(uint32_t ipv4, uint16_t port);
+int __real_srm_wire_tcp_connect(const srm_wire_addr_t *addr);
 int __real_srm_wire_tcp_accept(int listen_fd);
 
 /* The agent's wire sockets get small send buffers (and loopback none to
@@ -267,11 +267,24 @@ int __wrap_srm_wire_tcp_accept(int listen_fd)
     return fuzz_sndbuf(__real_srm_wire_tcp_accept(listen_fd));
 }
 
-static int fuzz_addr_ours(uint32_t ipv4, uint16_t port)
+static void fuzz_loopback(srm_wire_addr_t *addr, uint16_t port)
 {
+    uint32_t loopback = htonl(INADDR_LOOPBACK);
+
+    memset(addr, 0, sizeof(*addr));
+    addr->family = SRM_WIRE_ADDR_IPV4;
+    addr->port   = port;
+    memcpy(addr->ip, &loopback, 4);
+}
+
+static int fuzz_addr_ours(const srm_wire_addr_t *addr)
+{
+    uint32_t loopback = htonl(INADDR_LOOPBACK);
+    uint16_t port     = addr->port;
     int i;
 
-    if (ipv4 != htonl(INADDR_LOOPBACK)) {
+    if ((addr->family != SRM_WIRE_ADDR_IPV4) ||
+        (memcmp(addr->ip, &loopback, 4) != 0)) {
         return 0;
     }
     for (i = 0; i < FUZZ_ALL_PEERS; ++i) {
@@ -287,14 +300,16 @@ static int fuzz_addr_ours(uint32_t ipv4, uint16_t port)
  * dials it. Only our own sockets may be dialled: anything else finds the
  * port where nothing listens, as an address of nobody would.
  */
-int __wrap_srm_wire_tcp_connect(uint32_t ipv4, uint16_t port)
+int __wrap_srm_wire_tcp_connect(const srm_wire_addr_t *addr)
 {
-    if (!fuzz_addr_ours(ipv4, port)) {
+    srm_wire_addr_t closed;
+
+    if (!fuzz_addr_ours(addr)) {
         ++fuzz_redirects;
-        ipv4 = htonl(INADDR_LOOPBACK);
-        port = fuzz_closed_port;
+        fuzz_loopback(&closed, fuzz_closed_port);
+        addr = &closed;
     }
-    return fuzz_sndbuf(__real_srm_wire_tcp_connect(ipv4, port));
+    return fuzz_sndbuf(__real_srm_wire_tcp_connect(addr));
 }
 
 static uint8_t fuzz_u8(fuzz_input_t *in)
@@ -626,12 +641,10 @@ static void fuzz_client_name(uint32_t index, uint64_t id, int peer,
     if (entry->valid) {
         return;
     }
-    entry->node_id      = id;
-    entry->wire[0].ipv4 = htonl(INADDR_LOOPBACK);
-    entry->wire[0].port = fuzz_addr_port(peer, addr);
+    entry->node_id = id;
+    fuzz_loopback(&entry->wire[0], fuzz_addr_port(peer, addr));
     if (addr & 0x80) {
-        entry->wire[1].ipv4 = htonl(INADDR_LOOPBACK);
-        entry->wire[1].port = fuzz_addr_port(peer, addr >> 3);
+        fuzz_loopback(&entry->wire[1], fuzz_addr_port(peer, addr >> 3));
     }
     srm_store_release(&entry->valid, (uint16_t)1);
 }
@@ -749,8 +762,8 @@ static void fuzz_on_hello(fuzz_conn_t *conn, int type,
         (hello->kind >= SRM_CHANNEL_KINDS) ||
         (hello->path >= SRM_WIRE_PATHS) ||
         (hello->secret != (fuzz_secret() ? 1 : 0)) ||
-        (hello->ipv4[0] != fuzz_agent.wire[0].ipv4) ||
-        (hello->port[0] != fuzz_agent.wire[0].port)) {
+        (memcmp(&hello->wire[0], &fuzz_agent.wire[0],
+                sizeof(hello->wire[0])) != 0)) {
         fuzz_fail("the agent's %s has a wrong field", name);
     }
     if (conn->raw) {
@@ -1009,12 +1022,12 @@ static unsigned fuzz_conn_read(fuzz_conn_t *conn)
 
 static void fuzz_conn_dial(fuzz_conn_t *conn)
 {
-    struct sockaddr_in sin = {.sin_family      = AF_INET,
-                              .sin_addr.s_addr = fuzz_agent.wire[0].ipv4,
-                              .sin_port        = fuzz_agent.wire[0].port};
+    struct sockaddr_in sin = {.sin_family = AF_INET,
+                              .sin_port   = fuzz_agent.wire[0].port};
     struct pollfd pfd;
     int fd, steps;
 
+    memcpy(&sin.sin_addr, fuzz_agent.wire[0].ip, 4); /* checked at start */
     fuzz_conn_close(conn, 1);
     fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     if (fd < 0) {
@@ -1326,13 +1339,15 @@ static uint16_t fuzz_addr_port(int peer, unsigned choice)
     }
 }
 
+/* Bit 6 of b: an address of no family, for which the HELLO is refused. */
 static void fuzz_hello_addrs(srm_hello_t *hello, int peer, uint8_t b)
 {
-    hello->ipv4[0] = htonl(INADDR_LOOPBACK);
-    hello->port[0] = fuzz_addr_port(peer, b);
+    fuzz_loopback(&hello->wire[0], fuzz_addr_port(peer, b));
+    if (b & 0x40) {
+        hello->wire[0].family = 5;
+    }
     if (b & 0x80) {
-        hello->ipv4[1] = htonl(INADDR_LOOPBACK);
-        hello->port[1] = fuzz_addr_port(peer, b >> 3);
+        fuzz_loopback(&hello->wire[1], fuzz_addr_port(peer, b >> 3));
     }
 }
 
@@ -1355,7 +1370,8 @@ static void fuzz_send_hello(fuzz_input_t *in, fuzz_conn_t *conn,
         conn->hello_ok = valid && (peer >= 0) &&
                          (hello->kind < SRM_CHANNEL_KINDS) &&
                          (hello->path < SRM_WIRE_PATHS) &&
-                         (hello->secret == (fuzz_secret() ? 1 : 0));
+                         (hello->secret == (fuzz_secret() ? 1 : 0)) &&
+                         (hello->wire[0].family == SRM_WIRE_ADDR_IPV4);
         if (conn->hello_ok) {
             conn->peer = peer;
             conn->kind = hello->kind;
@@ -1386,7 +1402,7 @@ static void fuzz_op_hello(fuzz_input_t *in, fuzz_conn_t *conn, int variant)
     hello.accepted = (flags >> 2) & 1;
     hello.reserved[0] = flags >> 3;
     if ((flags & 0xf8) == 0xf8) {
-        hello.wire = (uint8_t)(flags >> 6); /* not ours: refused */
+        hello.wire_kind = (uint8_t)(flags >> 6); /* not ours: refused */
     }
     if (flags & 2) {
         hello.secret = flags;
@@ -2402,6 +2418,7 @@ static void fuzz_start(const uint8_t *data, size_t size)
 {
     srm_agent_t *agent = &fuzz_agent;
     uint32_t hash      = 2166136261u;
+    srm_wire_addr_t loopback;
     size_t n;
     int i;
 
@@ -2414,8 +2431,9 @@ static void fuzz_start(const uint8_t *data, size_t size)
         fuzz_fail("cannot start the agent");
     }
     agent->node_id = FUZZ_AGENT_ID; /* fixed: inputs replay */
-    if ((agent->wire[0].ipv4 != htonl(INADDR_LOOPBACK)) ||
-        (agent->wire[0].port == 0)) {
+    fuzz_loopback(&loopback, agent->wire[0].port);
+    if ((agent->wire[0].port == 0) ||
+        (memcmp(&agent->wire[0], &loopback, sizeof(loopback)) != 0)) {
         fuzz_fail("the agent does not listen on 127.0.0.1");
     }
 

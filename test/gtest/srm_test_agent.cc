@@ -9,6 +9,7 @@
 #include <fcntl.h>
 #include <fstream>
 #include <iterator>
+#include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/prctl.h>
@@ -165,8 +166,7 @@ raw_client::raw_client(const std::string &socket, uint32_t ring_size)
     port_        = rep.port;
     key_         = rep.key;
     node_id_     = rep.node_id;
-    wire_ipv4_   = rep.wire[0].ipv4;
-    wire_port_   = rep.wire[0].port;
+    wire_        = rep.wire[0];
     doorbell_fd_ = fds[1];
     event_fd_    = fds[2];
     EXPECT_EQ(0, srm_shm_layout_init(&layout_, 1, 1 << 20, 1 << 20));
@@ -201,16 +201,48 @@ void raw_client::ring_doorbell()
     }
 }
 
-void raw_client::name_node(uint32_t index, uint64_t node_id, uint32_t ipv4,
-                           uint16_t port, uint32_t ipv4_1, uint16_t port_1)
+void raw_client::name_node(uint32_t index, uint64_t node_id,
+                           const srm_wire_addr_t &path0,
+                           const srm_wire_addr_t &path1)
 {
     srm_shm_node_t *entry = &ctl_->nodes[index];
     entry->node_id        = node_id;
-    entry->wire[0].ipv4   = ipv4;
-    entry->wire[0].port   = port;
-    entry->wire[1].ipv4   = ipv4_1;
-    entry->wire[1].port   = port_1;
+    entry->wire[0]        = path0;
+    entry->wire[1]        = path1;
     srm_store_release(&entry->valid, (uint16_t)1);
+}
+
+srm_wire_addr_t wire_with_port(srm_wire_addr_t addr, uint16_t port)
+{
+    addr.port = port;
+    return addr;
+}
+
+int connect_wire(const srm_wire_addr_t &to)
+{
+    sockaddr_storage ss = {};
+    socklen_t len;
+    if (to.family == SRM_WIRE_ADDR_IPV6) {
+        sockaddr_in6 *sin6 = reinterpret_cast<sockaddr_in6*>(&ss);
+        sin6->sin6_family  = AF_INET6;
+        sin6->sin6_port    = to.port;
+        memcpy(&sin6->sin6_addr, to.ip, 16);
+        len = sizeof(*sin6);
+    } else {
+        sockaddr_in *sin = reinterpret_cast<sockaddr_in*>(&ss);
+        sin->sin_family  = AF_INET;
+        sin->sin_port    = to.port;
+        memcpy(&sin->sin_addr, to.ip, 4);
+        len = sizeof(*sin);
+    }
+    int fd = socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if ((fd >= 0) && (connect(fd, (sockaddr*)&ss, len) != 0)) {
+        int saved = errno;
+        close(fd);
+        errno = saved;
+        return -1;
+    }
+    return fd;
 }
 
 bool raw_client::send(uint32_t dst_port, uint32_t dst_key, const void *data,

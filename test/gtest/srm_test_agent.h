@@ -29,6 +29,11 @@ std::string srmd_path();
  */
 std::string wire_devices();
 
+/* A blocking TCP connection to an agent's wire address; -1 and errno. */
+int connect_wire(const srm_wire_addr_t &to);
+
+srm_wire_addr_t wire_with_port(srm_wire_addr_t addr, uint16_t port);
+
 /* A private agent, killed when the object goes away. */
 class agent {
 public:
@@ -64,13 +69,14 @@ public:
     uint32_t port() const { return port_; }
     uint32_t key() const { return key_; }
     uint64_t node_id() const { return node_id_; }
-    uint32_t wire_ipv4() const { return wire_ipv4_; }
-    uint16_t wire_port() const { return wire_port_; }
+    /* Where the agent listens for other agents (path 0). */
+    const srm_wire_addr_t &wire() const { return wire_; }
 
     /* Names another agent's node in our node table, as the module does
-     * (ipv4_1 and port_1: its second path's address, if any). */
-    void name_node(uint32_t index, uint64_t node_id, uint32_t ipv4,
-                   uint16_t port, uint32_t ipv4_1 = 0, uint16_t port_1 = 0);
+     * (path1: its second path's address, if any). */
+    void name_node(uint32_t index, uint64_t node_id,
+                   const srm_wire_addr_t &path0,
+                   const srm_wire_addr_t &path1 = srm_wire_addr_t{});
     int sock_fd() const { return sock_fd_; }
     int doorbell_fd() const { return doorbell_fd_; }
     int event_fd() const { return event_fd_; }
@@ -94,9 +100,8 @@ public:
 private:
     int              sock_fd_ = -1, doorbell_fd_ = -1, event_fd_ = -1;
     uint32_t         port_ = 0, key_ = 0;
-    uint64_t         node_id_   = 0;
-    uint32_t         wire_ipv4_ = 0;
-    uint16_t         wire_port_ = 0;
+    uint64_t         node_id_ = 0;
+    srm_wire_addr_t  wire_    = {};
     srm_shm_layout_t layout_;
     uint8_t          *base_ = nullptr;
     srm_shm_ctl_t    *ctl_  = nullptr;

@@ -13,12 +13,12 @@
 
 namespace srm_test {
 
-raw_peer::raw_peer(uint32_t ipv4, uint16_t port, uint64_t id, uint8_t kind,
+raw_peer::raw_peer(const srm_wire_addr_t &to, uint64_t id, uint8_t kind,
                    uint8_t path)
 {
-    sockaddr_in sin    = {};
-    socklen_t len      = sizeof(sin);
-    timeval timeout    = {5, 0};
+    sockaddr_in sin     = {};
+    socklen_t len       = sizeof(sin);
+    timeval timeout     = {5, 0};
     sin.sin_family      = AF_INET;
     sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     listen_fd_          = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -31,19 +31,16 @@ raw_peer::raw_peer(uint32_t ipv4, uint16_t port, uint64_t id, uint8_t kind,
         srm_hello_t     hello;
     } msg = {};
     srm_frame_hdr_init(&msg.hdr, SRM_FRAME_HELLO, sizeof(msg.hello));
-    msg.hello.node_id = id;
-    msg.hello.ipv4[0] = sin.sin_addr.s_addr;
-    msg.hello.port[0] = sin.sin_port;
-    msg.hello.kind    = kind;
-    msg.hello.path    = path;
+    msg.hello.node_id        = id;
+    msg.hello.wire[0].family = SRM_WIRE_ADDR_IPV4;
+    msg.hello.wire[0].port   = sin.sin_port;
+    memcpy(msg.hello.wire[0].ip, &sin.sin_addr, 4);
+    msg.hello.kind = kind;
+    msg.hello.path = path;
 
-    sockaddr_in to     = {};
-    to.sin_family      = AF_INET;
-    to.sin_addr.s_addr = ipv4;
-    to.sin_port        = port;
-    fd_                = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    fd_ = connect_wire(to);
+    EXPECT_GE(fd_, 0) << strerror(errno);
     setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof(timeout));
-    EXPECT_EQ(0, connect(fd_, (sockaddr*)&to, sizeof(to)));
     EXPECT_EQ((ssize_t)sizeof(msg),
               ::send(fd_, &msg, sizeof(msg), MSG_NOSIGNAL));
     EXPECT_EQ((ssize_t)sizeof(msg), recv(fd_, &msg, sizeof(msg), MSG_WAITALL));

@@ -19,7 +19,7 @@ namespace srm_test {
 
 class raw_peer {
 public:
-    raw_peer(uint32_t ipv4, uint16_t port, uint64_t id, uint8_t kind = 0,
+    raw_peer(const srm_wire_addr_t &to, uint64_t id, uint8_t kind = 0,
              uint8_t path = 0);
     ~raw_peer();
 

@@ -93,7 +93,7 @@ TEST(place, a_large_frame_is_read_straight_into_its_ports_ring)
 {
     agent node(kEnv);
     raw_client b(node.socket());
-    raw_peer peer(b.wire_ipv4(), b.wire_port(), kPeerId);
+    raw_peer peer(b.wire(), kPeerId);
     split_frame big(0, 0, b, 1);
 
     big.send_first(peer);
@@ -123,7 +123,7 @@ TEST(place, is_off_when_switched_off)
     env.back() = "UCX_SRM_PLACE=n";
     agent node(env);
     raw_client b(node.socket());
-    raw_peer peer(b.wire_ipv4(), b.wire_port(), kPeerId);
+    raw_peer peer(b.wire(), kPeerId);
     split_frame big(0, 0, b, 6);
 
     big.send_first(peer);
@@ -138,7 +138,7 @@ TEST(place, frames_for_the_port_meanwhile_follow_the_placed_one)
 {
     agent node(kEnv);
     raw_client b(node.socket()), local(node.socket());
-    raw_peer peer(b.wire_ipv4(), b.wire_port(), kPeerId);
+    raw_peer peer(b.wire(), kPeerId);
     split_frame big(0, 0, b, 2);
 
     big.send_first(peer);
@@ -161,7 +161,7 @@ TEST(place, a_port_that_leaves_mid_frame_costs_only_that_frame)
     agent node(kEnv);
     auto b = std::make_unique<raw_client>(node.socket());
     raw_client c(node.socket());
-    raw_peer peer(c.wire_ipv4(), c.wire_port(), kPeerId);
+    raw_peer peer(c.wire(), kPeerId);
     split_frame big(0, 0, *b, 3);
 
     big.send_first(peer);
@@ -187,8 +187,8 @@ TEST(place, a_frame_delivered_meanwhile_on_the_other_path_is_not_placed_twice)
 {
     agent node(kEnv);
     raw_client b(node.socket());
-    raw_peer path0(b.wire_ipv4(), b.wire_port(), kPeerId, 0, 0);
-    raw_peer path1(b.wire_ipv4(), b.wire_port(), kPeerId, 0, 1);
+    raw_peer path0(b.wire(), kPeerId, 0, 0);
+    raw_peer path1(b.wire(), kPeerId, 0, 1);
     split_frame big(0, 0, b, 4);
 
     big.send_first(path0);
@@ -220,7 +220,7 @@ TEST(place, a_connection_lost_mid_frame_frees_the_port_for_the_resent_frame)
 {
     agent node(kEnv);
     raw_client b(node.socket()), local(node.socket());
-    raw_peer peer(b.wire_ipv4(), b.wire_port(), kPeerId);
+    raw_peer peer(b.wire(), kPeerId);
     split_frame big(0, 0, b, 5);
 
     big.send_first(peer);
@@ -237,7 +237,7 @@ TEST(place, a_connection_lost_mid_frame_frees_the_port_for_the_resent_frame)
     EXPECT_FALSE(b.recv_wait(&f, 100)) << "a half frame was published";
 
     /* The frame was never acknowledged: it comes again, whole, once. */
-    raw_peer again(b.wire_ipv4(), b.wire_port(), kPeerId, 0, 1);
+    raw_peer again(b.wire(), kPeerId, 0, 1);
     again.send_bytes(big.bytes.data(), big.bytes.size());
     expect_frame(b, big.data, 0, node);
     EXPECT_FALSE(b.recv_wait(&f, 200)) << "frame " << f.hdr.seq << " twice";

@@ -37,9 +37,11 @@
 #include <vector>
 
 using srm_test::agent;
+using srm_test::connect_wire;
 using srm_test::frame;
 using srm_test::raw_client;
 using srm_test::raw_peer;
+using srm_test::wire_with_port;
 
 namespace {
 
@@ -186,9 +188,9 @@ std::string stream_across_a_reset(agent &node_a, raw_client &a, raw_client &b)
 
 void connect_clients(raw_client &a, raw_client &b)
 {
-    ASSERT_NE(0u, b.wire_port()) << "agent B has no wire";
+    ASSERT_NE(0u, b.wire().port) << "agent B has no wire";
     ASSERT_NE(a.node_id(), b.node_id());
-    a.name_node(1, b.node_id(), b.wire_ipv4(), b.wire_port());
+    a.name_node(1, b.node_id(), b.wire());
 }
 
 /* stream_across_a_reset between two fresh agents with `setting` (an
@@ -621,18 +623,16 @@ TEST(wire, unknown_or_unreachable_node_costs_only_its_own_frames)
 {
     agent node_a(kLoopbackWire);
     raw_client a(node_a.socket()), local(node_a.socket());
-    uint16_t dead_port;
+    srm_wire_addr_t dead_wire;
     uint64_t dead_id;
-    uint32_t dead_ip;
     {
         agent node_b(kLoopbackWire);
         raw_client b(node_b.socket());
         dead_id   = b.node_id();
-        dead_ip   = b.wire_ipv4();
-        dead_port = b.wire_port();
+        dead_wire = b.wire();
     } /* node B is gone */
 
-    a.name_node(1, dead_id, dead_ip, dead_port);
+    a.name_node(1, dead_id, dead_wire);
     for (uint32_t i = 0; i < 50; ++i) {
         ASSERT_TRUE(a.send(12345, 1, "lost?", 5, i, 1));
     }
@@ -704,8 +704,8 @@ TEST(wire, a_refused_second_path_degrades_the_channels_not_the_node)
     agent node_a(kLoopbackWire), node_b(kLoopbackWire);
     raw_client a(node_a.socket()), b(node_b.socket());
 
-    a.name_node(1, b.node_id(), b.wire_ipv4(), b.wire_port(), b.wire_ipv4(),
-                refusing_port());
+    a.name_node(1, b.node_id(), b.wire(),
+                wire_with_port(b.wire(), refusing_port()));
     EXPECT_EQ(50u, send_and_count(a, 1, b, 50)) << node_a.status();
     usleep(300000); /* retries of the refused path meanwhile */
     std::string status = node_a.status();
@@ -726,7 +726,7 @@ TEST(wire, a_node_first_named_at_a_wrong_address_is_tried_at_the_right_one)
     raw_client wrong(node_a.socket()), right(node_a.socket()),
             b(node_b.socket());
 
-    wrong.name_node(1, b.node_id(), b.wire_ipv4(), refusing_port());
+    wrong.name_node(1, b.node_id(), wire_with_port(b.wire(), refusing_port()));
     uint32_t one = 1;
     ASSERT_TRUE(wrong.send(b.port(), b.key(), &one, sizeof(one), 0, 1));
     for (int i = 0; (i < 300) && (wrong.ctl()->nodes[1].state == 0); ++i) {
@@ -735,7 +735,7 @@ TEST(wire, a_node_first_named_at_a_wrong_address_is_tried_at_the_right_one)
     ASSERT_EQ(SRM_SHM_NODE_FAILED, wrong.ctl()->nodes[1].state)
             << node_a.status();
 
-    right.name_node(1, b.node_id(), b.wire_ipv4(), b.wire_port());
+    right.name_node(1, b.node_id(), b.wire());
     EXPECT_EQ(50u, send_and_count(right, 1, b, 50)) << node_a.status();
     EXPECT_EQ(SRM_SHM_NODE_OK, wrong.ctl()->nodes[1].state);
     std::string status;
@@ -780,6 +780,68 @@ std::string qp_state(uint32_t qpn)
 } // namespace
 
 /*
+ * A rank's node table is shared memory: an entry whose address has no
+ * family, or bytes past an IPv4 address, is refused like a node never
+ * named (counted, its frames dropped); the same node named properly in
+ * another entry is reached.
+ */
+TEST(wire, a_node_named_at_an_address_of_no_family_is_not_dialled)
+{
+    agent node_a(kLoopbackWire), node_b(kLoopbackWire);
+    raw_client a(node_a.socket()), b(node_b.socket());
+
+    srm_wire_addr_t no_family = b.wire();
+    no_family.family          = 9;
+    srm_wire_addr_t stray     = b.wire();
+    stray.ip[12]              = 1;
+    a.name_node(1, b.node_id(), no_family);
+    a.name_node(2, b.node_id(), b.wire(), stray);
+    uint32_t one = 1;
+    ASSERT_TRUE(a.send(b.port(), b.key(), &one, sizeof(one), 0, 1));
+    ASSERT_TRUE(a.send(b.port(), b.key(), &one, sizeof(one), 0, 2));
+    for (int i = 0; (i < 300) && (node_a.counter("bad_dest") < 2); ++i) {
+        usleep(10000);
+    }
+    EXPECT_EQ(2u, node_a.counter("bad_dest")) << node_a.status();
+    EXPECT_EQ(std::string::npos, node_a.status().find("node 0   0x"))
+            << "a node made from a bad entry";
+
+    a.name_node(3, b.node_id(), b.wire());
+    EXPECT_EQ(20u, send_and_count(a, 3, b, 20)) << node_a.status();
+}
+
+/* A HELLO whose listening address has no family is refused; the agent
+ * goes on taking proper peers. */
+TEST(wire, a_hello_with_an_address_of_no_family_is_refused)
+{
+    agent node_b(kLoopbackWire);
+    raw_client b(node_b.socket());
+
+    struct {
+        srm_frame_hdr_t hdr;
+        srm_hello_t     hello;
+    } msg = {};
+    srm_frame_hdr_init(&msg.hdr, SRM_FRAME_HELLO, sizeof(msg.hello));
+    msg.hello.node_id        = 0x5355;
+    msg.hello.wire[0]        = wire_with_port(b.wire(), 1);
+    msg.hello.wire[0].family = 5;
+    int fd                   = connect_wire(b.wire());
+    ASSERT_GE(fd, 0) << strerror(errno);
+    timeval timeout = {5, 0};
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof(timeout));
+    ASSERT_EQ((ssize_t)sizeof(msg), send(fd, &msg, sizeof(msg), MSG_NOSIGNAL));
+    EXPECT_EQ(0, recv(fd, &msg, sizeof(msg), MSG_WAITALL))
+            << "no HELLO_ACK: the connection is closed";
+    close(fd);
+
+    raw_peer peer(b.wire(), 0x5356);
+    peer.send_am(0, 0, b, "after");
+    frame f;
+    ASSERT_TRUE(b.recv_wait(&f, 5000)) << node_b.status();
+    EXPECT_EQ("after", std::string(f.payload.begin(), f.payload.end()));
+}
+
+/*
  * Verbs wire: a peer that says it has the cluster secret, and never proves
  * it, learns the number of the queue pair made for it and nothing more:
  * that queue pair stays in INIT (it neither receives nor sends, and has
@@ -804,21 +866,18 @@ TEST(wire, a_peer_that_never_proves_the_secret_gets_no_live_queue_pair)
     srm_frame_hdr_init(&msg.hdr, SRM_FRAME_HELLO, sizeof(msg.hello));
     msg.hello.node_id = 0x5354;
     msg.hello.secret  = 1; /* so it claims */
-    msg.hello.wire    = SRM_HELLO_WIRE_VERBS;
-    msg.hello.qp.qpn  = 0x1234;
-    msg.hello.qp.mtu  = 3; /* IBV_MTU_1024 */
-    sockaddr_in to     = {};
-    to.sin_family      = AF_INET;
-    to.sin_addr.s_addr = b.wire_ipv4();
-    to.sin_port        = b.wire_port();
-    int fd             = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    timeval timeout    = {5, 0};
+    msg.hello.wire_kind = SRM_HELLO_WIRE_VERBS;
+    msg.hello.qp.qpn    = 0x1234;
+    msg.hello.qp.mtu    = 3; /* IBV_MTU_1024 */
+    msg.hello.wire[0]   = wire_with_port(b.wire(), 1); /* valid, unused */
+    int fd              = connect_wire(b.wire());
+    timeval timeout     = {5, 0};
+    ASSERT_GE(fd, 0) << strerror(errno);
     setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof(timeout));
-    ASSERT_EQ(0, connect(fd, (sockaddr*)&to, sizeof(to)));
     ASSERT_EQ((ssize_t)sizeof(msg), send(fd, &msg, sizeof(msg), MSG_NOSIGNAL));
     ASSERT_EQ((ssize_t)sizeof(msg), recv(fd, &msg, sizeof(msg), MSG_WAITALL));
     ASSERT_EQ(SRM_FRAME_HELLO_ACK, msg.hdr.type);
-    ASSERT_EQ(SRM_HELLO_WIRE_VERBS, msg.hello.wire);
+    ASSERT_EQ(SRM_HELLO_WIRE_VERBS, msg.hello.wire_kind);
 
     usleep(200000);
     EXPECT_EQ("INIT", qp_state(msg.hello.qp.qpn))
@@ -830,7 +889,7 @@ TEST(wire, a_frame_numbered_twice_does_not_stall_the_frames_after_it)
 {
     agent node_b({"UCX_SRM_DEVICES=lo", "UCX_SRM_FAILOVER_TIMEOUT=5s"});
     raw_client b(node_b.socket());
-    raw_peer peer(b.wire_ipv4(), b.wire_port(), 0x5352);
+    raw_peer peer(b.wire(), 0x5352);
 
     /* seq 1 twice and early, both held back; then 0, 3 (early), 2. */
     peer.send_am(0, 1, b, "one");
@@ -858,7 +917,7 @@ TEST(wire, a_port_number_used_again_after_its_port_went_starts_afresh)
 {
     agent node_b({"UCX_SRM_DEVICES=lo", "UCX_SRM_FAILOVER_TIMEOUT=5s"});
     raw_client b(node_b.socket());
-    raw_peer peer(b.wire_ipv4(), b.wire_port(), 0x5352);
+    raw_peer peer(b.wire(), 0x5352);
     frame f;
 
     std::vector<uint8_t> bytes = raw_peer::am(0, 0, b, "a", 1, 5);
@@ -891,7 +950,7 @@ TEST(wire, what_a_node_keeps_per_source_port_is_bounded_and_freed)
     agent node_b({"UCX_SRM_DEVICES=lo", "UCX_SRM_FAILOVER_TIMEOUT=5s",
                   "UCX_SRM_PORT_BACKLOG=64m"});
     raw_client b(node_b.socket());
-    raw_peer peer(b.wire_ipv4(), b.wire_port(), 0x5352);
+    raw_peer peer(b.wire(), 0x5352);
     frame f;
     uint32_t chan_seq = 0;
 
@@ -986,7 +1045,7 @@ TEST(wire, a_refused_source_port_stays_refused_and_costs_only_itself)
 {
     agent node_b({"UCX_SRM_DEVICES=lo", "UCX_SRM_FAILOVER_TIMEOUT=5s"});
     raw_client b(node_b.socket());
-    raw_peer peer(b.wire_ipv4(), b.wire_port(), 0x5352);
+    raw_peer peer(b.wire(), 0x5352);
     uint32_t chan_seq = 0, seq = 0;
     frame f;
 
@@ -1029,7 +1088,7 @@ TEST(wire, an_agent_that_was_not_scheduled_reads_before_it_judges_silence)
                   "UCX_SRM_FAILOVER_TIMEOUT=" + scaled_ms(500),
                   "UCX_SRM_PEER_TIMEOUT=60s"});
     raw_client a(node_a.socket());
-    raw_peer peer(a.wire_ipv4(), a.wire_port(), 0x5353);
+    raw_peer peer(a.wire(), 0x5353);
     auto beat_for = [&peer](double ms) {
         for (double t = 0; t < ms; t += 10) {
             peer.heartbeat();
@@ -1208,24 +1267,6 @@ TEST(wire, a_connection_its_receiver_does_not_read_still_sends_heartbeats)
     expect_all_once_in_order(node_a, b, sent);
 }
 
-namespace {
-
-int connect_tcp(uint32_t ipv4, uint16_t port)
-{
-    struct sockaddr_in addr = {};
-    addr.sin_family      = AF_INET;
-    addr.sin_addr.s_addr = ipv4; /* as the agent reports it: network order */
-    addr.sin_port        = port;      /* network order too */
-    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if ((fd >= 0) && (connect(fd, (struct sockaddr*)&addr, sizeof(addr)) != 0)) {
-        close(fd);
-        return -1;
-    }
-    return fd;
-}
-
-} // namespace
-
 /*
  * Anyone who reaches the wire port can open connections: those that have
  * not proven the secret are capped (the rest closed at accept, counted),
@@ -1238,7 +1279,7 @@ TEST(wire, unproven_connections_are_capped_and_have_a_deadline)
     raw_client a(node.socket());
     std::vector<int> fds;
     for (int i = 0; i < 80; ++i) {
-        int fd = connect_tcp(a.wire_ipv4(), a.wire_port());
+        int fd = connect_wire(a.wire());
         ASSERT_GE(fd, 0) << "connection " << i << ": " << strerror(errno);
         fds.push_back(fd);
     }

@@ -524,7 +524,8 @@ srm_netns_wait_listen() {
 
 # srm_netns_perftest_pair LABEL PORT TIMEOUT PERFTEST-ARGS...: ucx_perftest
 # with the srm module between the first two hosts: the server in the first
-# on PORT, then (once it listens) the client in the second, to 10.77.0.1;
+# on PORT, then (once it listens) the client in the second, to
+# $SRM_NETNS_SERVER (default 10.77.0.1; an IPv6 one needs -6 in ARGS);
 # both under `timeout TIMEOUT`, their output appended to
 # $SRM_LOG/LABEL.server.log and LABEL.client.log. Waits for the client,
 # then up to 15 s for the server (then kills it). Sets SRM_CLIENT_RC and
@@ -541,7 +542,8 @@ srm_netns_perftest_pair() {
     srm_track "$spid"
     srm_netns_wait_listen "$sh" "$port" "$spid" 100
     "$SRM_NETNS_CLUSTER" exec "${SRM_HOSTS[1]}" env LD_PRELOAD="$SRM_MODULE" \
-        timeout -k 5 "$tmo" ucx_perftest -p "$port" $SRM_PERFTEST_RTE "$@" 10.77.0.1 \
+        timeout -k 5 "$tmo" ucx_perftest -p "$port" $SRM_PERFTEST_RTE "$@" \
+        "${SRM_NETNS_SERVER:-10.77.0.1}" \
         >>"$SRM_LOG/$label.client.log" 2>&1 &
     cpid=$!
     srm_track "$cpid"

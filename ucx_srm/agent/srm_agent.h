@@ -197,7 +197,7 @@ typedef struct srm_agent {
     int                wire_fd[SRM_WIRE_PATHS];
     double             accept_paused_until; /* after EMFILE and the like:
                                                the wire listeners rest */
-    srm_wire_addr_t    wire[SRM_WIRE_PATHS]; /* [0].ipv4 0: no wire */
+    srm_wire_addr_t    wire[SRM_WIRE_PATHS]; /* [0] NONE: no wire */
     char               wire_device[SRM_WIRE_PATHS][64];
     srm_wire_verbs_dev_t    *verbs[SRM_WIRE_PATHS]; /* NULL: the path is tcp */
     unsigned           num_devices;

@@ -157,14 +157,14 @@ void srm_channel_link_ready(srm_agent_t *agent, srm_link_t *link)
     srm_channel_t *chan = &link->node->chan[link->kind];
     srm_link_t *active  = chan->links[chan->active];
     const srm_wire_addr_t *wire;
-    char addr[32];
+    char addr[SRM_WIRE_ADDR_STRLEN];
 
     srm_lane_enter(agent, link->node);
     if ((active == NULL) || (active->state != SRM_LINK_READY) ||
         (active == link)) {
         if (chan->sent > chan->head) {
             wire = &link->node->wire[link->path];
-            if (wire->ipv4 == 0) {
+            if (!srm_wire_addr_is_set(wire)) {
                 wire = &link->node->wire[0]; /* one interface, both paths */
             }
             srm_info("node %u %s channel: resending %llu unacknowledged "
@@ -172,8 +172,7 @@ void srm_channel_link_ready(srm_agent_t *agent, srm_link_t *link)
                      srm_node_kind_name(link->kind),
                      (unsigned long long)(chan->sent - chan->head),
                      link->path,
-                     srm_wire_tcp_str(wire->ipv4, wire->port, addr,
-                                      sizeof(addr)));
+                     srm_wire_tcp_str(wire, addr, sizeof(addr)));
         }
         srm_channel_activate(agent, link->node, link->kind, link->path);
     }

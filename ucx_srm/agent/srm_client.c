@@ -219,7 +219,7 @@ static void srm_client_attach_reply(srm_agent_t *agent, srm_client_t *client,
         rep.node_id     = agent->node_id;
         rep.max_payload = SRM_FRAME_MAX_PAYLOAD;
         rep.flags       = srm_client_rdma_flags(agent) |
-                          (((agent->wire[0].ipv4 == 0) ||
+                          ((!srm_wire_addr_is_set(&agent->wire[0]) ||
                             (agent->verbs[0] != NULL)) ?
                            SRM_ATTACH_FLAG_RMA : 0);
         rep.shm_size    = client->layout.total_size;

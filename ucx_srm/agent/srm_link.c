@@ -185,17 +185,17 @@ static const char *srm_link_peer_str(const srm_link_t *link, char *buf,
     } else {
         return "an unknown agent";
     }
-    if (wire[path].ipv4 == 0) {
+    if (!srm_wire_addr_is_set(&wire[path])) {
         path = 0; /* one interface: both paths go there */
     }
-    return srm_wire_tcp_str(wire[path].ipv4, wire[path].port, buf, size);
+    return srm_wire_tcp_str(&wire[path], buf, size);
 }
 
 void srm_link_close(srm_agent_t *agent, srm_link_t *link,
                     srm_log_level_t level, const char *fmt, ...)
 {
     srm_channel_t *chan = NULL;
-    char reason[160], peer[32];
+    char reason[160], peer[SRM_WIRE_ADDR_STRLEN];
     va_list ap;
 
     va_start(ap, fmt);
@@ -274,7 +274,7 @@ void srm_link_connect(srm_agent_t *agent, srm_node_t *node, int kind,
     const srm_wire_addr_t *wire;
     srm_wire_verbs_dev_t *verbs;
     srm_link_t *link;
-    char addr[32];
+    char addr[SRM_WIRE_ADDR_STRLEN];
     double now;
     int fd;
 
@@ -285,15 +285,15 @@ void srm_link_connect(srm_agent_t *agent, srm_node_t *node, int kind,
     }
     chan->retry_at[path] = now + SRM_LINK_RETRY;
     /* A node with one interface is reached on it by both paths. */
-    wire = (node->wire[path].ipv4 != 0) ? &node->wire[path] : &node->wire[0];
+    wire = srm_wire_addr_is_set(&node->wire[path]) ? &node->wire[path] :
+                                                      &node->wire[0];
 
-    fd = srm_wire_tcp_connect(wire->ipv4, wire->port);
+    fd = srm_wire_tcp_connect(wire);
     if (fd < 0) {
         if (chan->failures[path]++ == 0) {
             srm_warn("cannot connect %s channel path %d to %s: %m",
                      srm_node_kind_name(kind), path,
-                     srm_wire_tcp_str(wire->ipv4, wire->port, addr,
-                                      sizeof(addr)));
+                     srm_wire_tcp_str(wire, addr, sizeof(addr)));
         }
         return;
     }
@@ -711,9 +711,14 @@ static ucs_status_t srm_link_listen(srm_agent_t *agent, unsigned path,
         .xrc_mode  = agent->config.xrc,
         .recv_bufs = agent->config.verbs_recv_bufs,
         .send_bufs = agent->config.verbs_send_bufs};
+    static const int families[] = {
+        [SRM_ADDRESS_FAMILY_AUTO] = SRM_WIRE_ADDR_NONE, /* either */
+        [SRM_ADDRESS_FAMILY_IPV4] = SRM_WIRE_ADDR_IPV4,
+        [SRM_ADDRESS_FAMILY_IPV6] = SRM_WIRE_ADDR_IPV6};
+    int family = families[agent->config.address_family];
+    srm_wire_addr_t wire;
     uint16_t bound_port = 0;
-    char addr[32], netdev[32];
-    uint32_t ipv4;
+    char addr[SRM_WIRE_ADDR_STRLEN], netdev[32];
     int fd;
 
     if (srm_wire_verbs_is_device_spec(device)) {
@@ -735,43 +740,52 @@ static ucs_status_t srm_link_listen(srm_agent_t *agent, unsigned path,
         }
         device = netdev;
     }
-    if (srm_wire_tcp_iface_addr(device, &ipv4, agent->wire_device[path],
+    if (srm_wire_tcp_iface_addr(device, family, &wire,
+                                agent->wire_device[path],
                                 sizeof(agent->wire_device[path])) != 0) {
         if (strcmp(device, "auto") == 0) {
-            srm_info("no network interface with IPv4: this agent serves "
-                     "its own node only");
+            srm_info("no network interface with an %s address: this agent "
+                     "serves its own node only",
+                     (family == SRM_WIRE_ADDR_IPV6) ? "IPv6" :
+                     (family == SRM_WIRE_ADDR_IPV4) ? "IPv4" : "IP");
             return UCS_ERR_UNREACHABLE; /* not an error: no other nodes */
         }
         srm_error("UCX_SRM_DEVICES: '%s' is not an interface that is up and "
-                  "has an IPv4 address", device);
+                  "has an %s address (UCX_SRM_ADDRESS_FAMILY=%s)", device,
+                  (family == SRM_WIRE_ADDR_IPV6) ? "IPv6" :
+                  (family == SRM_WIRE_ADDR_IPV4) ? "IPv4" : "IPv4 or IPv6",
+                  srm_address_family_names[agent->config.address_family]);
         return UCS_ERR_IO_ERROR;
     }
     /* The second path tries the first one's port, so that one port
      * number names the agent; any port will do if it is taken. */
-    fd = srm_wire_tcp_listen(ipv4, port, &bound_port);
+    wire.port = port;
+    fd        = srm_wire_tcp_listen(&wire, &bound_port);
     if ((fd < 0) && (path > 0)) {
-        fd = srm_wire_tcp_listen(ipv4, 0, &bound_port);
+        wire.port = 0;
+        fd        = srm_wire_tcp_listen(&wire, &bound_port);
     }
     if ((fd < 0) ||
         (epoll_ctl(agent->epoll_fd, EPOLL_CTL_ADD, fd, &ev) != 0)) {
+        wire.port = port;
         srm_error("cannot listen for other agents on %s (%s): %m",
-                  srm_wire_tcp_str(ipv4, port, addr, sizeof(addr)),
+                  srm_wire_tcp_str(&wire, addr, sizeof(addr)),
                   agent->wire_device[path]);
         if (fd >= 0) {
             close(fd);
         }
         return UCS_ERR_IO_ERROR;
     }
-    agent->wire_fd[path]   = fd;
-    agent->wire[path].ipv4 = ipv4;
-    agent->wire[path].port = bound_port;
+    wire.port            = bound_port;
+    agent->wire_fd[path] = fd;
+    agent->wire[path]    = wire;
     if (agent->verbs[path] != NULL) {
         snprintf(agent->wire_device[path], sizeof(agent->wire_device[path]),
                  "%s (%s)", srm_wire_verbs_dev_name(agent->verbs[path]),
                  netdev);
     }
     srm_info("path %u: channels to other nodes on %s (%s)", path,
-             srm_wire_tcp_str(ipv4, bound_port, addr, sizeof(addr)),
+             srm_wire_tcp_str(&wire, addr, sizeof(addr)),
              agent->wire_device[path]);
     return UCS_OK;
 }

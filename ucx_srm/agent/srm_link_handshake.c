@@ -58,20 +58,16 @@ ucs_status_t srm_link_send_hello(srm_agent_t *agent, srm_link_t *link,
         srm_frame_hdr_t hdr;
         srm_hello_t     hello;
     } msg;
-    int path;
 
     memset(&msg, 0, sizeof(msg));
     srm_frame_hdr_init(&msg.hdr, type, sizeof(msg.hello));
-    msg.hello.node_id  = agent->node_id;
-    for (path = 0; path < SRM_WIRE_PATHS; ++path) {
-        msg.hello.ipv4[path] = agent->wire[path].ipv4;
-        msg.hello.port[path] = agent->wire[path].port;
-    }
-    msg.hello.kind     = (uint8_t)link->kind;
-    msg.hello.path     = (uint8_t)link->path;
-    msg.hello.accepted = (uint8_t)link->accepted;
-    msg.hello.secret   = agent->auth.len > 0;
-    msg.hello.wire     = link->wire->hello_wire;
+    msg.hello.node_id   = agent->node_id;
+    msg.hello.kind      = (uint8_t)link->kind;
+    msg.hello.path      = (uint8_t)link->path;
+    msg.hello.accepted  = (uint8_t)link->accepted;
+    msg.hello.secret    = agent->auth.len > 0;
+    msg.hello.wire_kind = link->wire->hello_wire;
+    memcpy(msg.hello.wire, agent->wire, sizeof(msg.hello.wire));
     srm_link_local_qp(link, &msg.hello.qp);
     memcpy(msg.hello.nonce, link->nonce, SRM_AUTH_NONCE_LEN);
     if ((type == SRM_FRAME_HELLO_ACK) && (agent->auth.len > 0)) {
@@ -202,21 +198,18 @@ static ucs_status_t srm_link_on_hello(srm_agent_t *agent, srm_link_t *link,
 {
     srm_node_t *node;
     srm_link_t *old;
-    int path;
 
     if ((hello->kind >= SRM_CHANNEL_KINDS) ||
         (hello->path >= SRM_WIRE_PATHS) || (hello->node_id == 0) ||
-        (hello->node_id == agent->node_id)) {
+        (hello->node_id == agent->node_id) ||
+        !srm_wire_addrs_are_valid(hello->wire)) {
         srm_link_close(agent, link, SRM_LOG_WARN, "bad HELLO");
         return UCS_ERR_CONNECTION_RESET;
     }
     link->peer_id = hello->node_id;
     link->kind    = hello->kind;
     link->path    = hello->path;
-    for (path = 0; path < SRM_WIRE_PATHS; ++path) {
-        link->peer_wire[path].ipv4 = hello->ipv4[path];
-        link->peer_wire[path].port = hello->port[path];
-    }
+    memcpy(link->peer_wire, hello->wire, sizeof(link->peer_wire));
     memcpy(link->peer_nonce, hello->nonce, SRM_AUTH_NONCE_LEN);
     memcpy(&link->peer_qp, &hello->qp, sizeof(link->peer_qp));
     if (hello->secret != (agent->auth.len > 0)) {
@@ -227,7 +220,7 @@ static ucs_status_t srm_link_on_hello(srm_agent_t *agent, srm_link_t *link,
         return UCS_ERR_CONNECTION_RESET;
     }
 
-    if (srm_link_check_wire(agent, link, hello->wire) != UCS_OK) {
+    if (srm_link_check_wire(agent, link, hello->wire_kind) != UCS_OK) {
         return UCS_ERR_CONNECTION_RESET;
     }
 
@@ -328,7 +321,7 @@ static ucs_status_t srm_link_on_hello_ack(srm_agent_t *agent, srm_link_t *link,
                        "the peer's connection won the tie-break");
         return UCS_ERR_CONNECTION_RESET;
     }
-    if ((srm_link_check_wire(agent, link, ack->wire) != UCS_OK) ||
+    if ((srm_link_check_wire(agent, link, ack->wire_kind) != UCS_OK) ||
         (srm_wire_can(link->wire, SRM_WIRE_CAP_ENDPOINT) &&
          (srm_link_connect_endpoint(agent, link, &ack->qp) != UCS_OK))) {
         return UCS_ERR_CONNECTION_RESET;

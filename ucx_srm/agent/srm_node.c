@@ -70,7 +70,7 @@ srm_node_t *srm_node_create(srm_agent_t *agent, uint64_t node_id,
                             const srm_wire_addr_t wire[SRM_WIRE_PATHS])
 {
     srm_node_t **nodes, *node;
-    char addr[32];
+    char addr[SRM_WIRE_ADDR_STRLEN];
     int kind;
 
     if (agent->num_nodes >= UINT16_MAX - 1) {
@@ -97,9 +97,7 @@ srm_node_t *srm_node_create(srm_agent_t *agent, uint64_t node_id,
     node->dirty      = 1;
     agent->nodes[agent->num_nodes++] = node;
     srm_info("node 0x%016llx at %s is node %u", (unsigned long long)node_id,
-             srm_wire_tcp_str(wire[0].ipv4, wire[0].port, addr,
-                              sizeof(addr)),
-             node->index);
+             srm_wire_tcp_str(&wire[0], addr, sizeof(addr)), node->index);
     return node;
 }
 
@@ -168,7 +166,7 @@ int srm_node_revive(srm_agent_t *agent, srm_node_t *node,
                     const srm_wire_addr_t wire[SRM_WIRE_PATHS],
                     const char *how)
 {
-    char addr[32];
+    char addr[SRM_WIRE_ADDR_STRLEN];
     int kind, path;
 
     if ((node->state != SRM_NODE_INVALID) || node->ever_ready ||
@@ -190,7 +188,7 @@ int srm_node_revive(srm_agent_t *agent, srm_node_t *node,
         srm_channel_init(agent, &node->chan[kind]);
     }
     srm_node_reset_port_counts(agent, node);
-    if (wire[0].ipv4 != 0) {
+    if (srm_wire_addr_is_set(&wire[0])) {
         memcpy(node->wire, wire, sizeof(node->wire));
     }
     srm_node_set_state(node, SRM_NODE_INIT, srm_agent_now());
@@ -201,8 +199,7 @@ int srm_node_revive(srm_agent_t *agent, srm_node_t *node,
     srm_lane_leave(agent, node);
     srm_info("node %u (0x%016llx): %s, at %s: tried again", node->index,
              (unsigned long long)node->node_id, how,
-             srm_wire_tcp_str(node->wire[0].ipv4, node->wire[0].port, addr,
-                              sizeof(addr)));
+             srm_wire_tcp_str(&node->wire[0], addr, sizeof(addr)));
     srm_node_tell_clients(agent, node); /* new endpoints may connect */
     return 1;
 }
@@ -211,7 +208,7 @@ int srm_node_revive(srm_agent_t *agent, srm_node_t *node,
  * one address and share bit 0. */
 static unsigned srm_node_path_bit(const srm_node_t *node, int path)
 {
-    return (node->wire[1].ipv4 == 0) ? 1u : (1u << path);
+    return srm_wire_addr_is_set(&node->wire[1]) ? (1u << path) : 1u;
 }
 
 int srm_node_path_refused(srm_node_t *node, int path)
@@ -227,7 +224,7 @@ void srm_node_path_ready(srm_node_t *node, int path,
 {
     node->ever_ready = 1; /* frames may have gone: no fresh start */
     node->refused   &= ~srm_node_path_bit(node, path);
-    if ((wire != NULL) && (wire[0].ipv4 != 0)) {
+    if ((wire != NULL) && srm_wire_addr_is_set(&wire[0])) {
         memcpy(node->wire, wire, sizeof(node->wire));
     }
 }
@@ -247,9 +244,9 @@ srm_node_t *srm_node_resolve(srm_agent_t *agent, srm_client_t *client,
     }
 
     memcpy(&entry, &client->ctl->nodes[idx], sizeof(entry));
-    if (!entry.valid || (entry.wire[0].ipv4 == 0) ||
-        (entry.wire[0].port == 0) || (entry.node_id == agent->node_id) ||
-        (agent->wire[0].ipv4 == 0)) {
+    if (!entry.valid || !srm_wire_addrs_are_valid(entry.wire) ||
+        (entry.node_id == agent->node_id) ||
+        !srm_wire_addr_is_set(&agent->wire[0])) {
         return NULL;
     }
     node = srm_node_find(agent, entry.node_id);
@@ -560,7 +557,8 @@ void srm_node_format(srm_agent_t *agent, char *buf, size_t size,
 {
     const srm_channel_t *chan;
     const srm_link_t *link;
-    char addr[32], paths[64], rtt[24], rtt_min[24], wire[256];
+    char addr[SRM_WIRE_ADDR_STRLEN], paths[64], rtt[24], rtt_min[24];
+    char wire[256];
     srm_node_t *node;
     unsigned i;
     int kind, n, path, used;
@@ -595,8 +593,7 @@ void srm_node_format(srm_agent_t *agent, char *buf, size_t size,
                          "foreign %llu sources %u retired %llu "
                          "miskeyed %llu refused %u\n",
                          node->index, (unsigned long long)node->node_id,
-                         srm_wire_tcp_str(node->wire[0].ipv4,
-                                          node->wire[0].port, addr,
+                         srm_wire_tcp_str(&node->wire[0], addr,
                                           sizeof(addr)),
                          srm_channel_kind_names[kind],
                          (link == NULL) ? "down" :
@@ -766,7 +763,7 @@ static void srm_node_channel_json(const srm_channel_t *chan, int kind,
 void srm_node_format_json(srm_agent_t *agent, srm_json_t *json)
 {
     srm_node_t *node;
-    char addr[32];
+    char addr[SRM_WIRE_ADDR_STRLEN];
     unsigned i;
     int kind;
 
@@ -780,8 +777,7 @@ void srm_node_format_json(srm_agent_t *agent, srm_json_t *json)
                  (unsigned long long)node->node_id);
         srm_json_string(json, "id", addr);
         srm_json_string(json, "address",
-                        srm_wire_tcp_str(node->wire[0].ipv4,
-                                         node->wire[0].port, addr,
+                        srm_wire_tcp_str(&node->wire[0], addr,
                                          sizeof(addr)));
         srm_json_string(json, "state", srm_node_state_names[node->state]);
         srm_json_uint(json, "held", node->held_bytes);

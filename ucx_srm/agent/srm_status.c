@@ -140,7 +140,7 @@ static void srm_status_memory(srm_agent_t *agent, srm_text_t *text)
                      "memory: not registrable, UCP pipelines through the "
                      "rings", agent->regions.count,
                      (unsigned long long)(agent->regions.bytes >> 10),
-                     (agent->wire[0].ipv4 != 0) ? "tcp" : "local");
+                     srm_wire_addr_is_set(&agent->wire[0]) ? "tcp" : "local");
     }
     if (agent->config.mem_limit == UCS_MEMUNITS_INF) {
         snprintf(limit, sizeof(limit), "no limit");
@@ -153,7 +153,7 @@ static void srm_status_memory(srm_agent_t *agent, srm_text_t *text)
                  (unsigned long long)agent->regions.added,
                  (unsigned long long)agent->regions.removed,
                  (unsigned long long)agent->regions.rejected, limit,
-                 (agent->wire[0].ipv4 == 0) ?
+                 !srm_wire_addr_is_set(&agent->wire[0]) ?
                  "PUT/GET zcopy for every peer (no wire: all on this node)" :
                  (agent->verbs[0] != NULL) ?
                  "PUT/GET zcopy for every peer (to other nodes: their "
@@ -191,7 +191,7 @@ size_t srm_status_format_top(srm_agent_t *agent, char *buf, size_t size)
                  (unsigned long long)agent->stats.bytes,
                  (unsigned long long)agent->stats.sleeps,
                  (unsigned long long)agent->stats.wakeups);
-    if (agent->wire[0].ipv4 != 0) {
+    if (srm_wire_addr_is_set(&agent->wire[0])) {
         srm_node_format_top(agent, text.buf, text.size, &text.len);
     }
     for (i = 0; i < agent->num_slots; ++i) {
@@ -243,7 +243,7 @@ size_t srm_status_format(srm_agent_t *agent, char *buf, size_t size)
     srm_client_t *client;
     const char *xrc_why;
     unsigned i;
-    char addr[32];
+    char addr[SRM_WIRE_ADDR_STRLEN];
     int xrc;
 
     srm_text_add(&text,
@@ -273,13 +273,11 @@ size_t srm_status_format(srm_agent_t *agent, char *buf, size_t size)
     srm_status_settings_line(agent, &text);
     srm_status_memory(agent, &text);
 
-    if (agent->wire[0].ipv4 != 0) {
+    if (srm_wire_addr_is_set(&agent->wire[0])) {
         for (i = 0; i < agent->num_devices; ++i) {
             srm_text_add(&text, "%s%s %s on %s", (i == 0) ? "wire: " : " and ",
                          (agent->verbs[i] != NULL) ? "verbs" : "tcp",
-                         srm_wire_tcp_str(agent->wire[i].ipv4,
-                                          agent->wire[i].port, addr,
-                                          sizeof(addr)),
+                         srm_wire_tcp_str(&agent->wire[i], addr, sizeof(addr)),
                          agent->wire_device[i]);
             if (agent->verbs[i] != NULL) {
                 xrc = srm_wire_verbs_dev_xrc(agent->verbs[i], &xrc_why);

@@ -96,7 +96,7 @@ static void srm_status_json_memory(srm_agent_t *agent, srm_json_t *json)
 
     srm_json_object(json, "rma");
     srm_json_string(json, "between_nodes",
-                    (agent->wire[0].ipv4 == 0) ? "none" :
+                    !srm_wire_addr_is_set(&agent->wire[0]) ? "none" :
                     (agent->verbs[0] != NULL) ? "rdma" : "unsupported");
     srm_json_uint(json, "ops", agent->stats.rma_ops);
     srm_json_uint(json, "bytes", agent->stats.rma_bytes);
@@ -159,10 +159,10 @@ static void srm_status_json_registered(const srm_agent_t *agent,
 
 static void srm_status_json_wire(srm_agent_t *agent, srm_json_t *json)
 {
-    char addr[32];
+    char addr[SRM_WIRE_ADDR_STRLEN];
     unsigned i;
 
-    if (agent->wire[0].ipv4 == 0) {
+    if (!srm_wire_addr_is_set(&agent->wire[0])) {
         srm_json_null(json, "wire"); /* this node only */
         return;
     }
@@ -172,9 +172,7 @@ static void srm_status_json_wire(srm_agent_t *agent, srm_json_t *json)
         srm_json_object(json, NULL);
         srm_json_string(json, "wire", srm_wire_of(agent->verbs[i])->name);
         srm_json_string(json, "address",
-                        srm_wire_tcp_str(agent->wire[i].ipv4,
-                                         agent->wire[i].port, addr,
-                                         sizeof(addr)));
+                        srm_wire_tcp_str(&agent->wire[i], addr, sizeof(addr)));
         srm_json_string(json, "interface", agent->wire_device[i]);
         if (agent->verbs[i] != NULL) {
             srm_status_json_device(agent->verbs[i], json);

@@ -11,7 +11,17 @@
 
 #define SRM_CONFIG_NO_WIRE_DEVICE "node"
 
-/* The first interface that is up, has IPv4 and is not loopback. */
+int srm_config_addr_routable(const struct sockaddr *sa)
+{
+    const struct sockaddr_in6 *sin6 = (const struct sockaddr_in6*)sa;
+
+    return (sa->sa_family == AF_INET) ||
+           ((sa->sa_family == AF_INET6) &&
+            !IN6_IS_ADDR_LINKLOCAL(&sin6->sin6_addr));
+}
+
+/* The first interface that is up, is not loopback, and has an IPv4 or a
+ * global IPv6 address (link-local ones do not reach other hosts). */
 static int srm_config_auto_interface(char *name, size_t size)
 {
     struct ifaddrs *ifaddrs, *ifa;
@@ -21,7 +31,7 @@ static int srm_config_auto_interface(char *name, size_t size)
         return -1;
     }
     for (ifa = ifaddrs; ifa != NULL; ifa = ifa->ifa_next) {
-        if ((ifa->ifa_addr != NULL) && (ifa->ifa_addr->sa_family == AF_INET) &&
+        if ((ifa->ifa_addr != NULL) && srm_config_addr_routable(ifa->ifa_addr) &&
             (ifa->ifa_flags & IFF_UP) && !(ifa->ifa_flags & IFF_LOOPBACK)) {
             snprintf(name, size, "%s", ifa->ifa_name);
             found = 0;
@@ -60,6 +70,13 @@ const char *srm_poll_policy_names[] = {
     [SRM_POLL_HYBRID] = "hybrid",
     [SRM_POLL_LOCAL]  = "local",
     [SRM_POLL_LAST]   = NULL
+};
+
+const char *srm_address_family_names[] = {
+    [SRM_ADDRESS_FAMILY_AUTO] = "auto",
+    [SRM_ADDRESS_FAMILY_IPV4] = "ipv4",
+    [SRM_ADDRESS_FAMILY_IPV6] = "ipv6",
+    [SRM_ADDRESS_FAMILY_LAST] = NULL
 };
 
 const char *srm_xrc_mode_names[] = {
@@ -157,15 +174,26 @@ ucs_config_field_t srm_agent_config_table[] = {
      offsetof(srm_agent_config_t, nice), UCS_CONFIG_TYPE_INT},
 
     {"DEVICES", "auto",
-     "Network interfaces whose IPv4 addresses srmd listens on for channels\n"
-     "from other nodes' agents: one, or two separated by a comma (the\n"
-     "standby connection to each node then takes the second, so a dead link\n"
-     "is survived, not just a dead socket). auto: the first interface that\n"
-     "is up, not loopback, and has an IPv4 address. none: no channels.\n"
+     "Network interfaces whose addresses (ADDRESS_FAMILY) srmd listens on\n"
+     "for channels from other nodes' agents: one, or two separated by a\n"
+     "comma (the standby connection to each node then takes the second, so\n"
+     "a dead link is survived, not just a dead socket). auto: the first\n"
+     "interface that is up, not loopback, and has an IPv4 or a global IPv6\n"
+     "address. none: no channels.\n"
      "A verbs device, NAME:PORT[@INTERFACE] (mlx5_0:1, rxe0:1@eth0), puts\n"
      "the channels on RC queue pairs; the handshake goes over INTERFACE,\n"
      "by default the one of the port's RoCE v2 IPv4 address.",
      offsetof(srm_agent_config_t, devices), UCS_CONFIG_TYPE_STRING},
+
+    {"ADDRESS_FAMILY", "auto",
+     "Which address of a DEVICES interface the tcp wire uses.\n"
+     " auto - its IPv4 address, else its IPv6 one.\n"
+     " ipv4 - IPv4 only.\n"
+     " ipv6 - IPv6 only (not link-local: fe80:: addresses differ per host).\n"
+     "Every node's agent must use the same family: a node whose agent listens\n"
+     "on the other one is unreachable, and UCX picks another transport.",
+     offsetof(srm_agent_config_t, address_family),
+     UCS_CONFIG_TYPE_ENUM(srm_address_family_names)},
 
     {"TCP_PORT", "0",
      "TCP port srmd listens on for other agents; 0 picks a free one (peers\n"

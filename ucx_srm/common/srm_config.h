@@ -42,6 +42,14 @@ typedef enum {
     SRM_XRC_LAST
 } srm_xrc_mode_t;
 
+/* Which address of an interface the tcp wire listens on. */
+typedef enum {
+    SRM_ADDRESS_FAMILY_AUTO, /* IPv4 if the interface has it, else IPv6 */
+    SRM_ADDRESS_FAMILY_IPV4,
+    SRM_ADDRESS_FAMILY_IPV6,
+    SRM_ADDRESS_FAMILY_LAST
+} srm_address_family_t;
+
 /* How to reach the node agent: read by the md and by srmd. */
 typedef struct srm_node_config {
     char     *socket;          /* abstract socket name; "" = srmd.<uid> */
@@ -63,6 +71,7 @@ typedef struct srm_agent_config {
     char     *agent_cpus;      /* auto, inherit, or a CPU list */
     int      nice;             /* scheduling niceness to ask for */
     char     *devices;         /* interfaces of the paths, comma separated */
+    unsigned address_family;   /* srm_address_family_t */
     unsigned tcp_port;         /* listening port, 0 = any */
     size_t   channel_depth;    /* bytes queued per channel */
     size_t   large_thresh;     /* payloads above this take the bulk channel */
@@ -89,9 +98,15 @@ typedef struct srm_agent_config {
  */
 void srm_config_device_name(const char *devices, char *name, size_t size);
 
+/* Whether an interface address can reach other hosts: IPv4, or IPv6 that
+ * is not link-local. */
+struct sockaddr;
+int srm_config_addr_routable(const struct sockaddr *sa);
+
 extern const char *srm_agent_mode_names[];
 extern const char *srm_poll_policy_names[];
 extern const char *srm_xrc_mode_names[];
+extern const char *srm_address_family_names[];
 extern ucs_config_field_t srm_node_config_table[];
 extern ucs_config_field_t srm_agent_config_table[];
 

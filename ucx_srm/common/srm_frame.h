@@ -7,12 +7,14 @@
 #ifndef SRM_FRAME_H
 #define SRM_FRAME_H
 
+#include "srm_address.h"
+
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
 
 #define SRM_FRAME_MAGIC    0x5352u /* "SR" */
-#define SRM_FRAME_VERSION  5u /* 5: PORT_REFUSED, RMA_REMOTE(_DONE) */
+#define SRM_FRAME_VERSION  6u /* 6: HELLO carries IPv6 addresses */
 #define SRM_FRAME_ALIGN    8u
 
 /* Largest payload a frame may carry; a client may choose less. */
@@ -97,18 +99,21 @@ typedef struct srm_hello_qp {
  */
 typedef struct srm_hello {
     uint64_t node_id;
-    uint32_t ipv4[2];   /* sender's listening addresses (paths), net order */
-    uint16_t port[2];   /* network order */
+    srm_wire_addr_t wire[SRM_WIRE_PATHS]; /* where the sender listens */
     uint8_t  kind;      /* srm channel kind: 0 small, 1 bulk */
     uint8_t  path;      /* 0 or 1: which of the paths this connection is */
     uint8_t  accepted;  /* HELLO_ACK: 1 if this connection carries the kind */
     uint8_t  secret;    /* 1 if the sender authenticates with a secret */
-    uint8_t  wire;      /* srm_hello_wire_t of this path */
-    uint8_t  reserved[3];
+    uint8_t  wire_kind; /* srm_hello_wire_t of this path */
+    uint8_t  reserved[5]; /* the nonce at a multiple of 8 */
     uint8_t  nonce[SRM_AUTH_NONCE_LEN];
     uint8_t  mac[SRM_AUTH_MAC_LEN]; /* HELLO_ACK: see srm_auth.h */
     srm_hello_qp_t qp;  /* wire VERBS: the sender's queue pair */
 } srm_hello_t;
+
+#ifndef __cplusplus
+_Static_assert(sizeof(srm_hello_t) == 136, "HELLO has no hidden padding");
+#endif
 
 /* Payload of AUTH: the initiator's proof (srm_auth.h). */
 typedef struct srm_auth_proof {

@@ -19,7 +19,7 @@
 #include <sys/un.h>
 
 #define SRM_PROTO_MAGIC     0x53524d43u /* "SRMC" */
-#define SRM_PROTO_VERSION   6u
+#define SRM_PROTO_VERSION   7u
 #define SRM_PROTO_NAME_MAX  64
 #define SRM_PROTO_ERROR_MAX 160
 #define SRM_PROTO_TEXT_MAX  (60 * 1024)

@@ -13,7 +13,7 @@
 #include <stdint.h>
 
 #define SRM_SHM_MAGIC        0x53524d53u /* "SRMS" */
-#define SRM_SHM_VERSION      3u
+#define SRM_SHM_VERSION      4u
 #define SRM_SHM_MAX_TX_RINGS 16u
 #define SRM_SHM_ALIGN        4096u
 #define SRM_SHM_MAX_NODES    1024u /* remote nodes one client can name */

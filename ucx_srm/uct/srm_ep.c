@@ -23,23 +23,24 @@
  * where to send (srm_shm.h): 0 for this node, else an entry we fill once.
  */
 static ucs_status_t uct_srm_ep_node_index(uct_srm_iface_t *iface,
-                                          const srm_device_addr_t *addr,
+                                          uint64_t node_id,
+                                          const srm_wire_addr_t *wire,
                                           uint32_t *index_p)
 {
     srm_shm_node_t *entry;
     uint32_t i;
 
-    if (addr->node_id == iface->agent.node_id) {
+    if (node_id == iface->agent.node_id) {
         *index_p = 0;
         return UCS_OK;
     }
     for (i = 1; i < iface->num_nodes; ++i) {
-        if (iface->ctl->nodes[i].node_id == addr->node_id) {
+        if (iface->ctl->nodes[i].node_id == node_id) {
             if (srm_load_relaxed(&iface->ctl->nodes[i].state) !=
                 SRM_SHM_NODE_OK) {
                 ucs_debug("srm: port %u: node 0x%016llx is unreachable",
                           iface->agent.port,
-                          (unsigned long long)addr->node_id);
+                          (unsigned long long)node_id);
                 return UCS_ERR_UNREACHABLE;
             }
             *index_p = i;
@@ -53,8 +54,8 @@ static ucs_status_t uct_srm_ep_node_index(uct_srm_iface_t *iface,
     }
 
     entry           = &iface->ctl->nodes[iface->num_nodes];
-    entry->node_id  = addr->node_id;
-    memcpy(entry->wire, addr->wire, sizeof(entry->wire));
+    entry->node_id = node_id;
+    memcpy(entry->wire, wire, sizeof(entry->wire));
     /* Published before any frame names it (the ring commit releases). */
     srm_store_release(&entry->valid, (uint16_t)1);
     *index_p = iface->num_nodes++;
@@ -73,7 +74,8 @@ static UCS_CLASS_INIT_FUNC(uct_srm_ep_t, const uct_ep_params_t *params)
 
     memcpy(&iface_addr, params->iface_addr, sizeof(iface_addr));
     memcpy(&dev_addr, params->dev_addr, sizeof(dev_addr));
-    status = uct_srm_ep_node_index(iface, &dev_addr, &self->dst_node);
+    status = uct_srm_ep_node_index(iface, dev_addr.node_id, iface_addr.wire,
+                                   &self->dst_node);
     if (status != UCS_OK) {
         return status;
     }

@@ -194,9 +194,7 @@ static ucs_status_t uct_srm_iface_get_device_address(uct_iface_h tl_iface,
     uct_srm_iface_t *iface        = ucs_derived_of(tl_iface, uct_srm_iface_t);
     srm_device_addr_t *dev_addr   = (srm_device_addr_t*)addr;
 
-    memset(dev_addr, 0, sizeof(*dev_addr));
-    dev_addr->node_id  = iface->agent.node_id;
-    memcpy(dev_addr->wire, iface->agent.wire, sizeof(dev_addr->wire));
+    dev_addr->node_id = iface->agent.node_id;
     return UCS_OK;
 }
 
@@ -208,26 +206,34 @@ static ucs_status_t uct_srm_iface_get_address(uct_iface_h tl_iface,
 
     iface_addr->port = iface->agent.port;
     iface_addr->key  = iface->agent.key;
+    memcpy(iface_addr->wire, iface->agent.wire, sizeof(iface_addr->wire));
     return UCS_OK;
 }
 
-/* The same agent, or another agent that our agent can reach over the wire. */
+/*
+ * The same agent, or another agent that our agent can reach over the wire:
+ * valid addresses of the family our agent listens on (an IPv4-only host
+ * does not reach an IPv6 one, so UCX had better pick another transport).
+ */
 static int uct_srm_iface_is_reachable(const uct_iface_h tl_iface,
                                       const uct_device_addr_t *dev_addr,
                                       const uct_iface_addr_t *iface_addr)
 {
     uct_srm_iface_t *iface = ucs_derived_of(tl_iface, uct_srm_iface_t);
-    srm_device_addr_t addr;
+    const srm_wire_addr_t *ours = &iface->agent.wire[0];
+    srm_device_addr_t dev;
+    srm_iface_addr_t port;
 
     if ((dev_addr == NULL) || (iface_addr == NULL)) {
         return 0;
     }
-    memcpy(&addr, dev_addr, sizeof(addr));
-    if (addr.node_id == iface->agent.node_id) {
+    memcpy(&dev, dev_addr, sizeof(dev));
+    memcpy(&port, iface_addr, sizeof(port));
+    if (dev.node_id == iface->agent.node_id) {
         return 1;
     }
-    return (iface->agent.wire[0].ipv4 != 0) && (addr.wire[0].ipv4 != 0) &&
-           (addr.wire[0].port != 0);
+    return srm_wire_addr_is_set(ours) && srm_wire_addrs_are_valid(port.wire) &&
+           (port.wire[0].family == ours->family);
 }
 
 /*

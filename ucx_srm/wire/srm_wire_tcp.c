@@ -15,12 +15,23 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-int srm_wire_tcp_iface_addr(const char *device, uint32_t *ipv4, char *name,
+/* Whether an interface address can carry the wire with this family. */
+static int srm_wire_tcp_usable(const struct sockaddr *sa, int family)
+{
+    if (!srm_config_addr_routable(sa)) {
+        return 0;
+    }
+    return (sa->sa_family == AF_INET) ? (family != SRM_WIRE_ADDR_IPV6) :
+                                        (family != SRM_WIRE_ADDR_IPV4);
+}
+
+int srm_wire_tcp_iface_addr(const char *device, int family,
+                            srm_wire_addr_t *addr, char *name,
                             size_t name_size)
 {
     struct ifaddrs *ifaddrs, *ifa;
+    const struct sockaddr *best = NULL;
     char chosen[IF_NAMESIZE + 8];
-    int found = -1;
 
     if (strcmp(device, "auto") == 0) {
         /* The module names srm's UCX device after the same choice. */
@@ -31,30 +42,60 @@ int srm_wire_tcp_iface_addr(const char *device, uint32_t *ipv4, char *name,
         return -1;
     }
     for (ifa = ifaddrs; ifa != NULL; ifa = ifa->ifa_next) {
-        if ((ifa->ifa_addr == NULL) || (ifa->ifa_addr->sa_family != AF_INET) ||
-            !(ifa->ifa_flags & IFF_UP) ||
-            (strcmp(ifa->ifa_name, device) != 0)) {
+        if ((ifa->ifa_addr == NULL) || !(ifa->ifa_flags & IFF_UP) ||
+            (strcmp(ifa->ifa_name, device) != 0) ||
+            !srm_wire_tcp_usable(ifa->ifa_addr, family)) {
             continue;
         }
-        *ipv4 = ((struct sockaddr_in*)ifa->ifa_addr)->sin_addr.s_addr;
-        snprintf(name, name_size, "%s", ifa->ifa_name);
-        found = 0;
-        break;
+        /* Either family will do: IPv4 first, so that adding IPv6 to a
+         * host changes nothing. */
+        if ((best == NULL) || (ifa->ifa_addr->sa_family == AF_INET)) {
+            best = ifa->ifa_addr;
+        }
+    }
+    if (best != NULL) {
+        memset(addr, 0, sizeof(*addr));
+        if (best->sa_family == AF_INET) {
+            addr->family = SRM_WIRE_ADDR_IPV4;
+            memcpy(addr->ip, &((const struct sockaddr_in*)best)->sin_addr, 4);
+        } else {
+            addr->family = SRM_WIRE_ADDR_IPV6;
+            memcpy(addr->ip, &((const struct sockaddr_in6*)best)->sin6_addr,
+                   16);
+        }
+        snprintf(name, name_size, "%s", device);
     }
     freeifaddrs(ifaddrs);
-    if (found != 0) {
+    if (best == NULL) {
         errno = ENODEV;
+        return -1;
     }
-    return found;
+    return 0;
 }
 
-static void srm_wire_tcp_sockaddr(struct sockaddr_in *sin, uint32_t ipv4,
-                                  uint16_t port)
+/* The socket address of addr; its length, 0 if addr has no family. */
+static socklen_t srm_wire_tcp_sockaddr(const srm_wire_addr_t *addr,
+                                       struct sockaddr_storage *ss)
 {
-    memset(sin, 0, sizeof(*sin));
-    sin->sin_family      = AF_INET;
-    sin->sin_addr.s_addr = ipv4;
-    sin->sin_port        = port;
+    struct sockaddr_in *sin   = (struct sockaddr_in*)ss;
+    struct sockaddr_in6 *sin6 = (struct sockaddr_in6*)ss;
+
+    memset(ss, 0, sizeof(*ss));
+    switch (addr->family) {
+    case SRM_WIRE_ADDR_IPV4:
+        sin->sin_family = AF_INET;
+        sin->sin_port   = addr->port;
+        memcpy(&sin->sin_addr, addr->ip, 4);
+        return sizeof(*sin);
+    case SRM_WIRE_ADDR_IPV6:
+        sin6->sin6_family = AF_INET6;
+        sin6->sin6_port   = addr->port;
+        memcpy(&sin6->sin6_addr, addr->ip, 16);
+        return sizeof(*sin6);
+    default:
+        errno = EAFNOSUPPORT;
+        return 0;
+    }
 }
 
 static void srm_wire_tcp_tune(int fd)
@@ -63,42 +104,48 @@ static void srm_wire_tcp_tune(int fd)
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 }
 
-int srm_wire_tcp_listen(uint32_t ipv4, uint16_t port, uint16_t *port_p)
+int srm_wire_tcp_listen(const srm_wire_addr_t *addr, uint16_t *port_p)
 {
-    struct sockaddr_in sin;
-    socklen_t len = sizeof(sin);
+    struct sockaddr_storage ss;
+    socklen_t len = srm_wire_tcp_sockaddr(addr, &ss);
     int fd, one = 1, saved;
 
-    fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (len == 0) {
+        return -1;
+    }
+    fd = socket(ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     if (fd < 0) {
         return -1;
     }
     setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-    srm_wire_tcp_sockaddr(&sin, ipv4, port);
-    if ((bind(fd, (struct sockaddr*)&sin, sizeof(sin)) != 0) ||
+    if ((bind(fd, (struct sockaddr*)&ss, len) != 0) ||
         (listen(fd, 128) != 0) ||
-        (getsockname(fd, (struct sockaddr*)&sin, &len) != 0)) {
+        (getsockname(fd, (struct sockaddr*)&ss, &len) != 0)) {
         saved = errno;
         close(fd);
         errno = saved;
         return -1;
     }
-    *port_p = sin.sin_port;
+    /* The port field sits at the same offset in both families. */
+    *port_p = ((struct sockaddr_in*)&ss)->sin_port;
     return fd;
 }
 
-int srm_wire_tcp_connect(uint32_t ipv4, uint16_t port)
+int srm_wire_tcp_connect(const srm_wire_addr_t *addr)
 {
-    struct sockaddr_in sin;
+    struct sockaddr_storage ss;
+    socklen_t len = srm_wire_tcp_sockaddr(addr, &ss);
     int fd, saved;
 
-    fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (len == 0) {
+        return -1;
+    }
+    fd = socket(ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     if (fd < 0) {
         return -1;
     }
     srm_wire_tcp_tune(fd);
-    srm_wire_tcp_sockaddr(&sin, ipv4, port);
-    if ((connect(fd, (struct sockaddr*)&sin, sizeof(sin)) != 0) &&
+    if ((connect(fd, (struct sockaddr*)&ss, len) != 0) &&
         (errno != EINPROGRESS)) {
         saved = errno;
         close(fd);
@@ -171,13 +218,23 @@ ssize_t srm_wire_tcp_recvv(int fd, const struct iovec *iov, int iovcnt)
     return ((errno == EAGAIN) || (errno == EINTR)) ? 0 : -1;
 }
 
-const char *srm_wire_tcp_str(uint32_t ipv4, uint16_t port, char *buf,
+const char *srm_wire_tcp_str(const srm_wire_addr_t *addr, char *buf,
                              size_t size)
 {
-    char ip[INET_ADDRSTRLEN];
-    struct in_addr addr = {.s_addr = ipv4};
+    char ip[INET6_ADDRSTRLEN];
 
-    inet_ntop(AF_INET, &addr, ip, sizeof(ip));
-    snprintf(buf, size, "%s:%u", ip, (unsigned)ntohs(port));
+    switch (addr->family) {
+    case SRM_WIRE_ADDR_IPV4:
+        inet_ntop(AF_INET, addr->ip, ip, sizeof(ip));
+        snprintf(buf, size, "%s:%u", ip, (unsigned)ntohs(addr->port));
+        break;
+    case SRM_WIRE_ADDR_IPV6:
+        inet_ntop(AF_INET6, addr->ip, ip, sizeof(ip));
+        snprintf(buf, size, "[%s]:%u", ip, (unsigned)ntohs(addr->port));
+        break;
+    default:
+        snprintf(buf, size, "none");
+        break;
+    }
     return buf;
 }

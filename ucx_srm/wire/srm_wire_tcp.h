@@ -12,15 +12,24 @@
 #include <sys/types.h>
 #include <sys/uio.h>
 
-/* IPv4 (network order) of an interface; "auto": first up, non-loopback. */
-int srm_wire_tcp_iface_addr(const char *device, uint32_t *ipv4,
-                            char *name, size_t name_size);
+#include <ucx_srm/common/srm_address.h>
 
-/* A listening socket on ipv4:port (port 0: any); *port_p gets the port. */
-int srm_wire_tcp_listen(uint32_t ipv4, uint16_t port, uint16_t *port_p);
+/*
+ * The address of an interface ("auto": the first up and not loopback), port
+ * 0. family is SRM_WIRE_ADDR_IPV4, SRM_WIRE_ADDR_IPV6, or NONE for either:
+ * the IPv4 address if the interface has one, else its IPv6 one. IPv6
+ * link-local addresses are never taken: they name a different interface
+ * on every host.
+ */
+int srm_wire_tcp_iface_addr(const char *device, int family,
+                            srm_wire_addr_t *addr, char *name,
+                            size_t name_size);
+
+/* A listening socket on addr (port 0: any); *port_p gets the port. */
+int srm_wire_tcp_listen(const srm_wire_addr_t *addr, uint16_t *port_p);
 
 /* Non-blocking connect; completion is signalled by EPOLLOUT. */
-int srm_wire_tcp_connect(uint32_t ipv4, uint16_t port);
+int srm_wire_tcp_connect(const srm_wire_addr_t *addr);
 
 /* 0 once a non-blocking connect succeeded, else the errno. */
 int srm_wire_tcp_connect_result(int fd);
@@ -39,8 +48,8 @@ ssize_t srm_wire_tcp_recvv(int fd, const struct iovec *iov, int iovcnt);
  * segments it sent (TCP_INFO; *sent 0 where the kernel does not count them). */
 int srm_wire_tcp_retransmits(int fd, uint32_t *resent, uint32_t *sent);
 
-/* "a.b.c.d:port" */
-const char *srm_wire_tcp_str(uint32_t ipv4, uint16_t port, char *buf,
+/* "a.b.c.d:port", "[v6]:port" or "none"; size SRM_WIRE_ADDR_STRLEN. */
+const char *srm_wire_tcp_str(const srm_wire_addr_t *addr, char *buf,
                              size_t size);
 
 #endif
