@@ -118,12 +118,19 @@ srm_kill_pids() {
 # shell) has ended, sets VAR to it and returns its exit status. Not
 # `wait -n`: bash 5.2's forgets a child that ended before it was called
 # ("no such job") and waits on for the others, for ever if they are agents.
+# With SRM_WAIT_FIRST_UNTIL set (a value of $SECONDS), returns 0 with VAR
+# empty when that time comes first.
 srm_wait_first() {
     local -n srm_wait_first_pid=$1
     local p
 
     shift
     for (( ;; )); do
+        if [[ -n ${SRM_WAIT_FIRST_UNTIL:-} ]] &&
+           (( SECONDS >= SRM_WAIT_FIRST_UNTIL )); then
+            srm_wait_first_pid=''
+            return 0
+        fi
         for p in "$@"; do
             if ! srm_alive "$p"; then
                 srm_wait_first_pid=$p

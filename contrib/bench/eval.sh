@@ -55,7 +55,9 @@ DESCRIPTION
     bench-report.md is written only when every selected experiment
     succeeded.  Interrupted (INT, TERM), it sends TERM to the experiment
     it started (by PID), which cleans up its namespaces and processes, and
-    waits for it.
+    waits for it.  While an experiment runs, every SRM_EVAL_PROGRESS
+    seconds (default 60) a line says how far it got: its latest
+    "[run/runs]" line, and how long it has run.
 
     bench-report.md holds the command, the date, the machine (host name,
     nproc, CPU model, kernel, memory), UCX, Open MPI and srm versions and
@@ -290,14 +292,33 @@ finish() {
     info "experiment ${NUM_OF[$name]} ($name.sh) done in ${SECS_OF[$name]} s"
 }
 
+# progress: for every running script, its latest "[i/N] ..." line (the
+# experiments count their runs so), else its latest line, and its time.
+PROGRESS_EVERY=${SRM_EVAL_PROGRESS:-60}
+[[ $PROGRESS_EVERY =~ ^[1-9][0-9]*$ ]] || die "SRM_EVAL_PROGRESS must be a number of seconds, not '$PROGRESS_EVERY'"
+progress() {
+    local name line
+    for name in "${!CHILD[@]}"; do
+        line=$(grep -a -E '\[ *[0-9]+/[0-9]+\]' "$OUTDIR/logs/$name.log" 2>/dev/null |
+               tail -n 1 || true)
+        [[ -n $line ]] || line=$(tail -n 1 "$OUTDIR/logs/$name.log" 2>/dev/null || true)
+        line=${line#*: \[*s\] }   # its own clock; ours says how long
+        info "experiment ${NUM_OF[$name]} ($name.sh), $(( SECONDS - T0_OF[$name] )) s: ${line:-(nothing logged yet)}"
+    done
+}
+
 # wait_all [NAME]: wait for every started script (or until NAME's has
-# ended), finishing each as it ends.
+# ended), finishing each as it ends; progress every PROGRESS_EVERY s.
 wait_all() {
     local pid rc name
     while (( ${#CHILD[@]} > 0 )) && [[ -z ${1:-} || -n ${CHILD[${1:-}]:-} ]]; do
         pid='' rc=0
-        srm_wait_first pid "${CHILD[@]}" || rc=$?
-        [[ -n $pid ]] || continue
+        SRM_WAIT_FIRST_UNTIL=$(( SECONDS + PROGRESS_EVERY )) \
+            srm_wait_first pid "${CHILD[@]}" || rc=$?
+        if [[ -z $pid ]]; then
+            progress
+            continue
+        fi
         for name in "${!CHILD[@]}"; do
             [[ ${CHILD[$name]} != "$pid" ]] || finish "$name" "$rc"
         done

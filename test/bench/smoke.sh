@@ -40,14 +40,20 @@ else
     out=$(mktemp -d "${TMPDIR:-/tmp}/srm-bench-smoke.XXXXXX") keep=0
 fi
 t0=$(date +%s)
-"$top/contrib/bench/eval.sh" --smoke --build "$build" --out "$out"
+# Progress every 2 s: an experiment that runs longer must say how far it
+# got (its "[run/runs]" lines, relayed).
+SRM_EVAL_PROGRESS=2 "$top/contrib/bench/eval.sh" --smoke --build "$build" \
+    --out "$out" 2>"$out.stderr"
 rc=$?
+cat "$out.stderr" >&2
 secs=$(( $(date +%s) - t0 ))
 echo "eval.sh --smoke: exit $rc after $secs s; results in $out"
 [ "$rc" = 0 ] || { echo "FAIL: eval.sh --smoke exit $rc"; exit 1; }
 
 fail=0
 check() { if "$@"; then :; else echo "FAIL: $*"; fail=1; fi; }
+check grep -Eq '^eval\.sh: \[ *[0-9]+ s\] experiment 1 \(hosts\.sh\), [0-9]+ s: \[[0-9]+/[0-9]+\] ' "$out.stderr"
+rm -f "$out.stderr"
 report=$out/bench-report.md
 check test -s "$report"
 check grep -q '^## Targets' "$report"

@@ -10,8 +10,10 @@
 # under a timeout, with its output in $SRM_TEST_LOG_DIR/<test>.log
 # (default /tmp/srm-system-tests). Prints one line per test:
 #     PASS name (N s) | FAIL name (see log) | SKIP name: reason
-# and at the end "system: N passed, M failed, K skipped". Exits 1 if any
-# test failed, 2 on bad usage.
+# and at the end "system: N passed, M failed, K skipped". While a test
+# runs, every $SRM_TEST_PROGRESS seconds (default 60) a line shows the
+# last line of its log: what it, or the VM guest it drives, is doing.
+# Exits 1 if any test failed, 2 on bad usage.
 #
 # Options:
 #   -b, --build-dir DIR  the srm build tree (or install prefix) to test;
@@ -27,6 +29,11 @@
 
 here=$(cd "$(dirname "$0")" && pwd)
 timeout_s=${SRM_TEST_TIMEOUT:-600}
+progress_s=${SRM_TEST_PROGRESS:-60}
+case $progress_s in
+''|*[!0-9]*|0) echo "run.sh: SRM_TEST_PROGRESS must be seconds, not '$progress_s'" >&2
+               exit 2 ;;
+esac
 
 usage() { sed -n '3,/^$/s/^# \{0,1\}//p' "$0"; }
 
@@ -129,7 +136,18 @@ for index in "${!tests[@]}"; do
     limit=$timeout_s
     [ -n "$own" ] && [ "$own" -gt "$limit" ] && limit=$own
     SRM_TEST_NAME=$name timeout -k 20 "$limit" bash "$f" >"$log" 2>&1 \
-        </dev/null
+        </dev/null &
+    pid=$!
+    next=$(( t0 + progress_s ))
+    while kill -0 "$pid" 2>/dev/null; do
+        sleep 0.2
+        [ "$(date +%s)" -ge "$next" ] || continue
+        last=$(grep -a -v '^[[:space:]]*$' "$log" 2>/dev/null | tail -n 1 |
+               cut -c 1-160)
+        echo "    $name, $(( $(date +%s) - t0 )) s: ${last:-(nothing logged yet)}"
+        next=$(( next + progress_s ))
+    done
+    wait "$pid"
     rc=$?
     secs=$(( $(date +%s) - t0 ))
     done_count=$((done_count + 1)) done_secs=$((done_secs + secs))

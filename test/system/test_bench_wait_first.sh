@@ -7,7 +7,9 @@
 #      status (bash 5.2's `wait -n` forgot such a child and waited on for
 #      the agent: hosts.sh hung after a fast ucx_perftest client);
 #   2. with every child running, it returns when the first one ends, with
-#      that one's status, and leaves the others running.
+#      that one's status, and leaves the others running;
+#   3. with SRM_WAIT_FIRST_UNTIL (eval.sh, to show progress meanwhile), it
+#      returns at that time with nothing found while every child runs on.
 #
 # srm-test-timeout: 30
 . "$(dirname "$0")/lib.sh"
@@ -40,4 +42,20 @@ if [ "$first" = "$slow" ] && [ "$rc" = 5 ] && srm_alive "$agent_like"; then
 else
     srm_fail "the first of two running children: got '$first' status $rc (wanted $slow, 5; agent alive: $(srm_alive "$agent_like" && echo yes || echo no))"
 fi
+
+sleep 30 &
+other=$!
+srm_track "$other"
+first=unset rc=0
+t0=$SECONDS
+SRM_WAIT_FIRST_UNTIL=$(( SECONDS + 2 )) srm_wait_first first "$other" \
+    "$agent_like" || rc=$?
+secs=$(( SECONDS - t0 ))
+if [ -z "$first" ] && [ "$rc" = 0 ] && [ "$secs" -ge 1 ] &&
+   [ "$secs" -le 5 ] && srm_alive "$other" && srm_alive "$agent_like"; then
+    srm_pass "SRM_WAIT_FIRST_UNTIL: back after $secs s with nothing, both children run on"
+else
+    srm_fail "SRM_WAIT_FIRST_UNTIL 2 s: got '$first' status $rc after $secs s (wanted nothing, 0, 1..5 s, both alive)"
+fi
+srm_kill_pid "$other" 1
 srm_done
