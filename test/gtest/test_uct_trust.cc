@@ -477,6 +477,66 @@ TEST_F(uct_trust_test, an_agent_of_another_uid_is_refused_before_a_word)
     EXPECT_EQ(0, other.heard()) << "the module talked to an impostor";
 }
 
+/*
+ * A process binds our agent's name, never accepts, and lets its queue
+ * fill. Opening srm used to block in connect() for ever; now it fails
+ * within UCX_SRM_CONNECT_TIMEOUT, saying why. Run in a child, so that a
+ * hang is seen as one.
+ */
+TEST_F(uct_trust_test, a_name_whose_queue_stays_full_fails_the_open_in_time)
+{
+    const std::string name = "srm-gtest-full-" + std::to_string(getpid());
+    int listen_fd          = listen_on(name);
+    ASSERT_GE(listen_fd, 0);
+    std::vector<int> queued;
+    struct sockaddr_un addr;
+    socklen_t addrlen;
+    ASSERT_EQ(0, srm_sock_addr(name.c_str(), &addr, &addrlen));
+    for (int i = 0; i < 64; ++i) {
+        int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_NONBLOCK, 0);
+        ASSERT_GE(fd, 0);
+        queued.push_back(fd);
+        if (connect(fd, (struct sockaddr*)&addr, addrlen) != 0) {
+            ASSERT_EQ(EAGAIN, errno) << strerror(errno);
+            break;
+        }
+    }
+    ASSERT_LT(queued.size(), 64u) << "the queue never filled";
+
+    pid_t child = fork();
+    if (child == 0) {
+        error_log log;
+        ucs_status_t status = srm_test::open_srm_md(
+                {{"SOCKET", name}, {"AGENT", "never"},
+                 {"CONNECT_TIMEOUT", "1s"}},
+                &md_[0]);
+        if (status == UCS_OK) {
+            create_worker();
+            status = srm_test::open_srm_iface(md_[0], worker_, &iface_[0]);
+        }
+        _exit(((status != UCS_OK) && log.contains("queue stays full")) ? 0 :
+                                                                         1);
+    }
+    int wstatus = 0;
+    pid_t got   = 0;
+    for (int i = 0; (i < 150) && (got == 0); ++i) { /* 15 s */
+        usleep(100000);
+        got = waitpid(child, &wstatus, WNOHANG);
+    }
+    if (got == 0) {
+        kill(child, SIGKILL);
+        waitpid(child, &wstatus, 0);
+    }
+    EXPECT_EQ(child, got) << "opening srm on @" << name
+                          << " hung (killed after 15 s)";
+    EXPECT_TRUE(WIFEXITED(wstatus) && (WEXITSTATUS(wstatus) == 0))
+            << "the open did not fail saying the queue stays full";
+    for (int fd : queued) {
+        close(fd);
+    }
+    close(listen_fd);
+}
+
 /* An agent started on a name another uid holds does not report "an agent
  * already serves" (exit 0, and its clients would wait for nothing): it
  * fails, naming the uid. */

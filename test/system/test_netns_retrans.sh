@@ -173,4 +173,8 @@ else
     srm_fail "$peer_host sent without drops, yet replaced $peer_replaced connection(s) meanwhile"
     grep 'TCP segments retransmitted within' "$SRM_LOG/srmd.$peer_host.log" | sed 's/^/    | /'
 fi
+# What kind of retransmissions each host's TCP made, for the log.
+for h in "${HOSTS[@]}"; do
+    srm_log "    $h TCP: $("$SRM_NETNS_CLUSTER" exec "$h" nstat -az TcpRetransSegs TcpExtTCPLossProbes TcpExtTCPTimeouts TcpExtTCPDSACKRecv TcpExtTCPSpuriousRTOs TcpExtTCPFastRetrans TcpExtTCPSlowStartRetrans TcpExtTCPLostRetransmit 2>/dev/null | awk 'NR > 1 { printf "%s %s ", $1, $2 }')"
+done
 srm_done

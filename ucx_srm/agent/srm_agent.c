@@ -46,7 +46,7 @@ static ucs_status_t srm_agent_name_taken(const srm_agent_t *agent)
     uid_t uid;
     int fd;
 
-    fd = srm_sock_connect(agent->socket_name);
+    fd = srm_sock_connect_within(agent->socket_name, 1.0);
     if (fd < 0) {
         srm_error("@%s is bound by a process that does not accept "
                   "connections (%m); cannot serve it", agent->socket_name);

@@ -63,7 +63,7 @@
 #define SRM_LANE_LOG_SIZE (64u * 1024u)   /* of a small channel's lane */
 #define SRM_LANE_BULK_LOG_SIZE (1024u * 1024u) /* of a bulk channel's lane:
                                              its frames are up to 128 KB */
-#define SRM_LANE_BULK_WINDOWS  4u   /* of the channel's depth a bulk lane's
+#define SRM_LANE_BULK_WINDOWS  1u   /* of the channel's depth a bulk lane's
                                        writers may have unacknowledged:
                                        at one depth every ack had to wake
                                        the agent before they could go on

@@ -3,10 +3,12 @@
 #include "srm_proto.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stddef.h>
 #include <pwd.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 void srm_msg_hdr_init(srm_msg_hdr_t *hdr, srm_msg_type_t type)
@@ -171,7 +173,41 @@ static int srm_sock_connect_flags(const char *name, int flags)
 
 int srm_sock_connect(const char *name)
 {
-    return srm_sock_connect_flags(name, 0);
+    int fd = srm_sock_connect_flags(name, SOCK_NONBLOCK);
+    int flags, saved;
+
+    if (fd < 0) {
+        return -1;
+    }
+    flags = fcntl(fd, F_GETFL);
+    if ((flags < 0) || (fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) != 0)) {
+        saved = errno;
+        close(fd);
+        errno = saved;
+        return -1;
+    }
+    return fd;
+}
+
+int srm_sock_connect_within(const char *name, double seconds)
+{
+    struct timespec start, now, nap = {.tv_nsec = 2000000};
+    int fd;
+
+    clock_gettime(CLOCK_MONOTONIC, &start);
+    for (;;) {
+        fd = srm_sock_connect(name);
+        if ((fd >= 0) || (errno != EAGAIN)) {
+            return fd;
+        }
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        if (((double)(now.tv_sec - start.tv_sec) +
+             (double)(now.tv_nsec - start.tv_nsec) * 1e-9) >= seconds) {
+            errno = EAGAIN;
+            return -1;
+        }
+        nanosleep(&nap, NULL);
+    }
 }
 
 int srm_sock_peer_uid(int fd, uid_t *uid_p)

@@ -191,8 +191,17 @@ ssize_t srm_sock_send(int fd, const void *buf, size_t len, const int *fds,
  */
 ssize_t srm_sock_recv(int fd, void *buf, size_t len, int *fds, int *nfds);
 
-/* A connected client socket to the agent called name. -1 with errno. */
+/*
+ * A connected client socket to the agent called name (blocking, as the
+ * protocol's calls expect). -1 with errno; EAGAIN: its listener's queue is
+ * full. The connect itself never waits: a process that holds the name and
+ * never accepts would otherwise hang every caller for ever.
+ */
 int srm_sock_connect(const char *name);
+
+/* srm_sock_connect, tried again while the queue is full, for up to
+ * `seconds` (a busy agent accepts soon; a squatter never does). */
+int srm_sock_connect_within(const char *name, double seconds);
 
 /* The uid of the process at the other end of a unix socket. -1 with errno. */
 int srm_sock_peer_uid(int fd, uid_t *uid_p);

@@ -68,9 +68,11 @@ srm_status_rep_t *srmctl_ask(const char *socket_name, double timeout,
     ssize_t len;
     int fd;
 
-    fd = srm_sock_connect(socket_name);
+    fd = srm_sock_connect_within(socket_name, timeout);
     if (fd < 0) {
         fprintf(stderr, "srmctl: no agent at @%s: %s\n", socket_name,
+                (errno == EAGAIN) ?
+                "it accepts no connection (its queue stays full)" :
                 strerror(errno));
         return NULL;
     }

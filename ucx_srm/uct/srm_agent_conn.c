@@ -113,6 +113,21 @@ ucs_status_t uct_srm_agent_connect(const uct_srm_md_t *md, int *fd_p)
                       md->socket_name);
             return UCS_ERR_NO_DEVICE;
         }
+        if (errno == EAGAIN) {
+            /* Its queue is full: a busy agent accepts soon, a process
+             * that holds the name and never accepts does not. Neither is
+             * a reason to start another agent. */
+            if (ucs_get_time() > deadline) {
+                ucs_error("srm: the node agent socket @%s accepted no "
+                          "connection within %.1f s: its queue stays full "
+                          "(an agent that stopped serving, or a process "
+                          "that holds the name and never accepts)",
+                          md->socket_name, md->connect_timeout);
+                return UCS_ERR_NO_DEVICE;
+            }
+            usleep(UCT_SRM_CONNECT_RETRY_US);
+            continue;
+        }
         if (md->agent_choice == SRM_AGENT_SITE) {
             /* Restarting, perhaps: wait for it, never start one of ours on
              * the site's name. */
