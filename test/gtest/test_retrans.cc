@@ -79,6 +79,19 @@ TEST_F(retrans_test, the_window_counts_what_was_sent_too)
     EXPECT_EQ(800u, watch.sent);
 }
 
+/* As many resent out of many more sent is a loss-based TCP filling the
+ * path, not a bad link: 46 of 61831 moved a healthy host's channel. */
+TEST_F(retrans_test, a_small_share_of_the_segments_sent_does_not_trip)
+{
+    EXPECT_EQ(0, srm_retrans_tripped(&watch, 0, 0, 5.0, limit));
+    EXPECT_EQ(0, srm_retrans_tripped(&watch, 46, 61831, 5.5, limit));
+    EXPECT_EQ(0, srm_retrans_tripped(&watch, 46 + 74, 61831 + 60000, 5.9,
+                                     limit)); /* 120 of 121831 */
+    /* A bad link: 45 of 10950 (measured with 3% of large packets lost). */
+    EXPECT_EQ(0, srm_retrans_tripped(&watch, 0, 0, 10.0, limit));
+    EXPECT_EQ(1, srm_retrans_tripped(&watch, 45, 10950, 10.2, limit));
+}
+
 TEST_F(retrans_test, a_channel_moves_at_most_once_per_hold)
 {
     EXPECT_EQ(SRM_RETRANS_MOVE, srm_retrans_decide(&moves, 50.0));

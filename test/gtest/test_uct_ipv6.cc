@@ -160,6 +160,20 @@ TEST_F(uct_ipv6_test, an_address_of_no_family_or_with_stray_bytes_is_unreachable
     srm_iface_addr_t addr;
     ASSERT_NO_FATAL_FAILURE(addresses(1, &dev, &addr));
     ASSERT_TRUE(reachable(0, dev, addr));
+    /* No host's own address: 0.0.0.0/8, multicast, IPv6 ::, fe80::. */
+    for (uint8_t first : {0, 224, 255}) {
+        srm_iface_addr_t bad = addr;
+        bad.wire[0].ip[0]    = first;
+        EXPECT_FALSE(reachable(0, dev, bad)) << "first byte " << (int)first;
+    }
+    for (uint8_t first : {0x00, 0xff, 0xfe}) {
+        srm_iface_addr_t bad = addr;
+        bad.wire[0].family   = SRM_WIRE_ADDR_IPV6;
+        memset(bad.wire[0].ip, 0, 16);
+        bad.wire[0].ip[0] = first;
+        bad.wire[0].ip[1] = (first == 0xfe) ? 0x80 : 0;
+        EXPECT_FALSE(reachable(0, dev, bad)) << "IPv6 " << (int)first;
+    }
 
     srm_iface_addr_t bad = addr;
     bad.wire[0].family   = 5;
@@ -174,6 +188,21 @@ TEST_F(uct_ipv6_test, an_address_of_no_family_or_with_stray_bytes_is_unreachable
     bad.wire[1]        = addr.wire[0];
     bad.wire[1].family = 9; /* a standby path of no family */
     EXPECT_FALSE(reachable(0, dev, bad));
+
+    /* UCP may create an endpoint without asking: it fails the same way,
+     * and names no node in our node table. */
+    uct_ep_params_t params = {};
+    params.field_mask      = UCT_EP_PARAM_FIELD_IFACE |
+                             UCT_EP_PARAM_FIELD_DEV_ADDR |
+                             UCT_EP_PARAM_FIELD_IFACE_ADDR;
+    params.iface      = iface_[0];
+    params.dev_addr   = (const uct_device_addr_t*)dev.data();
+    params.iface_addr = (const uct_iface_addr_t*)&bad;
+    uct_ep_h ep       = nullptr;
+    EXPECT_EQ(UCS_ERR_UNREACHABLE, uct_ep_create(&params, &ep));
+    if (ep != nullptr) {
+        uct_ep_destroy(ep);
+    }
 }
 
 } // namespace

@@ -138,6 +138,9 @@ for index in "${!tests[@]}"; do
     SRM_TEST_NAME=$name timeout -k 20 "$limit" bash "$f" >"$log" 2>&1 \
         </dev/null &
     pid=$!
+    # Interrupted: timeout passes TERM on to the test's process group, and
+    # the test's traps take its namespaces, agents and VM down.
+    trap 'kill -TERM "$pid" 2>/dev/null; wait "$pid"; exit 130' INT TERM
     next=$(( t0 + progress_s ))
     while kill -0 "$pid" 2>/dev/null; do
         sleep 0.2
@@ -149,6 +152,7 @@ for index in "${!tests[@]}"; do
     done
     wait "$pid"
     rc=$?
+    trap - INT TERM
     secs=$(( $(date +%s) - t0 ))
     done_count=$((done_count + 1)) done_secs=$((done_secs + secs))
     echo "$name $secs" >> "$durations.new"
@@ -162,7 +166,7 @@ for index in "${!tests[@]}"; do
         skipped=$((skipped + 1)) ;;
     *)
         if [ $rc = 124 ] || [ $rc = 137 ]; then
-            echo "*** $name killed after the ${timeout_s} s timeout" >>"$log"
+            echo "*** $name killed after the ${limit} s timeout" >>"$log"
         fi
         echo "FAIL $name (see log)"
         failed=$((failed + 1)) ;;

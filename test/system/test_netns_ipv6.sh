@@ -16,7 +16,8 @@
 #    each other are IPv6 ones (ss, by srmd's pid).
 # 2. A dual-stack network (--ipv6): auto takes the IPv4 address;
 #    UCX_SRM_ADDRESS_FAMILY=ipv6 takes the IPv6 one, and a tag_lat pair
-#    (its exchange on IPv4) runs over it.
+#    (its exchange on IPv4) runs over it. With a second IPv4 address on
+#    the interface, the agent keeps the first.
 #
 # shellcheck disable=SC2034  # SRM_NETNS_SERVER is read by lib.sh
 . "$(dirname "$0")/lib.sh"
@@ -48,7 +49,8 @@ pair() {
     fi
 }
 
-# expect_listen HOST JQ-ADDRESS-REGEX...: the agent's wire paths, in order.
+# expect_paths HOST REGEX: the addresses of the agent's wire paths, in
+# order, separated by spaces, match REGEX.
 expect_paths() {
     local h=$1 got want
     shift
@@ -145,6 +147,10 @@ srm_hosts_down "$SRM_NETNS_PREFIX" "$SRM_LOG/cluster.log" 2>&1
 # ------------------------------------------------------- 2. dual stack --
 srm_netns_up 2 "d6$$" --ipv6
 H1=${SRM_HOSTS[0]} H2=${SRM_HOSTS[1]}
+# A second IPv4 address after the first: the agent keeps the first (it
+# used to take the interface's last one). (IPv6 has no first: the kernel
+# lists the newest first.)
+"$SRM_NETNS_CLUSTER" exec "$H1" ip addr add 10.77.0.101/24 dev eth0
 srm_netns_agent_start "$H1" "$SRM_LOG/srmd.auto.log" || srm_done
 expect_paths "$H1" '10\.77\.0\.1:[0-9]+'
 srm_netns_stop_agents

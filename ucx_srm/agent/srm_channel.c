@@ -123,10 +123,11 @@ static void srm_channel_activate(srm_agent_t *agent, srm_node_t *node,
 {
     srm_channel_t *chan = &node->chan[kind];
 
-    chan->active    = path;
-    chan->sent      = chan->head;
-    chan->frame_end = chan->head;
-    node->dirty     = 1;
+    chan->active       = path;
+    chan->activated_at = srm_agent_now();
+    chan->sent         = chan->head;
+    chan->frame_end    = chan->head;
+    node->dirty        = 1;
     srm_rtt_restart(&chan->rtt);
 }
 

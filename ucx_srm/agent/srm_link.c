@@ -516,6 +516,10 @@ static int srm_link_replace_if_lossy(srm_agent_t *agent, srm_link_t *link,
         return 0;
     }
     link->retrans_tx_seen = chan->tx_bytes;
+    if ((now - chan->activated_at) < SRM_RETRANS_SETTLE) {
+        link->retrans.window_start = -1.0; /* count from then on */
+        return 0;
+    }
     if ((link->wire->retransmits(&link->conn, &resent, &sent) != UCS_OK) ||
         !srm_retrans_tripped(&link->retrans, resent, sent, now,
                              agent->config.retrans_limit)) {
@@ -711,11 +715,7 @@ static ucs_status_t srm_link_listen(srm_agent_t *agent, unsigned path,
         .xrc_mode  = agent->config.xrc,
         .recv_bufs = agent->config.verbs_recv_bufs,
         .send_bufs = agent->config.verbs_send_bufs};
-    static const int families[] = {
-        [SRM_ADDRESS_FAMILY_AUTO] = SRM_WIRE_ADDR_NONE, /* either */
-        [SRM_ADDRESS_FAMILY_IPV4] = SRM_WIRE_ADDR_IPV4,
-        [SRM_ADDRESS_FAMILY_IPV6] = SRM_WIRE_ADDR_IPV6};
-    int family = families[agent->config.address_family];
+    unsigned family = agent->config.address_family;
     srm_wire_addr_t wire;
     uint16_t bound_port = 0;
     char addr[SRM_WIRE_ADDR_STRLEN], netdev[32];
@@ -746,14 +746,14 @@ static ucs_status_t srm_link_listen(srm_agent_t *agent, unsigned path,
         if (strcmp(device, "auto") == 0) {
             srm_info("no network interface with an %s address: this agent "
                      "serves its own node only",
-                     (family == SRM_WIRE_ADDR_IPV6) ? "IPv6" :
-                     (family == SRM_WIRE_ADDR_IPV4) ? "IPv4" : "IP");
+                     (family == SRM_ADDRESS_FAMILY_IPV6) ? "IPv6" :
+                     (family == SRM_ADDRESS_FAMILY_IPV4) ? "IPv4" : "IP");
             return UCS_ERR_UNREACHABLE; /* not an error: no other nodes */
         }
         srm_error("UCX_SRM_DEVICES: '%s' is not an interface that is up and "
                   "has an %s address (UCX_SRM_ADDRESS_FAMILY=%s)", device,
-                  (family == SRM_WIRE_ADDR_IPV6) ? "IPv6" :
-                  (family == SRM_WIRE_ADDR_IPV4) ? "IPv4" : "IPv4 or IPv6",
+                  (family == SRM_ADDRESS_FAMILY_IPV6) ? "IPv6" :
+                  (family == SRM_ADDRESS_FAMILY_IPV4) ? "IPv4" : "IPv4 or IPv6",
                   srm_address_family_names[agent->config.address_family]);
         return UCS_ERR_IO_ERROR;
     }

@@ -41,7 +41,9 @@ int srm_retrans_tripped(srm_retrans_watch_t *watch, uint32_t resent,
     /* the counts wrap */
     watch->resent = resent - watch->resent_base;
     watch->sent   = sent - watch->sent_base;
-    return (limit > 0) && (watch->resent >= limit);
+    return (limit > 0) && (watch->resent >= limit) &&
+           ((watch->sent == 0) ||
+            ((uint64_t)watch->resent * SRM_RETRANS_MIN_SHARE >= watch->sent));
 }
 
 void srm_retrans_moves_init(srm_retrans_moves_t *moves)

@@ -19,7 +19,7 @@
 #define SRM_WIRE_ADDR_IPV4 4
 #define SRM_WIRE_ADDR_IPV6 6
 
-/* Longest srm_wire_addr_str(): "[v6 address]:port". */
+/* Longest srm_wire_tcp_str(): "[v6 address]:port". */
 #define SRM_WIRE_ADDR_STRLEN 56
 
 /* Where an agent listens on one path's interface (family NONE: nowhere). */
@@ -51,18 +51,26 @@ static inline int srm_wire_addr_is_set(const srm_wire_addr_t *addr)
 
 /*
  * Whether an address that came from elsewhere (a peer's handshake, a
- * worker address, a rank's node table) is one an agent can use as is:
- * a known family, a port, and nothing in the bytes IPv4 does not use.
+ * worker address, a rank's node table) is one an agent can dial as is: a
+ * known family, a port, nothing in the bytes IPv4 does not use, and one
+ * host's unicast address (not 0.0.0.0/8 or ::, not multicast or IPv4's
+ * reserved 240/4, not IPv6 link-local, which needs an interface to mean
+ * anything).
  */
 static inline int srm_wire_addr_is_valid(const srm_wire_addr_t *addr)
 {
-    static const uint8_t zero[12] = {0};
+    static const uint8_t zero[16] = {0};
 
+    if (addr->port == 0) {
+        return 0;
+    }
     switch (addr->family) {
     case SRM_WIRE_ADDR_IPV4:
-        return (addr->port != 0) && (memcmp(&addr->ip[4], zero, 12) == 0);
+        return (memcmp(&addr->ip[4], zero, 12) == 0) && (addr->ip[0] != 0) &&
+               (addr->ip[0] < 224);
     case SRM_WIRE_ADDR_IPV6:
-        return addr->port != 0;
+        return (memcmp(addr->ip, zero, 16) != 0) && (addr->ip[0] != 0xff) &&
+               !((addr->ip[0] == 0xfe) && ((addr->ip[1] & 0xc0) == 0x80));
     default:
         return 0;
     }

@@ -11,18 +11,22 @@
 
 #define SRM_CONFIG_NO_WIRE_DEVICE "node"
 
-int srm_config_addr_routable(const struct sockaddr *sa)
+int srm_config_addr_usable(const struct sockaddr *sa, unsigned family)
 {
     const struct sockaddr_in6 *sin6 = (const struct sockaddr_in6*)sa;
 
-    return (sa->sa_family == AF_INET) ||
-           ((sa->sa_family == AF_INET6) &&
-            !IN6_IS_ADDR_LINKLOCAL(&sin6->sin6_addr));
+    if (sa->sa_family == AF_INET) {
+        return family != SRM_ADDRESS_FAMILY_IPV6;
+    }
+    return (sa->sa_family == AF_INET6) &&
+           (family != SRM_ADDRESS_FAMILY_IPV4) &&
+           !IN6_IS_ADDR_LINKLOCAL(&sin6->sin6_addr);
 }
 
-/* The first interface that is up, is not loopback, and has an IPv4 or a
- * global IPv6 address (link-local ones do not reach other hosts). */
-static int srm_config_auto_interface(char *name, size_t size)
+/* The first interface that is up, is not loopback, and has an address of
+ * the family (srm_config_addr_usable). */
+static int srm_config_auto_interface(unsigned family, char *name,
+                                     size_t size)
 {
     struct ifaddrs *ifaddrs, *ifa;
     int found = -1;
@@ -31,7 +35,8 @@ static int srm_config_auto_interface(char *name, size_t size)
         return -1;
     }
     for (ifa = ifaddrs; ifa != NULL; ifa = ifa->ifa_next) {
-        if ((ifa->ifa_addr != NULL) && srm_config_addr_routable(ifa->ifa_addr) &&
+        if ((ifa->ifa_addr != NULL) &&
+            srm_config_addr_usable(ifa->ifa_addr, family) &&
             (ifa->ifa_flags & IFF_UP) && !(ifa->ifa_flags & IFF_LOOPBACK)) {
             snprintf(name, size, "%s", ifa->ifa_name);
             found = 0;
@@ -42,14 +47,15 @@ static int srm_config_auto_interface(char *name, size_t size)
     return found;
 }
 
-void srm_config_device_name(const char *devices, char *name, size_t size)
+void srm_config_device_name(const char *devices, unsigned family, char *name,
+                            size_t size)
 {
     size_t len = strcspn(devices, ",@"); /* path 0; an RDMA port's own name */
 
     if ((len == 0) || (strcmp(devices, "none") == 0)) {
         snprintf(name, size, "%s", SRM_CONFIG_NO_WIRE_DEVICE);
     } else if ((strncmp(devices, "auto", len) == 0) && (len == 4)) {
-        if (srm_config_auto_interface(name, size) != 0) {
+        if (srm_config_auto_interface(family, name, size) != 0) {
             snprintf(name, size, "%s", SRM_CONFIG_NO_WIRE_DEVICE);
         }
     } else {
@@ -258,7 +264,8 @@ ucs_config_field_t srm_agent_config_table[] = {
 
     {"RETRANS_LIMIT", "16",
      "A connection to another agent that retransmits this many TCP segments\n"
-     "within one second is closed while the standby connection of its\n"
+     "within one second, and at least 1 in 500 of those it sent (a TCP\n"
+     "filling its path loses fewer), is closed while the standby of its\n"
      "channel is up: the channel goes on at once on the standby, losing\n"
      "nothing, and the closed path reconnects as the new standby. A\n"
      "connection in loss recovery stalls its channel, and one that recovered\n"
@@ -266,7 +273,9 @@ ucs_config_field_t srm_agent_config_table[] = {
      "connection it moved to retransmits as much within 10 seconds, the move\n"
      "did not help (congestion goes with the channel, a bad link stays\n"
      "behind): the channel stays put for 10 seconds, doubling while that\n"
-     "goes on. 0: never.",
+     "goes on. A connection is not judged in the 2 seconds after it took\n"
+     "the channel over: it was idle, and restarts from slow start under\n"
+     "the resent backlog. 0: never.",
      offsetof(srm_agent_config_t, retrans_limit), UCS_CONFIG_TYPE_UINT},
 
     {"PEER_TIMEOUT", "5s",

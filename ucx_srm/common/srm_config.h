@@ -93,15 +93,18 @@ typedef struct srm_agent_config {
 /*
  * The name of srm's UCX device: the device the agent's first path uses, as
  * UCX_SRM_DEVICES names it (an interface, or an RDMA port such as
- * mlx5_0:1), "auto" resolved as the agent does; "node" with no wire. A
+ * mlx5_0:1), "auto" resolved as the agent does for the address family
+ * (srm_address_family_t); "node" with no wire. A
  * site that pins UCX_NET_DEVICES to that device keeps srm.
  */
-void srm_config_device_name(const char *devices, char *name, size_t size);
+void srm_config_device_name(const char *devices, unsigned family, char *name,
+                            size_t size);
 
-/* Whether an interface address can reach other hosts: IPv4, or IPv6 that
- * is not link-local. */
+/* Whether an interface address can reach other hosts with the family
+ * (srm_address_family_t): IPv4, or IPv6 that is not link-local (fe80::
+ * names another interface on every host). */
 struct sockaddr;
-int srm_config_addr_routable(const struct sockaddr *sa);
+int srm_config_addr_usable(const struct sockaddr *sa, unsigned family);
 
 extern const char *srm_agent_mode_names[];
 extern const char *srm_poll_policy_names[];

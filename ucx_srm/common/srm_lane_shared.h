@@ -65,9 +65,11 @@
                                              its frames are up to 128 KB */
 #define SRM_LANE_BULK_WINDOWS  1u   /* of the channel's depth a bulk lane's
                                        writers may have unacknowledged:
-                                       at one depth every ack had to wake
-                                       the agent before they could go on
-                                       (docs/design.md) */
+                                       with 4 the simulated network lost
+                                       packets under two such streams, and
+                                       the retransmission watch moved
+                                       healthy channels
+                                       (docs/performance.md) */
 #define SRM_LANE_SEALED   0x80000000u /* in log_len: the lane is retired */
 #define SRM_LANE_HOLD_LIMIT_MS 100    /* longer, and the holder is stuck */
 #define SRM_LANE_RX_LOG   512u         /* headers of frames clients took */

@@ -73,7 +73,7 @@ typedef struct srm_attach_rep {
     uint32_t      reserved;
     uint64_t      node_id;
     uint64_t      shm_size;
-    srm_wire_addr_t wire[SRM_WIRE_PATHS]; /* channel addresses (0: none) */
+    srm_wire_addr_t wire[SRM_WIRE_PATHS]; /* channel addresses (NONE: none) */
     char          error[SRM_PROTO_ERROR_MAX];
 } srm_attach_rep_t;
 

@@ -288,7 +288,7 @@ static int uct_srm_agent_settings(const uct_srm_md_t *md,
     ssize_t len;
     int fd;
 
-    fd = srm_sock_connect(md->socket_name);
+    fd = srm_sock_connect_within(md->socket_name, 1.0);
     if ((fd < 0) || (uct_srm_agent_check_peer(md, fd) != UCS_OK)) {
         goto err;
     }

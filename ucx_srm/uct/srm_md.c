@@ -192,10 +192,12 @@ static void uct_srm_md_read_agent_config(uct_srm_md_t *md)
 
     if (srm_ucx_config_fill(&config, srm_agent_config_table, "UCX_",
                             SRM_CONFIG_PREFIX) != UCS_OK) {
-        srm_config_device_name("auto", md->dev_name, sizeof(md->dev_name));
+        srm_config_device_name("auto", SRM_ADDRESS_FAMILY_AUTO, md->dev_name,
+                               sizeof(md->dev_name));
         return;
     }
-    srm_config_device_name(config.devices, md->dev_name, sizeof(md->dev_name));
+    srm_config_device_name(config.devices, config.address_family,
+                           md->dev_name, sizeof(md->dev_name));
     ucs_config_parser_release_opts(&config, srm_agent_config_table);
 }
 

@@ -15,17 +15,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-/* Whether an interface address can carry the wire with this family. */
-static int srm_wire_tcp_usable(const struct sockaddr *sa, int family)
-{
-    if (!srm_config_addr_routable(sa)) {
-        return 0;
-    }
-    return (sa->sa_family == AF_INET) ? (family != SRM_WIRE_ADDR_IPV6) :
-                                        (family != SRM_WIRE_ADDR_IPV4);
-}
-
-int srm_wire_tcp_iface_addr(const char *device, int family,
+int srm_wire_tcp_iface_addr(const char *device, unsigned family,
                             srm_wire_addr_t *addr, char *name,
                             size_t name_size)
 {
@@ -35,7 +25,7 @@ int srm_wire_tcp_iface_addr(const char *device, int family,
 
     if (strcmp(device, "auto") == 0) {
         /* The module names srm's UCX device after the same choice. */
-        srm_config_device_name(device, chosen, sizeof(chosen));
+        srm_config_device_name(device, family, chosen, sizeof(chosen));
         device = chosen;
     }
     if (getifaddrs(&ifaddrs) != 0) {
@@ -44,12 +34,13 @@ int srm_wire_tcp_iface_addr(const char *device, int family,
     for (ifa = ifaddrs; ifa != NULL; ifa = ifa->ifa_next) {
         if ((ifa->ifa_addr == NULL) || !(ifa->ifa_flags & IFF_UP) ||
             (strcmp(ifa->ifa_name, device) != 0) ||
-            !srm_wire_tcp_usable(ifa->ifa_addr, family)) {
+            !srm_config_addr_usable(ifa->ifa_addr, family)) {
             continue;
         }
-        /* Either family will do: IPv4 first, so that adding IPv6 to a
-         * host changes nothing. */
-        if ((best == NULL) || (ifa->ifa_addr->sa_family == AF_INET)) {
+        /* The first address, but IPv4 before IPv6 (with AUTO), so that
+         * adding IPv6 to a host changes nothing. */
+        if ((best == NULL) || ((best->sa_family != AF_INET) &&
+                               (ifa->ifa_addr->sa_family == AF_INET))) {
             best = ifa->ifa_addr;
         }
     }
@@ -118,6 +109,13 @@ int srm_wire_tcp_listen(const srm_wire_addr_t *addr, uint16_t *port_p)
         return -1;
     }
     setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+    if (ss.ss_family == AF_INET6) {
+        /* An address the kernel still checks for duplicates (the first
+         * seconds after boot) cannot be bound otherwise, and srmd would
+         * not start. IP_FREEBIND covers IPv6 sockets too (glibc has no
+         * IPV6_FREEBIND). */
+        setsockopt(fd, IPPROTO_IP, IP_FREEBIND, &one, sizeof(one));
+    }
     if ((bind(fd, (struct sockaddr*)&ss, len) != 0) ||
         (listen(fd, 128) != 0) ||
         (getsockname(fd, (struct sockaddr*)&ss, &len) != 0)) {

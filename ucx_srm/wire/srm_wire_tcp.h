@@ -15,13 +15,13 @@
 #include <ucx_srm/common/srm_address.h>
 
 /*
- * The address of an interface ("auto": the first up and not loopback), port
- * 0. family is SRM_WIRE_ADDR_IPV4, SRM_WIRE_ADDR_IPV6, or NONE for either:
- * the IPv4 address if the interface has one, else its IPv6 one. IPv6
- * link-local addresses are never taken: they name a different interface
- * on every host.
+ * The address of an interface ("auto": the first up and not loopback that
+ * has one), port 0, of the family (srm_address_family_t; AUTO: its first
+ * IPv4 address if it has one, else its first IPv6 one). IPv6 link-local
+ * addresses are never taken: they name a different interface on every
+ * host.
  */
-int srm_wire_tcp_iface_addr(const char *device, int family,
+int srm_wire_tcp_iface_addr(const char *device, unsigned family,
                             srm_wire_addr_t *addr, char *name,
                             size_t name_size);
 
