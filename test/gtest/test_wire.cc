@@ -810,25 +810,49 @@ TEST(wire, a_node_named_at_an_address_of_no_family_is_not_dialled)
     EXPECT_EQ(20u, send_and_count(a, 3, b, 20)) << node_a.status();
 }
 
+namespace {
+
+/* A HELLO of a made-up agent (node_id) that says it listens where `to`
+ * does, on port 1: valid, never dialled. */
+struct hello_msg {
+    srm_frame_hdr_t hdr;
+    srm_hello_t     hello;
+};
+
+hello_msg make_hello(uint64_t node_id, const srm_wire_addr_t &to)
+{
+    hello_msg msg = {};
+    srm_frame_hdr_init(&msg.hdr, SRM_FRAME_HELLO, sizeof(msg.hello));
+    msg.hello.node_id = node_id;
+    msg.hello.wire[0] = wire_with_port(to, 1);
+    return msg;
+}
+
+/* A connection to `to` whose receives time out after 5 s; -1 if none. */
+int connect_wire_timed(const srm_wire_addr_t &to)
+{
+    timeval timeout = {5, 0};
+    int fd          = connect_wire(to);
+    if (fd >= 0) {
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof(timeout));
+    }
+    return fd;
+}
+
+} // namespace
+
 /* A HELLO whose listening address has no family is refused; the agent
- * goes on taking proper peers. */
+ * goes on taking proper peers. On the tcp wire whatever wire the run
+ * tests (SRM_TEST_WIRE_DEVICE): raw_peer speaks tcp. */
 TEST(wire, a_hello_with_an_address_of_no_family_is_refused)
 {
-    agent node_b(kLoopbackWire);
+    agent node_b({"UCX_SRM_DEVICES=lo"});
     raw_client b(node_b.socket());
 
-    struct {
-        srm_frame_hdr_t hdr;
-        srm_hello_t     hello;
-    } msg = {};
-    srm_frame_hdr_init(&msg.hdr, SRM_FRAME_HELLO, sizeof(msg.hello));
-    msg.hello.node_id        = 0x5355;
-    msg.hello.wire[0]        = wire_with_port(b.wire(), 1);
+    hello_msg msg            = make_hello(0x5355, b.wire());
     msg.hello.wire[0].family = 5;
-    int fd                   = connect_wire(b.wire());
+    int fd                   = connect_wire_timed(b.wire());
     ASSERT_GE(fd, 0) << strerror(errno);
-    timeval timeout = {5, 0};
-    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof(timeout));
     ASSERT_EQ((ssize_t)sizeof(msg), send(fd, &msg, sizeof(msg), MSG_NOSIGNAL));
     EXPECT_EQ(0, recv(fd, &msg, sizeof(msg), MSG_WAITALL))
             << "no HELLO_ACK: the connection is closed";
@@ -859,21 +883,13 @@ TEST(wire, a_peer_that_never_proves_the_secret_gets_no_live_queue_pair)
     agent node_b({kWireDevices, "UCX_SRM_SECRET_FILE=" + secret});
     raw_client b(node_b.socket());
 
-    struct {
-        srm_frame_hdr_t hdr;
-        srm_hello_t     hello;
-    } msg = {};
-    srm_frame_hdr_init(&msg.hdr, SRM_FRAME_HELLO, sizeof(msg.hello));
-    msg.hello.node_id = 0x5354;
-    msg.hello.secret  = 1; /* so it claims */
+    hello_msg msg       = make_hello(0x5354, b.wire());
+    msg.hello.secret    = 1; /* so it claims */
     msg.hello.wire_kind = SRM_HELLO_WIRE_VERBS;
     msg.hello.qp.qpn    = 0x1234;
     msg.hello.qp.mtu    = 3; /* IBV_MTU_1024 */
-    msg.hello.wire[0]   = wire_with_port(b.wire(), 1); /* valid, unused */
-    int fd              = connect_wire(b.wire());
-    timeval timeout     = {5, 0};
+    int fd              = connect_wire_timed(b.wire());
     ASSERT_GE(fd, 0) << strerror(errno);
-    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof(timeout));
     ASSERT_EQ((ssize_t)sizeof(msg), send(fd, &msg, sizeof(msg), MSG_NOSIGNAL));
     ASSERT_EQ((ssize_t)sizeof(msg), recv(fd, &msg, sizeof(msg), MSG_WAITALL));
     ASSERT_EQ(SRM_FRAME_HELLO_ACK, msg.hdr.type);

@@ -10,10 +10,11 @@
 #    its own address exchange over IPv6 too) runs UCT am_lat and UCP
 #    tag_lat and tag_bw over srm only, and an Open MPI job
 #    (test/mpi/srm_mpi_check, 2 hosts x 2 ranks, UCX_TLS=srm). Checked:
-#    every pair exits 0 with a Final line, the job's checks all pass; each agent listens on [fd77::i] and [fd78::i]; h1 names h2
-#    at [fd77::2], both of its channels are ready with both paths up (the
-#    standby on fd78) and frames in (small ones out as well); the agents' TCP connections to
-#    each other are IPv6 ones (ss, by srmd's pid).
+#    every pair exits 0 with a Final line; the job's checks all pass;
+#    each agent listens on [fd77::i] and [fd78::i]; h1 names h2 at
+#    [fd77::2]; both of its channels are ready with both paths up (the
+#    standby on fd78) and frames in (small ones out as well); the agents'
+#    TCP connections to each other are IPv6 ones (ss, by srmd's pid).
 # 2. A dual-stack network (--ipv6): auto takes the IPv4 address;
 #    UCX_SRM_ADDRESS_FAMILY=ipv6 takes the IPv6 one, and a tag_lat pair
 #    (its exchange on IPv4) runs over it. With a second IPv4 address on

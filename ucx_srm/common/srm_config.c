@@ -184,8 +184,8 @@ ucs_config_field_t srm_agent_config_table[] = {
      "for channels from other nodes' agents: one, or two separated by a\n"
      "comma (the standby connection to each node then takes the second, so\n"
      "a dead link is survived, not just a dead socket). auto: the first\n"
-     "interface that is up, not loopback, and has an IPv4 or a global IPv6\n"
-     "address. none: no channels.\n"
+     "interface that is up, not loopback, and has an address of that\n"
+     "family (IPv6: not link-local). none: no channels.\n"
      "A verbs device, NAME:PORT[@INTERFACE] (mlx5_0:1, rxe0:1@eth0), puts\n"
      "the channels on RC queue pairs; the handshake goes over INTERFACE,\n"
      "by default the one of the port's RoCE v2 IPv4 address.",
