@@ -218,8 +218,9 @@ srm_wire_addr_t wire_with_port(srm_wire_addr_t addr, uint16_t port)
     return addr;
 }
 
-int connect_wire(const srm_wire_addr_t &to)
+int connect_wire(const srm_wire_addr_t &to, int recv_timeout_s)
 {
+    timeval timeout = {recv_timeout_s, 0};
     sockaddr_storage ss = {};
     socklen_t len;
     if (to.family == SRM_WIRE_ADDR_IPV6) {
@@ -241,6 +242,9 @@ int connect_wire(const srm_wire_addr_t &to)
         close(fd);
         errno = saved;
         return -1;
+    }
+    if ((fd >= 0) && (recv_timeout_s > 0)) {
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof(timeout));
     }
     return fd;
 }

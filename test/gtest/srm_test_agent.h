@@ -29,8 +29,9 @@ std::string srmd_path();
  */
 std::string wire_devices();
 
-/* A blocking TCP connection to an agent's wire address; -1 and errno. */
-int connect_wire(const srm_wire_addr_t &to);
+/* A blocking TCP connection to an agent's wire address, whose receives
+ * time out after recv_timeout_s (0: never); -1 and errno. */
+int connect_wire(const srm_wire_addr_t &to, int recv_timeout_s = 0);
 
 srm_wire_addr_t wire_with_port(srm_wire_addr_t addr, uint16_t port);
 

@@ -18,7 +18,6 @@ raw_peer::raw_peer(const srm_wire_addr_t &to, uint64_t id, uint8_t kind,
 {
     sockaddr_in sin     = {};
     socklen_t len       = sizeof(sin);
-    timeval timeout     = {5, 0};
     sin.sin_family      = AF_INET;
     sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     listen_fd_          = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -38,9 +37,8 @@ raw_peer::raw_peer(const srm_wire_addr_t &to, uint64_t id, uint8_t kind,
     msg.hello.kind = kind;
     msg.hello.path = path;
 
-    fd_ = connect_wire(to);
+    fd_ = connect_wire(to, 5);
     EXPECT_GE(fd_, 0) << strerror(errno);
-    setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof(timeout));
     EXPECT_EQ((ssize_t)sizeof(msg),
               ::send(fd_, &msg, sizeof(msg), MSG_NOSIGNAL));
     EXPECT_EQ((ssize_t)sizeof(msg), recv(fd_, &msg, sizeof(msg), MSG_WAITALL));

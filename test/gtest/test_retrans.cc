@@ -92,6 +92,19 @@ TEST_F(retrans_test, a_small_share_of_the_segments_sent_does_not_trip)
     EXPECT_EQ(1, srm_retrans_tripped(&watch, 45, 10950, 10.2, limit));
 }
 
+/* A connection that just took its channel over restarts from slow start
+ * under the resent backlog: not judged while it settles, and what it
+ * resent then does not count after. */
+TEST_F(retrans_test, a_connection_that_settles_is_not_judged)
+{
+    srm_retrans_settle(&watch, 20.0);
+    EXPECT_EQ(0, judge(0, 20.1));
+    EXPECT_EQ(0, judge(10 * limit, 20.5));
+    EXPECT_EQ(0, judge(10 * limit, 20.0 + SRM_RETRANS_SETTLE));
+    EXPECT_EQ(0u, watch.resent);
+    EXPECT_EQ(1, judge(11 * limit, 20.2 + SRM_RETRANS_SETTLE));
+}
+
 TEST_F(retrans_test, a_channel_moves_at_most_once_per_hold)
 {
     EXPECT_EQ(SRM_RETRANS_MOVE, srm_retrans_decide(&moves, 50.0));

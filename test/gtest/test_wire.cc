@@ -828,17 +828,6 @@ hello_msg make_hello(uint64_t node_id, const srm_wire_addr_t &to)
     return msg;
 }
 
-/* A connection to `to` whose receives time out after 5 s; -1 if none. */
-int connect_wire_timed(const srm_wire_addr_t &to)
-{
-    timeval timeout = {5, 0};
-    int fd          = connect_wire(to);
-    if (fd >= 0) {
-        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof(timeout));
-    }
-    return fd;
-}
-
 } // namespace
 
 /* A HELLO whose listening address has no family is refused; the agent
@@ -851,7 +840,7 @@ TEST(wire, a_hello_with_an_address_of_no_family_is_refused)
 
     hello_msg msg            = make_hello(0x5355, b.wire());
     msg.hello.wire[0].family = 5;
-    int fd                   = connect_wire_timed(b.wire());
+    int fd                   = connect_wire(b.wire(), 5);
     ASSERT_GE(fd, 0) << strerror(errno);
     ASSERT_EQ((ssize_t)sizeof(msg), send(fd, &msg, sizeof(msg), MSG_NOSIGNAL));
     EXPECT_EQ(0, recv(fd, &msg, sizeof(msg), MSG_WAITALL))
@@ -888,7 +877,7 @@ TEST(wire, a_peer_that_never_proves_the_secret_gets_no_live_queue_pair)
     msg.hello.wire_kind = SRM_HELLO_WIRE_VERBS;
     msg.hello.qp.qpn    = 0x1234;
     msg.hello.qp.mtu    = 3; /* IBV_MTU_1024 */
-    int fd              = connect_wire_timed(b.wire());
+    int fd              = connect_wire(b.wire(), 5);
     ASSERT_GE(fd, 0) << strerror(errno);
     ASSERT_EQ((ssize_t)sizeof(msg), send(fd, &msg, sizeof(msg), MSG_NOSIGNAL));
     ASSERT_EQ((ssize_t)sizeof(msg), recv(fd, &msg, sizeof(msg), MSG_WAITALL));

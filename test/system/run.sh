@@ -141,13 +141,13 @@ for index in "${!tests[@]}"; do
     # Interrupted: timeout passes TERM on to the test's process group, and
     # the test's traps take its namespaces, agents and VM down.
     trap 'kill -TERM "$pid" 2>/dev/null; wait "$pid"; exit 130' INT TERM
-    next=$(( t0 + progress_s ))
+    started=$SECONDS next=$(( SECONDS + progress_s ))
     while kill -0 "$pid" 2>/dev/null; do
         sleep 0.2
-        [ "$(date +%s)" -ge "$next" ] || continue
+        [ "$SECONDS" -ge "$next" ] || continue
         last=$(grep -a -v '^[[:space:]]*$' "$log" 2>/dev/null | tail -n 1 |
                cut -c 1-160)
-        echo "    $name, $(( $(date +%s) - t0 )) s: ${last:-(nothing logged yet)}"
+        echo "    $name, $(( SECONDS - started )) s: ${last:-(nothing logged yet)}"
         next=$(( next + progress_s ))
     done
     wait "$pid"

@@ -123,11 +123,13 @@ static void srm_channel_activate(srm_agent_t *agent, srm_node_t *node,
 {
     srm_channel_t *chan = &node->chan[kind];
 
-    chan->active       = path;
-    chan->activated_at = srm_agent_now();
-    chan->sent         = chan->head;
-    chan->frame_end    = chan->head;
-    node->dirty        = 1;
+    chan->active    = path;
+    chan->sent      = chan->head;
+    chan->frame_end = chan->head;
+    node->dirty     = 1;
+    if (chan->links[path] != NULL) {
+        srm_retrans_settle(&chan->links[path]->retrans, srm_agent_now());
+    }
     srm_rtt_restart(&chan->rtt);
 }
 
@@ -164,10 +166,7 @@ void srm_channel_link_ready(srm_agent_t *agent, srm_link_t *link)
     if ((active == NULL) || (active->state != SRM_LINK_READY) ||
         (active == link)) {
         if (chan->sent > chan->head) {
-            wire = &link->node->wire[link->path];
-            if (!srm_wire_addr_is_set(wire)) {
-                wire = &link->node->wire[0]; /* one interface, both paths */
-            }
+            wire = srm_wire_addr_of_path(link->node->wire, link->path);
             srm_info("node %u %s channel: resending %llu unacknowledged "
                      "bytes on path %d (%s)", link->node->index,
                      srm_node_kind_name(link->kind),

@@ -185,10 +185,7 @@ static const char *srm_link_peer_str(const srm_link_t *link, char *buf,
     } else {
         return "an unknown agent";
     }
-    if (!srm_wire_addr_is_set(&wire[path])) {
-        path = 0; /* one interface: both paths go there */
-    }
-    return srm_wire_tcp_str(&wire[path], buf, size);
+    return srm_wire_tcp_str(srm_wire_addr_of_path(wire, path), buf, size);
 }
 
 void srm_link_close(srm_agent_t *agent, srm_link_t *link,
@@ -284,9 +281,7 @@ void srm_link_connect(srm_agent_t *agent, srm_node_t *node, int kind,
         return;
     }
     chan->retry_at[path] = now + SRM_LINK_RETRY;
-    /* A node with one interface is reached on it by both paths. */
-    wire = srm_wire_addr_is_set(&node->wire[path]) ? &node->wire[path] :
-                                                      &node->wire[0];
+    wire = srm_wire_addr_of_path(node->wire, path);
 
     fd = srm_wire_tcp_connect(wire);
     if (fd < 0) {
@@ -516,10 +511,6 @@ static int srm_link_replace_if_lossy(srm_agent_t *agent, srm_link_t *link,
         return 0;
     }
     link->retrans_tx_seen = chan->tx_bytes;
-    if ((now - chan->activated_at) < SRM_RETRANS_SETTLE) {
-        link->retrans.window_start = -1.0; /* count from then on */
-        return 0;
-    }
     if ((link->wire->retransmits(&link->conn, &resent, &sent) != UCS_OK) ||
         !srm_retrans_tripped(&link->retrans, resent, sent, now,
                              agent->config.retrans_limit)) {
@@ -744,17 +735,14 @@ static ucs_status_t srm_link_listen(srm_agent_t *agent, unsigned path,
                                 agent->wire_device[path],
                                 sizeof(agent->wire_device[path])) != 0) {
         if (strcmp(device, "auto") == 0) {
-            srm_info("no network interface with an %s address: this agent "
-                     "serves its own node only",
-                     (family == SRM_ADDRESS_FAMILY_IPV6) ? "IPv6" :
-                     (family == SRM_ADDRESS_FAMILY_IPV4) ? "IPv4" : "IP");
+            srm_info("no network interface with an address of "
+                     "UCX_SRM_ADDRESS_FAMILY=%s: this agent serves its own "
+                     "node only", srm_address_family_names[family]);
             return UCS_ERR_UNREACHABLE; /* not an error: no other nodes */
         }
         srm_error("UCX_SRM_DEVICES: '%s' is not an interface that is up and "
-                  "has an %s address (UCX_SRM_ADDRESS_FAMILY=%s)", device,
-                  (family == SRM_ADDRESS_FAMILY_IPV6) ? "IPv6" :
-                  (family == SRM_ADDRESS_FAMILY_IPV4) ? "IPv4" : "IPv4 or IPv6",
-                  srm_address_family_names[agent->config.address_family]);
+                  "has an address of UCX_SRM_ADDRESS_FAMILY=%s", device,
+                  srm_address_family_names[family]);
         return UCS_ERR_IO_ERROR;
     }
     /* The second path tries the first one's port, so that one port

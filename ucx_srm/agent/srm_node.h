@@ -148,7 +148,6 @@ typedef struct srm_channel {
     uint64_t   kept;              /* times it stayed, retransmitting, where
                                      a move had not helped (congestion) */
     srm_retrans_moves_t retrans_moves;
-    double           activated_at;  /* when `active` last changed */
     srm_rtt_t  rtt;               /* turn time of our frames */
     uint64_t   resent;            /* frames written more than once */
     uint64_t   ring_frames;       /* of tx, sent from the sender's TX ring */

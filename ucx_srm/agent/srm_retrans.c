@@ -14,6 +14,13 @@ void srm_retrans_watch_init(srm_retrans_watch_t *watch)
     watch->resent       = 0;
     watch->sent         = 0;
     watch->looked_at    = -1.0;
+    watch->quiet_until  = -1.0;
+}
+
+void srm_retrans_settle(srm_retrans_watch_t *watch, double now)
+{
+    watch->quiet_until  = now + SRM_RETRANS_SETTLE;
+    watch->window_start = -1.0;
 }
 
 int srm_retrans_look_due(srm_retrans_watch_t *watch, double now)
@@ -29,6 +36,10 @@ int srm_retrans_look_due(srm_retrans_watch_t *watch, double now)
 int srm_retrans_tripped(srm_retrans_watch_t *watch, uint32_t resent,
                         uint32_t sent, double now, unsigned limit)
 {
+    if (now < watch->quiet_until) {
+        watch->window_start = -1.0; /* count from its end on */
+        return 0;
+    }
     if ((watch->window_start < 0) ||
         ((now - watch->window_start) >= SRM_RETRANS_WINDOW)) {
         watch->window_start = now;

@@ -68,6 +68,7 @@ typedef struct srm_retrans_watch {
     uint32_t sent;         /* data segments sent in it so far (0: the
                               kernel does not count them) */
     double   looked_at;    /* < 0: never */
+    double   quiet_until;  /* not judged before then (SRM_RETRANS_SETTLE) */
 } srm_retrans_watch_t;
 
 /* A channel's moves, across its connections. */
@@ -88,6 +89,10 @@ typedef enum {
 
 void srm_retrans_watch_init(srm_retrans_watch_t *watch);
 
+/* The connection became its channel's active one at `now`: it is not
+ * judged for SRM_RETRANS_SETTLE, and counts from then on. */
+void srm_retrans_settle(srm_retrans_watch_t *watch, double now);
+
 /* Whether it is time for another look (and, if so, notes that it is). */
 int srm_retrans_look_due(srm_retrans_watch_t *watch, double now);
 
@@ -96,7 +101,8 @@ int srm_retrans_look_due(srm_retrans_watch_t *watch, double now);
  * tcpi_data_segs_out, the latter 0 if the kernel has none). 1 if it
  * tripped: `limit` (> 0) or more resent within the current window, and
  * (where the kernel counts what was sent) at least 1 in
- * SRM_RETRANS_MIN_SHARE of the segments sent in it.
+ * SRM_RETRANS_MIN_SHARE of the segments sent in it; never while it
+ * settles (srm_retrans_settle).
  */
 int srm_retrans_tripped(srm_retrans_watch_t *watch, uint32_t resent,
                         uint32_t sent, double now, unsigned limit);

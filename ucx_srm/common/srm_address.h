@@ -49,6 +49,14 @@ static inline int srm_wire_addr_is_set(const srm_wire_addr_t *addr)
     return addr->family != SRM_WIRE_ADDR_NONE;
 }
 
+/* Where a node's agent listens for `path`: with one interface (path 1
+ * NONE), both paths go to path 0's address. */
+static inline const srm_wire_addr_t *
+srm_wire_addr_of_path(const srm_wire_addr_t addr[SRM_WIRE_PATHS], int path)
+{
+    return srm_wire_addr_is_set(&addr[path]) ? &addr[path] : &addr[0];
+}
+
 /*
  * Whether an address that came from elsewhere (a peer's handshake, a
  * worker address, a rank's node table) is one an agent can dial as is: a

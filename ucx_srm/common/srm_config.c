@@ -63,6 +63,20 @@ void srm_config_device_name(const char *devices, unsigned family, char *name,
     }
 }
 
+void srm_config_env_device_name(char *name, size_t size)
+{
+    srm_agent_config_t config;
+
+    if (srm_ucx_config_fill(&config, srm_agent_config_table, "UCX_",
+                            SRM_CONFIG_PREFIX) != UCS_OK) {
+        srm_config_device_name("auto", SRM_ADDRESS_FAMILY_AUTO, name, size);
+        return;
+    }
+    srm_config_device_name(config.devices, config.address_family, name,
+                           size);
+    ucs_config_parser_release_opts(&config, srm_agent_config_table);
+}
+
 const char *srm_agent_mode_names[] = {
     [SRM_AGENT_MODE_AUTO]  = "auto",
     [SRM_AGENT_MODE_NEVER] = "never",

@@ -100,6 +100,11 @@ typedef struct srm_agent_config {
 void srm_config_device_name(const char *devices, unsigned family, char *name,
                             size_t size);
 
+/* srm_config_device_name of the agent settings in this process's
+ * environment (UCX_SRM_DEVICES, UCX_SRM_ADDRESS_FAMILY; the defaults where
+ * a value does not parse): the device a process, or srmctl, names. */
+void srm_config_env_device_name(char *name, size_t size);
+
 /* Whether an interface address can reach other hosts with the family
  * (srm_address_family_t): IPv4, or IPv6 that is not link-local (fe80::
  * names another interface on every host). */

@@ -149,38 +149,22 @@ ssize_t srm_sock_recv(int fd, void *buf, size_t len, int *fds, int *nfds)
     return ret;
 }
 
-static int srm_sock_connect_flags(const char *name, int flags)
+int srm_sock_connect(const char *name)
 {
     struct sockaddr_un addr;
     socklen_t addrlen;
-    int fd, saved;
+    int fd, flags, saved;
 
     if (srm_sock_addr(name, &addr, &addrlen) != 0) {
         return -1;
     }
-    fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | flags, 0);
-    if (fd < 0) {
-        return -1;
-    }
-    if (connect(fd, (struct sockaddr*)&addr, addrlen) != 0) {
-        saved = errno;
-        close(fd);
-        errno = saved;
-        return -1;
-    }
-    return fd;
-}
-
-int srm_sock_connect(const char *name)
-{
-    int fd = srm_sock_connect_flags(name, SOCK_NONBLOCK);
-    int flags, saved;
-
+    fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
     if (fd < 0) {
         return -1;
     }
     flags = fcntl(fd, F_GETFL);
-    if ((flags < 0) || (fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) != 0)) {
+    if ((connect(fd, (struct sockaddr*)&addr, addrlen) != 0) ||
+        (flags < 0) || (fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) != 0)) {
         saved = errno;
         close(fd);
         errno = saved;
@@ -257,9 +241,9 @@ srm_agent_choice_t srm_sock_choose_agent(const char *configured, char *buf,
         snprintf(buf, size, "%s", configured);
         return SRM_AGENT_CONFIGURED;
     }
-    /* Non-blocking: a socket whose listener never accepts (its queue
-     * full) would hang every process that opens srm here. */
-    fd = srm_sock_connect_flags(SRM_SITE_SOCKET, SOCK_NONBLOCK);
+    /* One try: a socket whose listener never accepts (its queue full)
+     * must not hold up every process that opens srm here. */
+    fd = srm_sock_connect(SRM_SITE_SOCKET);
     if ((fd < 0) && (errno == EAGAIN)) {
         *squatter_p = (uid_t)-1;
         choice      = SRM_AGENT_OWN_SQUATTED;

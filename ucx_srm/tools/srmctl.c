@@ -13,7 +13,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 #include <sys/socket.h>
 #include <sys/time.h>
 #include <unistd.h>
@@ -59,22 +58,6 @@ static void srmctl_usage(FILE *stream)
         "  -V, --version      print the version\n"
         "\n"
         "Exit status: 0 on success, 1 if no agent answered, 2 on bad usage.\n");
-}
-
-/* UCX_SRM_ADDRESS_FAMILY as the agent reads it (auto if unset or not a
- * value it takes: then the agent does not start at all). */
-static unsigned srmctl_address_family(void)
-{
-    const char *value = getenv("UCX_SRM_ADDRESS_FAMILY");
-    unsigned i;
-
-    for (i = 0; (value != NULL) && (srm_address_family_names[i] != NULL);
-         ++i) {
-        if (strcasecmp(value, srm_address_family_names[i]) == 0) {
-            return i;
-        }
-    }
-    return SRM_ADDRESS_FAMILY_AUTO;
 }
 
 srm_status_rep_t *srmctl_ask(const char *socket_name, double timeout,
@@ -167,7 +150,7 @@ int main(int argc, char **argv)
     srm_status_req_t status_req;
     srm_fault_req_t fault_req;
     char socket_name[108], device[64], *end;
-    const char *command, *devices;
+    const char *command;
     double timeout = 5, delay = 1;
     unsigned iterations = 0;
     uid_t squatter;
@@ -234,10 +217,7 @@ int main(int argc, char **argv)
 
     command = argv[optind];
     if (strcmp(command, "device") == 0) {
-        devices = getenv("UCX_SRM_DEVICES");
-        srm_config_device_name((devices != NULL) ? devices : "auto",
-                               srmctl_address_family(), device,
-                               sizeof(device));
+        srm_config_env_device_name(device, sizeof(device));
         printf("%s\n", device);
         return 0;
     } else if (strcmp(command, "status") == 0) {

@@ -75,7 +75,7 @@ static UCS_CLASS_INIT_FUNC(uct_srm_ep_t, const uct_ep_params_t *params)
     memcpy(&iface_addr, params->iface_addr, sizeof(iface_addr));
     memcpy(&dev_addr, params->dev_addr, sizeof(dev_addr));
     if ((dev_addr.node_id != iface->agent.node_id) &&
-        !srm_wire_addrs_are_valid(iface_addr.wire)) {
+        !uct_srm_iface_can_dial(iface, &iface_addr)) {
         ucs_debug("srm: port %u: node 0x%016llx has no address our agent "
                   "can dial", iface->agent.port,
                   (unsigned long long)dev_addr.node_id);

@@ -210,17 +210,23 @@ static ucs_status_t uct_srm_iface_get_address(uct_iface_h tl_iface,
     return UCS_OK;
 }
 
-/*
- * The same agent, or another agent that our agent can reach over the wire:
- * valid addresses of the family our agent listens on (an IPv4-only host
- * does not reach an IPv6 one, so UCX had better pick another transport).
- */
+/* An IPv4-only host does not reach an IPv6 one: UCX had better pick
+ * another transport. */
+int uct_srm_iface_can_dial(const uct_srm_iface_t *iface,
+                           const srm_iface_addr_t *addr)
+{
+    const srm_wire_addr_t *ours = &iface->agent.wire[0];
+
+    return srm_wire_addr_is_set(ours) && srm_wire_addrs_are_valid(addr->wire) &&
+           (addr->wire[0].family == ours->family);
+}
+
+/* The same agent, or another agent that our agent can dial. */
 static int uct_srm_iface_is_reachable(const uct_iface_h tl_iface,
                                       const uct_device_addr_t *dev_addr,
                                       const uct_iface_addr_t *iface_addr)
 {
     uct_srm_iface_t *iface = ucs_derived_of(tl_iface, uct_srm_iface_t);
-    const srm_wire_addr_t *ours = &iface->agent.wire[0];
     srm_device_addr_t dev;
     srm_iface_addr_t port;
 
@@ -232,8 +238,7 @@ static int uct_srm_iface_is_reachable(const uct_iface_h tl_iface,
     if (dev.node_id == iface->agent.node_id) {
         return 1;
     }
-    return srm_wire_addr_is_set(ours) && srm_wire_addrs_are_valid(port.wire) &&
-           (port.wire[0].family == ours->family);
+    return uct_srm_iface_can_dial(iface, &port);
 }
 
 /*

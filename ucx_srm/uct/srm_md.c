@@ -188,17 +188,7 @@ static uct_md_ops_t uct_srm_md_ops = {
  */
 static void uct_srm_md_read_agent_config(uct_srm_md_t *md)
 {
-    srm_agent_config_t config;
-
-    if (srm_ucx_config_fill(&config, srm_agent_config_table, "UCX_",
-                            SRM_CONFIG_PREFIX) != UCS_OK) {
-        srm_config_device_name("auto", SRM_ADDRESS_FAMILY_AUTO, md->dev_name,
-                               sizeof(md->dev_name));
-        return;
-    }
-    srm_config_device_name(config.devices, config.address_family,
-                           md->dev_name, sizeof(md->dev_name));
-    ucs_config_parser_release_opts(&config, srm_agent_config_table);
+    srm_config_env_device_name(md->dev_name, sizeof(md->dev_name));
 }
 
 /* Whether a comma separated device list (UCX_NET_DEVICES) keeps name. */

@@ -246,6 +246,11 @@ void uct_srm_iface_ring_doorbell(uct_srm_iface_t *iface);
 void uct_srm_iface_report_errors(uct_srm_iface_t *iface);
 void uct_srm_iface_check_nodes(uct_srm_iface_t *iface);
 
+/* Whether our agent can dial the node whose agent listens at addr's wire:
+ * valid addresses (srm_wire_addrs_are_valid) of the family ours uses. */
+int uct_srm_iface_can_dial(const uct_srm_iface_t *iface,
+                           const srm_iface_addr_t *addr);
+
 /* srm_direct.c */
 /* Writes an AM of at most max_length payload bytes (packed by pack) to
  * the ep's node directly: its length, or -1 if it must go to the ring.
